@@ -1,0 +1,54 @@
+# trainops: the two commands of the README are `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+TRAINOPS := $(VENV)/bin/trainops
+# DeepSpeed ships as an sdist that must build against the torch already installed.
+DEEPSPEED_VERSION := 0.19.8
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test lint format render check bench bench-trainer clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml Makefile
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# torch first and exact: this version has a CPU wheel on the build machine.
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[trainer,dev]'
+	DS_BUILD_OPS=0 $(PY) -m pip install --quiet --no-build-isolation deepspeed==$(DEEPSPEED_VERSION)
+	touch $@
+
+## demo: set up, render the shipped examples, build every overlay with kustomize, print jobs x clusters.
+demo: setup
+	$(TRAINOPS) render
+	$(TRAINOPS) build
+
+render: setup
+	$(TRAINOPS) render
+
+check: setup
+	$(TRAINOPS) render --check
+
+lint: setup
+	$(PY) -m ruff check generators trainer tests
+	$(PY) -m ruff format --check generators trainer tests
+	$(PY) -m mypy
+
+format: setup
+	$(PY) -m ruff check --fix generators trainer tests
+	$(PY) -m ruff format generators trainer tests
+
+## test: set up, lint, type-check, then the whole pytest suite.
+test: lint
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) -m bench.validate
+
+bench-trainer: setup
+	$(PY) -m bench.trainer
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,41 @@
+"""User-facing input errors: file, line, column and what to do.
+
+Library code raises `InputError`; only the CLI turns it into exit code 2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with one input file."""
+
+    file: str
+    """Path of the file, as the user named it (relative to the repo root when we found it)."""
+    line: int | None
+    """1-based line, or None when the problem is about the file as a whole."""
+    column: int | None
+    """1-based column, or None."""
+    message: str
+    """What is wrong and what to do, e.g. "`replicas` must be >= 1, got 0"."""
+
+    def __str__(self) -> str:
+        where = self.file
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        return f"{where}: {self.message}"
+
+
+class InputError(Exception):
+    """Bad input (unreadable YAML, a spec violating its schema, an unknown cluster).
+
+    Carries every problem found, so the user fixes them all in one go.
+    """
+
+    def __init__(self, problems: list[Problem] | Problem) -> None:
+        self.problems = [problems] if isinstance(problems, Problem) else list(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))

@@ -1,0 +1,54 @@
+"""Findings: what validation reports, in the shape DESIGN.md fixes for `--format json`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem with one object (or one file).
+
+    Rules yield bare findings (rule, severity, message); the engine fills in where.
+    """
+
+    rule: str
+    """Slug: `schema`, `build`, `spec`, `drift`, or a policy rule's slug."""
+    severity: Severity
+    message: str
+    file: str | None = None
+    line: int | None = None
+    kind: str | None = None
+    name: str | None = None
+    namespace: str | None = None
+    cluster: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "severity": self.severity.value,
+            "message": self.message,
+            "file": self.file,
+            "line": self.line,
+            "kind": self.kind,
+            "name": self.name,
+            "namespace": self.namespace,
+            "cluster": self.cluster,
+        }
+
+    def sort_key(self) -> tuple[str, int, str, str, str, str]:
+        return (
+            self.file or "",
+            self.line or 0,
+            self.cluster or "",
+            self.kind or "",
+            self.name or "",
+            self.rule,
+        )

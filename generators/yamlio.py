@@ -1,0 +1,226 @@
+"""Strict, safe YAML in and deterministic YAML out.
+
+In: PyYAML's safe loader (the C one when available), made strict where the
+Kubernetes API server is strict and PyYAML is not: duplicate keys are an error
+(PyYAML silently keeps the last), alias expansion is bounded (a "billion laughs"
+document is tiny on disk and huge in memory), and every problem becomes an
+`InputError` naming file, line and column. Each document keeps its node tree,
+so any later finding can be mapped back to the line of the offending key.
+
+Out: sorted keys, block style, literal blocks for multi-line strings — the same
+bytes on every machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from generators.errors import InputError, Problem
+
+_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+# A Kubernetes manifest has a few hundred nodes; a PyTorchJob with every pod
+# field set a few thousand. One million expanded nodes (aliases counted each
+# time they are used) is far above any real manifest and far below what would
+# exhaust memory when the document is walked.
+MAX_EXPANDED_NODES = 1_000_000
+
+
+class _DuplicateKeyError(yaml.MarkedYAMLError):
+    pass
+
+
+class _StrictLoader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """Safe loader that rejects duplicate mapping keys."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.get(key)
+            except TypeError:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    "found an unhashable key",
+                    key_node.start_mark,
+                ) from None
+            if first is not None:
+                raise _DuplicateKeyError(
+                    problem=(
+                        f"duplicate key {key!r} (first at line {first.start_mark.line + 1});"
+                        " the API server rejects duplicate keys: keep one"
+                    ),
+                    problem_mark=key_node.start_mark,
+                )
+            seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
+
+
+@dataclass
+class Document:
+    """One YAML document of a file: its data and where each part of it came from."""
+
+    file: str
+    """Path as shown to the user."""
+    index: int
+    """0-based position of the document in its file."""
+    data: Any
+    node: yaml.Node
+
+    @property
+    def line(self) -> int:
+        """1-based line where the document starts."""
+        return int(self.node.start_mark.line) + 1
+
+    def position(self, path: Sequence[str | int]) -> tuple[int, int]:
+        """1-based (line, column) of the deepest node found along `path`.
+
+        For a mapping entry this is the key, which is where a reader looks.
+        """
+        node = self.node
+        mark = node.start_mark
+        for part in path:
+            if isinstance(node, yaml.MappingNode):
+                for key_node, value_node in node.value:
+                    if isinstance(key_node, yaml.ScalarNode) and key_node.value == str(part):
+                        mark, node = key_node.start_mark, value_node
+                        break
+                else:
+                    break
+            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+                if not 0 <= part < len(node.value):
+                    break
+                node = node.value[part]
+                mark = node.start_mark
+            else:
+                break
+        return int(mark.line) + 1, int(mark.column) + 1
+
+    def line_of(self, path: Sequence[str | int]) -> int:
+        return self.position(path)[0]
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
+    """Number of nodes once every alias is expanded, memoised per node (linear time)."""
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    memo[key] = 1  # guards against recursive aliases
+    size = 1
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            size += _expanded_size(k, memo) + _expanded_size(v, memo)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            size += _expanded_size(item, memo)
+    memo[key] = size
+    return size
+
+
+def _problem(file: str, err: yaml.YAMLError) -> Problem:
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    what = getattr(err, "problem", None) or str(err)
+    context = getattr(err, "context", None)
+    message = f"{context}: {what}" if context else str(what)
+    if "\t" in message or "'\\t'" in message:
+        message += " (YAML does not allow tabs for indentation: use spaces)"
+    if mark is None:
+        return Problem(file, None, None, f"invalid YAML: {message}")
+    return Problem(file, mark.line + 1, mark.column + 1, f"invalid YAML: {message}")
+
+
+def load_text(text: str, file: str) -> list[Document]:
+    """Parse every non-empty document of `text`; `file` names it in errors."""
+    if "\x00" in text:
+        raise InputError(Problem(file, None, None, "this is a binary file, not YAML"))
+    loader = _StrictLoader(text)
+    documents: list[Document] = []
+    try:
+        index = 0
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            if _expanded_size(node, {}) > MAX_EXPANDED_NODES:
+                line = node.start_mark.line + 1
+                raise InputError(
+                    Problem(
+                        file,
+                        line,
+                        None,
+                        f"document expands to more than {MAX_EXPANDED_NODES:,} nodes through"
+                        " aliases; refusing to load it (remove the anchors/aliases)",
+                    )
+                )
+            data = loader.construct_document(node)
+            if data is not None:
+                documents.append(Document(file, index, data, node))
+            index += 1
+    except yaml.YAMLError as err:
+        raise InputError(_problem(file, err)) from None
+    except RecursionError:
+        raise InputError(Problem(file, None, None, "YAML nests too deeply to load")) from None
+    finally:
+        loader.dispose()
+    return documents
+
+
+def load_file(path: Path, display: str | None = None) -> list[Document]:
+    """Read and parse a YAML file; errors name `display` (default: the path)."""
+    name = display or str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise InputError(Problem(name, None, None, f"cannot read file: {err.strerror}")) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise InputError(
+            Problem(name, line, None, "not UTF-8 text (is this a binary file?); save it as UTF-8")
+        ) from None
+    return load_text(text, name)
+
+
+class _Dumper(_BaseDumper):  # type: ignore[misc, valid-type]
+    """Block style, no aliases, literal blocks for multi-line strings."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if "\n" in value:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def dump(data: Any) -> str:
+    """One document, deterministic: sorted keys, block style, no line wrapping."""
+    text: str = yaml.dump(
+        data,
+        Dumper=_Dumper,
+        sort_keys=True,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=10_000,
+    )
+    return text
+
+
+def dump_all(documents: Iterable[Any]) -> str:
+    """Several documents separated by `---`."""
+    return "---\n".join(dump(d) for d in documents)
