@@ -111,6 +111,8 @@ class ClusterProfile:
     delivery: Delivery
     crds: str | None = None
     """Optional directory of real CRD YAML to validate against instead of `schemas/`."""
+    policy: dict[str, str] = field(default_factory=dict)
+    """Per-rule severity on this cluster: rule slug -> `error`, `warning` or `off`."""
 
     def gpu(self, name: str) -> GpuProduct | None:
         return next((g for g in self.gpus if g.name == name), None)
@@ -227,3 +229,33 @@ class TrainingJob:
     host_network: bool = False
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- repository settings
+
+
+@dataclass(frozen=True)
+class RepoSettings:
+    """Repository-wide delivery settings (`trainops.yaml` at the root; every field has a default)."""
+
+    repo_url: str = "https://github.com/example/trainops.git"
+    """Git URL Argo CD and Flux pull this repository from."""
+    revision: str = "main"
+    """Branch (or tag) the clusters follow."""
+    argocd_namespace: str = "argocd"
+    """Namespace Argo CD runs in (ApplicationSet, AppProject and argocd-cm live there)."""
+    argocd_project: str = "training"
+    """Name of the AppProject that confines the training applications."""
+    flux_namespace: str = "flux-system"
+    """Namespace Flux runs in (GitRepository and Kustomizations live there)."""
+
+
+@dataclass(frozen=True)
+class Repository:
+    """Everything under one repo root, loaded and checked."""
+
+    settings: RepoSettings
+    jobs: tuple[TrainingJob, ...]
+    """Sorted by name."""
+    clusters: dict[str, ClusterProfile]
+    """By name; iterate `sorted(clusters)` for stable output."""

@@ -1,0 +1,1 @@
+"""Benchmarks (`make bench`, `make bench-trainer`): results go to bench/results/*.json."""
