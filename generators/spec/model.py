@@ -1,4 +1,4 @@
-"""Typed model of the two inputs: `TrainingJob` (jobs/*.yaml) and `ClusterProfile` (clusters/*.yaml).
+"""Typed model of the inputs: `TrainingJob` (jobs/*.yaml), `ClusterProfile` (clusters/*.yaml).
 
 Everything here is already checked: the loader (`generators.spec.load`) validates
 the YAML against `schemas/*.schema.json` and the cross-field rules, with file and
@@ -210,7 +210,7 @@ class TrainingJob:
     framework: Literal["pytorch"]
     image: str
     command: tuple[str, ...]
-    """The training program as the user would run it by hand: `python -m trainer` or `python train.py`."""
+    """The training program as run by hand: `python -m trainer` or `python train.py`."""
     args: tuple[str, ...]
     replicas: int
     gpus_per_replica: int
@@ -236,7 +236,7 @@ class TrainingJob:
 
 @dataclass(frozen=True)
 class RepoSettings:
-    """Repository-wide delivery settings (`trainops.yaml` at the root; every field has a default)."""
+    """Repository-wide delivery settings (`trainops.yaml` at the root; all optional)."""
 
     repo_url: str = "https://github.com/example/trainops.git"
     """Git URL Argo CD and Flux pull this repository from."""
