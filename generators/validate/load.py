@@ -1,0 +1,87 @@
+"""Read plain Kubernetes YAML (files or directories) into `Manifest`s, strictly.
+
+Every problem that makes a file unusable (bad YAML, a document that is not a
+mapping, no `apiVersion` or `kind`) is collected across all files and raised as
+one `InputError`, so the user sees them all at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from generators import yamlio
+from generators.errors import InputError, Problem
+from generators.manifest import Manifest
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+# kustomize's own files describe a build, not an object to validate.
+KUSTOMIZE_FILES = frozenset({"kustomization.yaml", "kustomization.yml", "Kustomization"})
+
+
+def manifest_files(paths: Sequence[Path]) -> list[Path]:
+    """Files named on the command line, plus YAML/JSON files found under directories (sorted)."""
+    files: list[Path] = []
+    problems: list[Problem] = []
+    for path in paths:
+        if path.is_dir():
+            files += sorted(
+                p
+                for p in path.rglob("*")
+                if p.is_file() and p.suffix in MANIFEST_SUFFIXES and p.name not in KUSTOMIZE_FILES
+            )
+        elif path.is_file():
+            files.append(path)
+        else:
+            problems.append(Problem(str(path), None, None, "no such file or directory"))
+    if problems:
+        raise InputError(problems)
+    return files
+
+
+def documents_to_manifests(
+    documents: Iterable[yamlio.Document], cluster: str | None = None
+) -> tuple[list[Manifest], list[Problem]]:
+    """Check each document is a Kubernetes object (mapping with apiVersion and kind)."""
+    manifests: list[Manifest] = []
+    problems: list[Problem] = []
+    for doc in documents:
+        data = doc.data
+        if not isinstance(data, dict):
+            problems.append(
+                Problem(
+                    doc.file,
+                    doc.line,
+                    None,
+                    f"document {doc.index + 1} is a {type(data).__name__}, not a Kubernetes"
+                    " object (a mapping with apiVersion, kind and metadata)",
+                )
+            )
+            continue
+        missing = [k for k in ("apiVersion", "kind") if not isinstance(data.get(k), str) or not data[k]]
+        if missing:
+            names = " and ".join(f"`{k}`" for k in missing)
+            problems.append(
+                Problem(doc.file, doc.line, None, f"object has no {names}: every manifest needs both")
+            )
+            continue
+        manifests.append(Manifest(data=data, file=doc.file, document=doc, cluster=cluster))
+    return manifests, problems
+
+
+def load_manifests(paths: Sequence[Path], cluster: str | None = None) -> list[Manifest]:
+    """Every object in every file under `paths`; raise InputError listing all bad input."""
+    manifests: list[Manifest] = []
+    problems: list[Problem] = []
+    for path in manifest_files(paths):
+        try:
+            documents = yamlio.load_file(path)
+        except InputError as err:
+            problems += err.problems
+            continue
+        found, bad = documents_to_manifests(documents, cluster)
+        manifests += found
+        problems += bad
+    if problems:
+        raise InputError(problems)
+    return manifests

@@ -1,0 +1,129 @@
+"""The validation pipeline: schema checks on every object, then every registered checker.
+
+Policy rules plug in without touching this module's callers: append a function
+`(manifests, cluster) -> Iterable[Finding]` to `CHECKERS` and it runs after the
+schema checks on the same objects, for every entry point (`--manifests` and the
+rendered repository alike).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import jsonschema_rs
+
+from generators.findings import Finding, Severity
+from generators.manifest import Manifest
+from generators.spec.model import ClusterProfile
+from generators.validate.schemas import SchemaStore, split_api_version
+
+RULE_SCHEMA = "schema"
+
+Checker = Callable[[list[Manifest], ClusterProfile | None], Iterable[Finding]]
+CHECKERS: list[Checker] = []
+"""Run after the schema checks, in order. The policy-rule engine registers itself here."""
+
+# A broken object can fail hundreds of nested constraints that all say the same
+# thing (e.g. a mis-indented pod template); the first few point at the fix.
+MAX_ERRORS_PER_OBJECT = 20
+
+
+def _where(manifest: Manifest, path: Sequence[str | int] = ()) -> dict[str, Any]:
+    return {
+        "file": manifest.file,
+        "line": manifest.line_of(path),
+        "kind": manifest.kind or None,
+        "name": manifest.name,
+        "namespace": manifest.namespace,
+        "cluster": manifest.cluster,
+    }
+
+
+def _path_text(path: Sequence[str | int]) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(object)"
+
+
+def _schema_findings(manifest: Manifest, validator: jsonschema_rs.Validator, data: Any) -> list[Finding]:
+    findings: list[Finding] = []
+    for count, error in enumerate(validator.iter_errors(data)):
+        if count == MAX_ERRORS_PER_OBJECT:
+            findings.append(
+                Finding(
+                    RULE_SCHEMA,
+                    Severity.ERROR,
+                    f"more than {MAX_ERRORS_PER_OBJECT} schema errors; fix these first",
+                    **_where(manifest),
+                )
+            )
+            break
+        path: list[str | int] = list(error.instance_path)
+        unexpected = getattr(error.kind, "unexpected", None)
+        if isinstance(unexpected, list) and len(unexpected) == 1:
+            # Point at the unknown key itself, not at its parent.
+            path.append(str(unexpected[0]))
+            message = f"{_path_text(path)}: unknown field (not in the schema)"
+        else:
+            message = f"{_path_text(path)}: {error.message}"
+        findings.append(Finding(RULE_SCHEMA, Severity.ERROR, message, **_where(manifest, path)))
+    return findings
+
+
+def check_schema(
+    manifest: Manifest, store: SchemaStore, unknown_kind: Severity | None = Severity.ERROR
+) -> list[Finding]:
+    """Schema findings for one object: committed status, unknown kind, schema violations."""
+    findings: list[Finding] = []
+    data = manifest.data
+    if "status" in data:
+        findings.append(
+            Finding(
+                RULE_SCHEMA,
+                Severity.ERROR,
+                "`status` is written by the controller; a manifest in Git must not carry it"
+                " (delete the `status:` block)",
+                **_where(manifest, ["status"]),
+            )
+        )
+        data = {k: v for k, v in data.items() if k != "status"}
+    group, version = split_api_version(manifest.api_version)
+    found = store.lookup((group, version, manifest.kind))
+    if found is None:
+        if unknown_kind is not None:
+            findings.append(
+                Finding(
+                    RULE_SCHEMA,
+                    unknown_kind,
+                    f"no schema for {manifest.kind} {manifest.api_version} (Kubernetes"
+                    f" {store.kubernetes_version}): it cannot be checked; pass `--crds DIR` with"
+                    " its CustomResourceDefinition, or `--unknown-kinds warning` to accept it",
+                    **_where(manifest, ["kind"]),
+                )
+            )
+        return findings
+    validator, _source = found
+    if not validator.is_valid(data):
+        findings += _schema_findings(manifest, validator, data)
+    return findings
+
+
+def validate_manifests(
+    manifests: list[Manifest],
+    cluster: ClusterProfile | None,
+    store: SchemaStore | None = None,
+    *,
+    unknown_kind: Severity | None = Severity.ERROR,
+    checkers: Sequence[Checker] | None = None,
+) -> list[Finding]:
+    """Schema checks on every object, then each checker (default: `CHECKERS`); sorted findings."""
+    if store is None:
+        store = SchemaStore(cluster.kubernetes_version) if cluster else SchemaStore()
+    findings: list[Finding] = []
+    for manifest in manifests:
+        findings += check_schema(manifest, store, unknown_kind)
+    for checker in CHECKERS if checkers is None else checkers:
+        findings += checker(manifests, cluster)
+    return sorted(findings, key=Finding.sort_key)
