@@ -1,0 +1,137 @@
+"""Validate the repository as Argo CD / Flux will see it: render in memory, kustomize build, check.
+
+The rendered files are written to a temporary directory only so the real
+kustomize can build each `overlays/<cluster>`; nothing in the repository is
+touched. Built objects are mapped back to the rendered file that defines them
+(by kind and name), so findings name a file a reviewer can open.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from generators import kustomize, yamlio
+from generators.errors import InputError, Problem
+from generators.findings import Finding, Severity
+from generators.manifest import Manifest
+from generators.render import render_repository
+from generators.spec.load import load_repository
+from generators.spec.model import ClusterProfile
+from generators.validate.crd import load_crd_dir
+from generators.validate.load import documents_to_manifests
+from generators.validate.pipeline import validate_manifests
+from generators.validate.schemas import SchemaStore
+
+RULE_BUILD = "build"
+GITOPS_DIR = "gitops"
+
+
+@dataclass
+class RepoResult:
+    findings: list[Finding] = field(default_factory=list)
+    resources: int = 0
+    built: dict[str, str] = field(default_factory=dict)
+    """cluster -> `kustomize build` output (for kubeconform)."""
+
+
+def _source_index(files: dict[str, str]) -> dict[tuple[str, str], yamlio.Document]:
+    """(kind, name) -> the rendered document defining it (first one wins)."""
+    index: dict[tuple[str, str], yamlio.Document] = {}
+    for rel, text in files.items():
+        if not rel.endswith((".yaml", ".yml")) or rel.endswith("kustomization.yaml"):
+            continue
+        for doc in yamlio.load_text(text, rel):
+            if isinstance(doc.data, dict):
+                meta = doc.data.get("metadata") or {}
+                key = (str(doc.data.get("kind")), str(meta.get("name")))
+                index.setdefault(key, doc)
+    return index
+
+
+def _attach_sources(
+    manifests: list[Manifest], index: dict[tuple[str, str], yamlio.Document]
+) -> None:
+    for m in manifests:
+        doc = index.get((m.kind, m.name or ""))
+        if doc is not None:
+            m.file, m.document = doc.file, doc
+
+
+def _store_for(
+    cluster: ClusterProfile, root: Path, crds: Path | None, cache: dict[tuple[str, str], SchemaStore]
+) -> SchemaStore:
+    crd_dir = crds or (root / cluster.crds if cluster.crds else None)
+    key = (cluster.kubernetes_version, str(crd_dir))
+    if key not in cache:
+        converted = load_crd_dir(crd_dir) if crd_dir else None
+        cache[key] = SchemaStore(cluster.kubernetes_version, converted)
+    return cache[key]
+
+
+def validate_repository(
+    root: Path,
+    cluster_name: str | None = None,
+    crds: Path | None = None,
+    unknown_kind: Severity | None = Severity.ERROR,
+    build: Callable[[Path], str] = kustomize.build,
+) -> RepoResult:
+    """Findings for every overlay (or one) plus the gitops/ objects."""
+    repo = load_repository(root)
+    if cluster_name is not None and cluster_name not in repo.clusters:
+        known = ", ".join(sorted(repo.clusters)) or "none"
+        raise InputError(
+            Problem("--cluster", None, None, f"unknown cluster {cluster_name!r} (known: {known})")
+        )
+    files = render_repository(repo)
+    index = _source_index(files)
+    result = RepoResult()
+    stores: dict[tuple[str, str], SchemaStore] = {}
+    names = [cluster_name] if cluster_name else sorted(repo.clusters)
+    with tempfile.TemporaryDirectory(prefix="trainops-validate-") as tmp:
+        work = Path(tmp)
+        for rel, text in files.items():
+            target = work / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        for name in names:
+            cluster = repo.clusters[name]
+            overlay = f"overlays/{name}"
+            try:
+                built = build(work / overlay)
+            except kustomize.KustomizeError as err:
+                result.findings.append(
+                    Finding(
+                        RULE_BUILD,
+                        Severity.ERROR,
+                        f"kustomize build failed: {err}",
+                        file=f"{overlay}/kustomization.yaml",
+                        cluster=name,
+                    )
+                )
+                continue
+            result.built[name] = built
+            docs = yamlio.load_text(built, f"kustomize build {overlay}")
+            manifests, problems = documents_to_manifests(docs, name)
+            if problems:
+                raise InputError(problems)
+            _attach_sources(manifests, index)
+            result.resources += len(manifests)
+            store = _store_for(cluster, root, crds, stores)
+            result.findings += validate_manifests(manifests, cluster, store, unknown_kind=unknown_kind)
+        gitops = {rel: text for rel, text in files.items() if rel.startswith(f"{GITOPS_DIR}/")}
+        if gitops and cluster_name is None:
+            manifests = []
+            for rel, text in gitops.items():
+                if rel.endswith((".yaml", ".yml")):
+                    found, problems = documents_to_manifests(yamlio.load_text(text, rel))
+                    if problems:
+                        raise InputError(problems)
+                    manifests += found
+            result.resources += len(manifests)
+            store = SchemaStore(crd_schemas=load_crd_dir(crds) if crds else None)
+            result.findings += validate_manifests(manifests, None, store, unknown_kind=unknown_kind)
+    result.findings.sort(key=Finding.sort_key)
+    return result
