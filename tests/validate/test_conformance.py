@@ -1,0 +1,288 @@
+"""Conformance against ../shared/upstream (read at run time, never copied).
+
+- every upstream example of a kind we support validates clean with our schemas
+  and with the converted upstream CRDs (EXCEPTIONS lists the real mistakes);
+- our schemas agree with the upstream CRDs on every property path and type under `spec`;
+- each tightening (TIGHTENINGS) is rejected by ours and accepted by the upstream CRD,
+  and names the operator rule it mirrors;
+- the seeds' schema mistakes are rejected.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from generators.findings import Finding
+from generators.manifest import Manifest
+from generators.validate.load import load_manifests
+from generators.validate.pipeline import validate_manifests
+from generators.validate.schemas import CRD_SCHEMA_DIR, SchemaStore, crd_schema_file
+from tests.tools import UPSTREAM
+
+EXAMPLE_DIRS = ("training-operator", "mpi-operator")
+
+# (file, schema source) -> why the upstream example is rejected. "both" = ours and converted.
+EXCEPTIONS: dict[tuple[str, str], str] = {
+    (
+        "examples__xgboost__smoke-dist__xgboostjob_v1alpha1_rabit_test.yaml",
+        "both",
+    ): "stray `apiVersion`/`kind` keys inside the pod templates (a PodTemplateSpec has neither)",
+    (
+        "examples__v2beta1__pi__pi-intel.yaml",
+        "converted",
+    ): "empty `command:` (null) on the worker container; the CRD says array. The core"
+    " PodTemplateSpec schema our schemas $ref is nullable there, as the API server is",
+    (
+        "examples__v2beta1__pi__pi-mpich.yaml",
+        "converted",
+    ): "empty `command:` (null) on the worker container, as in pi-intel.yaml",
+}
+
+
+def _examples() -> list[Path]:
+    if not UPSTREAM.is_dir():
+        return []
+    return sorted(p for d in EXAMPLE_DIRS for p in (UPSTREAM / "examples" / d).glob("*.yaml"))
+
+
+def _errors(manifests: list[Manifest], store: SchemaStore) -> list[Finding]:
+    return validate_manifests(manifests, None, store, checkers=[])
+
+
+@pytest.mark.parametrize("path", _examples(), ids=lambda p: p.name)
+def test_upstream_example_validates(
+    path: Path, ours: SchemaStore, converted: SchemaStore
+) -> None:
+    manifests = load_manifests([path])
+    for label, store in (("ours", ours), ("converted", converted)):
+        findings = _errors(manifests, store)
+        reason = EXCEPTIONS.get((path.name, label)) or EXCEPTIONS.get((path.name, "both"))
+        if reason:
+            assert findings, f"{path.name} ({label}) is listed as an exception but is clean now"
+        else:
+            assert not findings, [f.message for f in findings]
+
+
+# ---------------------------------------------------------------- path/type agreement
+
+SUPPORTED = [
+    ("kubeflow.org", "v1", "PyTorchJob", "kubeflow.org/pytorchjobs.yaml"),
+    ("kubeflow.org", "v1", "TFJob", "kubeflow.org/tfjobs.yaml"),
+    ("kubeflow.org", "v1", "XGBoostJob", "kubeflow.org/xgboostjobs.yaml"),
+    ("kubeflow.org", "v1", "PaddleJob", "kubeflow.org/paddlejobs.yaml"),
+    ("kubeflow.org", "v1", "JAXJob", "kubeflow.org/jaxjobs.yaml"),
+    ("kubeflow.org", "v1", "MPIJob", "kubeflow.org/mpijobs.yaml"),
+    ("kubeflow.org", "v2beta1", "MPIJob", "kubeflow.org/mpijobs-v2beta1.yaml"),
+    ("scheduling.volcano.sh", "v1beta1", "PodGroup", "scheduling.volcano.sh/podgroups.yaml"),
+    ("scheduling.volcano.sh", "v1beta1", "Queue", "scheduling.volcano.sh/queues.yaml"),
+    ("monitoring.coreos.com", "v1", "ServiceMonitor", "monitoring.coreos.com/servicemonitors.yaml"),
+    ("monitoring.coreos.com", "v1", "PodMonitor", "monitoring.coreos.com/podmonitors.yaml"),
+]
+# Core definitions that stand for an upstream `x-kubernetes-int-or-string` field.
+INT_OR_STRING_REFS = {
+    "io.k8s.apimachinery.pkg.api.resource.Quantity",
+    "io.k8s.apimachinery.pkg.util.intstr.IntOrString",
+}
+
+
+def _resolve(ref: str, base: Path) -> tuple[Any, Path]:
+    file_part, _, fragment = ref.partition("#")
+    target = (base.parent / file_part).resolve() if file_part else base
+    doc: Any = json.loads(target.read_text())
+    for part in fragment.strip("/").split("/") if fragment.strip("/") else []:
+        doc = doc[part]
+    return doc, target
+
+
+def _ours(schema: Any, base: Path, path: str, out: dict[str, set[str]]) -> None:
+    if not isinstance(schema, dict):
+        return
+    ref = schema.get("$ref")
+    if ref:
+        if "_kubernetes/" in ref:
+            out.setdefault(path, set()).add("core:" + ref.rpartition("/")[2])
+            return
+        target, file = _resolve(ref, base)
+        _ours(target, file, path, out)
+    for sub in schema.get("allOf", []):
+        _ours(sub, base, path, out)
+    if "type" in schema:
+        types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        out.setdefault(path, set()).update(types)
+    for name, sub in (schema.get("properties") or {}).items():
+        # A map with named keys (replica types) refines the map's values: same path.
+        key = "{}" if "propertyNames" in schema else f".{name}"
+        _ours(sub, base, f"{path}{key}", out)
+    if isinstance(schema.get("items"), dict):
+        _ours(schema["items"], base, f"{path}[]", out)
+    if isinstance(schema.get("additionalProperties"), dict):
+        _ours(schema["additionalProperties"], base, f"{path}{{}}", out)
+
+
+def _upstream(schema: dict[str, Any], path: str, out: dict[str, str]) -> None:
+    out[path] = "int-or-string" if schema.get("x-kubernetes-int-or-string") else schema.get("type", "")
+    for name, sub in (schema.get("properties") or {}).items():
+        _upstream(sub, f"{path}.{name}", out)
+    if isinstance(schema.get("items"), dict):
+        _upstream(schema["items"], f"{path}[]", out)
+    if isinstance(schema.get("additionalProperties"), dict):
+        _upstream(schema["additionalProperties"], f"{path}{{}}", out)
+
+
+def _covered_by_core(path: str, ours: dict[str, set[str]]) -> bool:
+    for prefix, types in ours.items():
+        if any(t.startswith("core:") for t in types) and (
+            path.startswith(prefix + ".") or path.startswith(prefix + "[") or path.startswith(prefix + "{")
+        ):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("group,version,kind,crd", SUPPORTED, ids=lambda v: str(v))
+def test_schema_agrees_with_upstream_crd(
+    group: str, version: str, kind: str, crd: str, upstream: Path
+) -> None:
+    docs = list(yaml.safe_load_all((upstream / "crds" / crd).read_text()))
+    raw = next(
+        v["schema"]["openAPIV3Schema"]
+        for d in docs
+        for v in d["spec"]["versions"]
+        if v["name"] == version
+    )
+    theirs: dict[str, str] = {}
+    _upstream(raw["properties"]["spec"], "spec", theirs)
+    file = crd_schema_file(CRD_SCHEMA_DIR, (group, version, kind))
+    ours: dict[str, set[str]] = {}
+    _ours(json.loads(file.read_text())["properties"]["spec"], file, "spec", ours)
+
+    problems = []
+    for path, their_type in sorted(theirs.items()):
+        if _covered_by_core(path, ours):
+            continue
+        if path not in ours:
+            problems.append(f"{path}: missing from our schema (upstream {their_type})")
+            continue
+        mine = ours[path]
+        core = {t[5:] for t in mine if t.startswith("core:")}
+        if their_type == "int-or-string":
+            ok = bool(core & INT_OR_STRING_REFS) or {"integer", "string"} <= mine
+        elif core:
+            ok = their_type in ("object", "array") and not core & INT_OR_STRING_REFS
+        else:
+            ok = their_type in mine
+        if not ok:
+            problems.append(f"{path}: upstream {their_type}, ours {sorted(mine)}")
+    for path in sorted(ours):
+        if path not in theirs and not _covered_by_core(path, ours):
+            problems.append(f"{path}: in our schema but not upstream")
+    assert not problems, "\n".join(problems)
+
+
+# ---------------------------------------------------------------- tightenings
+
+PYTORCH = "training-operator/examples__pytorch__simple.yaml"
+PYTORCH_ELASTIC = "training-operator/examples__pytorch__elastic__echo__echo.yaml"
+TFJOB = "training-operator/examples__tensorflow__dist-mnist__tf_job_mnist.yaml"
+MPI_V2 = "mpi-operator/examples__v2beta1__pi__pi.yaml"
+
+# (example, path to set, value, the operator rule it mirrors)
+TIGHTENINGS: list[tuple[str, tuple[str | int, ...], Any, str]] = [
+    (
+        PYTORCH,
+        ("spec", "pytorchReplicaSpecs", "Worker", "restartPolicy"),
+        "Sometimes",
+        "RestartPolicy is one of Always/OnFailure/Never/ExitCode (kubeflow.org/v1 common_types.go)",
+    ),
+    (
+        PYTORCH,
+        ("spec", "runPolicy", "cleanPodPolicy"),
+        "Some",
+        "CleanPodPolicy is one of All/Running/None (kubeflow.org/v1 common_types.go)",
+    ),
+    (
+        PYTORCH_ELASTIC,
+        ("spec", "elasticPolicy", "rdzvBackend"),
+        "zookeeper",
+        "RDZVBackend is one of c10d/etcd/etcd-v2 (kubeflow.org/v1 pytorch_types.go)",
+    ),
+    (
+        PYTORCH,
+        ("spec", "pytorchReplicaSpecs", "Master", "replicas"),
+        2,
+        "PyTorchJob webhook: Master replicas must be 1",
+    ),
+    (
+        PYTORCH,
+        ("spec", "pytorchReplicaSpecs", "Launcher"),
+        {"replicas": 1},
+        "PyTorchJob webhook: replica types are Master and Worker only",
+    ),
+    (
+        PYTORCH,
+        ("spec", "pytorchReplicaSpecs", "Worker", "template", "spec", "containers", 0, "name"),
+        "trainer",
+        "PyTorchJob webhook: a container named `pytorch` must exist (the operator injects"
+        " MASTER_ADDR etc. into it)",
+    ),
+    (
+        TFJOB,
+        ("spec", "tfReplicaSpecs", "Chief"),
+        {"replicas": 2},
+        "TFJob webhook: Chief/Master/Evaluator may have at most one replica",
+    ),
+    (
+        PYTORCH,
+        ("spec", "runPolicy", "managedBy"),
+        "someone-else",
+        "RunPolicy webhook: managedBy is kubeflow.org/training-operator or kueue.x-k8s.io/multikueue",
+    ),
+    (
+        MPI_V2,
+        ("spec", "mpiReplicaSpecs", "Launcher", "replicas"),
+        2,
+        "mpi-operator validation: the Launcher must have exactly one replica",
+    ),
+    (
+        MPI_V2,
+        ("spec", "launcherCreationPolicy"),
+        "Later",
+        "mpi-operator: launcherCreationPolicy is AtStartup or WaitForWorkersReady",
+    ),
+]
+
+
+def _set(data: Any, path: tuple[str | int, ...], value: Any) -> None:
+    for part in path[:-1]:
+        data = data.setdefault(part, {}) if isinstance(data, dict) else data[part]
+    data[path[-1]] = value
+
+
+@pytest.mark.parametrize("example,path,value,rule", TIGHTENINGS, ids=lambda v: str(v)[:40])
+def test_tightening(
+    example: str,
+    path: tuple[str | int, ...],
+    value: Any,
+    rule: str,
+    upstream: Path,
+    ours: SchemaStore,
+    converted: SchemaStore,
+) -> None:
+    [manifest] = load_manifests([upstream / "examples" / example])
+    _set(manifest.data, path, value)
+    mutated = Manifest(copy.deepcopy(manifest.data), manifest.file, manifest.document)
+    assert _errors([mutated], ours), f"ours should reject: {rule}"
+    assert not _errors([mutated], converted), f"the upstream CRD accepts it (a tightening): {rule}"
+
+
+def test_seed_scheduler_name_under_spec_is_rejected(upstream: Path, ours: SchemaStore) -> None:
+    """The seed article puts `schedulerName: volcano` directly under a PyTorchJob's spec."""
+    [manifest] = load_manifests([upstream / "examples" / PYTORCH])
+    manifest.data["spec"]["schedulerName"] = "volcano"
+    findings = _errors([manifest], ours)
+    assert [f.message for f in findings] == ["spec.schedulerName: unknown field (not in the schema)"]
