@@ -124,7 +124,9 @@ def measure_throughput() -> dict[str, Any]:
     assert not problems and not findings, findings[:3]
 
     sample = list(yaml.load_all(text, Loader=yaml.CSafeLoader))[:BASELINE_SAMPLE]
-    sample_text = "---\n".join(_TEMPLATES[i % 4].format(i=i, n=i % 7) for i in range(BASELINE_SAMPLE))
+    sample_text = "---\n".join(
+        _TEMPLATES[i % 4].format(i=i, n=i % 7) for i in range(BASELINE_SAMPLE)
+    )
     start = time.perf_counter()
     docs = list(yaml.load_all(sample_text, Loader=yaml.CSafeLoader))
     kv_parse = time.perf_counter() - start
@@ -164,7 +166,7 @@ def timed_repository(root: Path) -> dict[str, Any]:
 
 
 def generated_repository(dest: Path) -> None:
-    """500 copies of a shipped job, each targeting 4 clusters (two copies of each shipped profile)."""
+    """500 copies of a shipped job, each on 4 clusters (two copies of each shipped profile)."""
     (dest / "jobs").mkdir(parents=True)
     (dest / "clusters").mkdir()
     for extra in ("trainops.yaml", "schemas"):
@@ -175,7 +177,10 @@ def generated_repository(dest: Path) -> None:
     clusters: list[str] = []
     for path in sorted((ROOT / "clusters").glob("*.yaml")):
         text = path.read_text()
-        name = re.search(r"^name: (\S+)$", text, re.M).group(1)  # type: ignore[union-attr]
+        found = re.search(r"^name: (\S+)$", text, re.M)
+        if found is None:
+            continue
+        name = found.group(1)
         for suffix in ("", "-b"):
             clusters.append(name + suffix)
             (dest / "clusters" / f"{name}{suffix}.yaml").write_text(

@@ -48,7 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kubernetes-version",
         metavar="X.Y",
-        help=f"core schemas for --manifests without --cluster (default {DEFAULT_KUBERNETES_VERSION})",
+        help="Kubernetes version of the core schemas for --manifests without --cluster"
+        f" (default {DEFAULT_KUBERNETES_VERSION})",
     )
     parser.add_argument(
         "--unknown-kinds",

@@ -28,7 +28,9 @@ from generators import yamlio
 from generators.errors import InputError, Problem
 from generators.validate.schemas import CORE_DEFINITIONS_ID, GVK
 
-_OBJECT_META = {"$ref": f"{CORE_DEFINITIONS_ID}#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}
+_OBJECT_META = {
+    "$ref": f"{CORE_DEFINITIONS_ID}#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+}
 # OpenAPI keywords that hold one subschema, or a list of them.
 _SUBSCHEMA = ("items", "not")
 _SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf")
@@ -78,7 +80,9 @@ def convert_schema(schema: dict[str, Any], *, top: bool = False) -> dict[str, An
     properties = schema.get("properties")
     if isinstance(properties, dict):
         out["properties"] = {
-            name: convert_schema(sub) for name, sub in properties.items() if not (top and name == "status")
+            name: convert_schema(sub)
+            for name, sub in properties.items()
+            if not (top and name == "status")
         }
         if top:
             out["properties"]["metadata"] = dict(_OBJECT_META)
@@ -110,9 +114,9 @@ def convert_crd(crd: dict[str, Any]) -> dict[GVK, dict[str, Any]]:
     kind = str((spec.get("names") or {}).get("kind", ""))
     result: dict[GVK, dict[str, Any]] = {}
     for version in spec.get("versions") or []:
-        raw = ((version.get("schema") or {}).get("openAPIV3Schema")) or spec.get("validation", {}).get(
-            "openAPIV3Schema"
-        )
+        raw = ((version.get("schema") or {}).get("openAPIV3Schema")) or spec.get(
+            "validation", {}
+        ).get("openAPIV3Schema")
         if not isinstance(raw, dict):
             continue
         name = str(version.get("name", ""))

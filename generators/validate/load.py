@@ -58,11 +58,15 @@ def documents_to_manifests(
                 )
             )
             continue
-        missing = [k for k in ("apiVersion", "kind") if not isinstance(data.get(k), str) or not data[k]]
+        missing = [
+            k for k in ("apiVersion", "kind") if not isinstance(data.get(k), str) or not data[k]
+        ]
         if missing:
             names = " and ".join(f"`{k}`" for k in missing)
             problems.append(
-                Problem(doc.file, doc.line, None, f"object has no {names}: every manifest needs both")
+                Problem(
+                    doc.file, doc.line, None, f"object has no {names}: every manifest needs both"
+                )
             )
             continue
         manifests.append(Manifest(data=data, file=doc.file, document=doc, cluster=cluster))

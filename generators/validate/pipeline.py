@@ -47,7 +47,9 @@ def _path_text(path: Sequence[str | int]) -> str:
     return text or "(object)"
 
 
-def _schema_findings(manifest: Manifest, validator: jsonschema_rs.Validator, data: Any) -> list[Finding]:
+def _schema_findings(
+    manifest: Manifest, validator: jsonschema_rs.Validator, data: Any
+) -> list[Finding]:
     findings: list[Finding] = []
     for count, error in enumerate(validator.iter_errors(data)):
         if count == MAX_ERRORS_PER_OBJECT:

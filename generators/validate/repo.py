@@ -61,7 +61,10 @@ def _attach_sources(
 
 
 def _store_for(
-    cluster: ClusterProfile, root: Path, crds: Path | None, cache: dict[tuple[str, str], SchemaStore]
+    cluster: ClusterProfile,
+    root: Path,
+    crds: Path | None,
+    cache: dict[tuple[str, str], SchemaStore],
 ) -> SchemaStore:
     crd_dir = crds or (root / cluster.crds if cluster.crds else None)
     key = (cluster.kubernetes_version, str(crd_dir))
@@ -120,7 +123,9 @@ def validate_repository(
             _attach_sources(manifests, index)
             result.resources += len(manifests)
             store = _store_for(cluster, root, crds, stores)
-            result.findings += validate_manifests(manifests, cluster, store, unknown_kind=unknown_kind)
+            result.findings += validate_manifests(
+                manifests, cluster, store, unknown_kind=unknown_kind
+            )
         gitops = {rel: text for rel, text in files.items() if rel.startswith(f"{GITOPS_DIR}/")}
         if gitops and cluster_name is None:
             manifests = []

@@ -56,9 +56,7 @@ def _errors(manifests: list[Manifest], store: SchemaStore) -> list[Finding]:
 
 
 @pytest.mark.parametrize("path", _examples(), ids=lambda p: p.name)
-def test_upstream_example_validates(
-    path: Path, ours: SchemaStore, converted: SchemaStore
-) -> None:
+def test_upstream_example_validates(path: Path, ours: SchemaStore, converted: SchemaStore) -> None:
     manifests = load_manifests([path])
     for label, store in (("ours", ours), ("converted", converted)):
         findings = _errors(manifests, store)
@@ -126,7 +124,9 @@ def _ours(schema: Any, base: Path, path: str, out: dict[str, set[str]]) -> None:
 
 
 def _upstream(schema: dict[str, Any], path: str, out: dict[str, str]) -> None:
-    out[path] = "int-or-string" if schema.get("x-kubernetes-int-or-string") else schema.get("type", "")
+    out[path] = (
+        "int-or-string" if schema.get("x-kubernetes-int-or-string") else schema.get("type", "")
+    )
     for name, sub in (schema.get("properties") or {}).items():
         _upstream(sub, f"{path}.{name}", out)
     if isinstance(schema.get("items"), dict):
@@ -138,13 +138,15 @@ def _upstream(schema: dict[str, Any], path: str, out: dict[str, str]) -> None:
 def _covered_by_core(path: str, ours: dict[str, set[str]]) -> bool:
     for prefix, types in ours.items():
         if any(t.startswith("core:") for t in types) and (
-            path.startswith(prefix + ".") or path.startswith(prefix + "[") or path.startswith(prefix + "{")
+            path.startswith(prefix + ".")
+            or path.startswith(prefix + "[")
+            or path.startswith(prefix + "{")
         ):
             return True
     return False
 
 
-@pytest.mark.parametrize("group,version,kind,crd", SUPPORTED, ids=lambda v: str(v))
+@pytest.mark.parametrize("group,version,kind,crd", SUPPORTED, ids=str)
 def test_schema_agrees_with_upstream_crd(
     group: str, version: str, kind: str, crd: str, upstream: Path
 ) -> None:
@@ -240,7 +242,8 @@ TIGHTENINGS: list[tuple[str, tuple[str | int, ...], Any, str]] = [
         PYTORCH,
         ("spec", "runPolicy", "managedBy"),
         "someone-else",
-        "RunPolicy webhook: managedBy is kubeflow.org/training-operator or kueue.x-k8s.io/multikueue",
+        "RunPolicy webhook: managedBy is kubeflow.org/training-operator or"
+        " kueue.x-k8s.io/multikueue",
     ),
     (
         MPI_V2,
@@ -264,7 +267,7 @@ def _set(data: Any, path: tuple[str | int, ...], value: Any) -> None:
 
 
 @pytest.mark.parametrize("example,path,value,rule", TIGHTENINGS, ids=lambda v: str(v)[:40])
-def test_tightening(
+def test_tightening(  # noqa: PLR0917 (parametrized cases plus fixtures)
     example: str,
     path: tuple[str | int, ...],
     value: Any,
@@ -285,4 +288,6 @@ def test_seed_scheduler_name_under_spec_is_rejected(upstream: Path, ours: Schema
     [manifest] = load_manifests([upstream / "examples" / PYTORCH])
     manifest.data["spec"]["schedulerName"] = "volcano"
     findings = _errors([manifest], ours)
-    assert [f.message for f in findings] == ["spec.schedulerName: unknown field (not in the schema)"]
+    assert [f.message for f in findings] == [
+        "spec.schedulerName: unknown field (not in the schema)"
+    ]

@@ -1,0 +1,179 @@
+"""The validate command end to end: exit codes, output formats, bad input, unknown kinds, status."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from generators import report
+from generators.cli import main
+from generators.findings import Finding, Severity
+from generators.validate.crd import convert_schema
+from tests.tools import REPO, require_tool, require_upstream
+
+GOOD = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: ok
+data:
+  a: b
+"""
+BAD = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: bad
+data:
+  a: b
+datum: 1
+"""
+
+
+def _write(tmp_path: Path, name: str, text: str | bytes) -> Path:
+    path = tmp_path / name
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+def test_clean_manifest_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, "ok.yaml", GOOD)
+    assert main(["validate", "--manifests", str(path)]) == 0
+    assert "1 resource(s) checked, 0 error(s)" in capsys.readouterr().out
+
+
+def test_unknown_field_json_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, "bad.yaml", BAD)
+    assert main(["validate", "--manifests", str(path), "--format", "json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["summary"] == {"resources": 1, "errors": 1, "warnings": 0}
+    [finding] = out["findings"]
+    assert finding == {
+        "rule": "schema",
+        "severity": "error",
+        "message": "datum: unknown field (not in the schema)",
+        "file": str(path),
+        "line": 7,
+        "kind": "ConfigMap",
+        "name": "bad",
+        "namespace": None,
+        "cluster": None,
+    }
+
+
+_BOMB = 'a: &a ["x","x","x","x","x","x","x","x","x","x"]\n' + "".join(
+    f"{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n"
+    for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("a: 1\na: 2\n", "duplicate key 'a'"),
+        ("a:\n\tb: 1\n", "tabs"),
+        (b"\x00\x01binary", "binary"),
+        (b"apiVersion: v1\nkind: \xff\xfe\n", "not UTF-8"),
+        ("- just\n- a list\n", "not a Kubernetes object"),
+        ("apiVersion: v1\nmetadata: {name: x}\n", "no `kind`"),
+        ("kind: Pod\nmetadata: {name: x}\n", "no `apiVersion`"),
+        (_BOMB, "expands to more than"),
+    ],
+    ids=["duplicate", "tab", "binary", "utf8", "list", "no-kind", "no-apiversion", "alias-bomb"],
+)
+def test_bad_yaml_exits_2_with_file_and_no_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str | bytes, expected: str
+) -> None:
+    path = _write(tmp_path, "in.yaml", text)
+    assert main(["validate", "--manifests", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert expected in err
+    assert str(path) in err
+    assert "Traceback" not in err
+
+
+def test_unknown_kind_is_error_unless_downgraded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    widget = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n"
+    path = _write(tmp_path, "x.yaml", widget)
+    assert main(["validate", "--manifests", str(path)]) == 1
+    assert "no schema for Widget" in capsys.readouterr().out
+    assert main(["validate", "--manifests", str(path), "--unknown-kinds", "warning"]) == 0
+
+
+def test_committed_status_is_a_finding(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, "s.yaml", GOOD + "status:\n  phase: Active\n")
+    assert main(["validate", "--manifests", str(path), "--format", "json"]) == 1
+    [finding] = json.loads(capsys.readouterr().out)["findings"]
+    assert finding["line"] == 7 and "status" in finding["message"]
+
+
+def test_crds_flag_uses_real_crd(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    upstream = require_upstream()
+    example = upstream / "examples/training-operator/examples__pytorch__simple.yaml"
+    job = _write(tmp_path, "j.yaml", example.read_text().rstrip("\n") + "\n  bogus: 1\n")
+    crds = str(upstream / "crds/kubeflow.org")
+    assert main(["validate", "--manifests", str(job), "--crds", crds]) == 1
+    assert "spec.bogus" in capsys.readouterr().out
+
+
+def test_converter_honours_preserve_unknown_and_int_or_string() -> None:
+    schema = convert_schema(
+        {
+            "type": "object",
+            "properties": {
+                "open": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                "port": {"x-kubernetes-int-or-string": True},
+                "maybe": {"type": "string", "nullable": True},
+            },
+        }
+    )
+    assert schema["additionalProperties"] is False
+    assert "additionalProperties" not in schema["properties"]["open"]
+    assert schema["properties"]["port"]["anyOf"] == [{"type": "integer"}, {"type": "string"}]
+    assert schema["properties"]["maybe"]["type"] == ["string", "null"]
+
+
+def test_in_repo_mode_builds_each_overlay(capsys: pytest.CaptureFixture[str]) -> None:
+    require_tool("kubectl")
+    assert main(["--root", str(REPO), "validate", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["summary"]["resources"] > 0 and out["summary"]["errors"] == 0
+
+
+def test_unknown_cluster_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--root", str(REPO), "validate", "--cluster", "nope"]) == 2
+    assert "unknown cluster 'nope'" in capsys.readouterr().err
+
+
+FINDINGS = [
+    Finding("schema", Severity.ERROR, "spec.x: unknown field", "a.yaml", 3, "Pod", "p", "ns", "c1"),
+    Finding("gpu-limit", Severity.WARNING, "50%, done", "b.yaml", None, "Job", "j"),
+]
+
+
+def test_report_formats() -> None:
+    text = report.render("text", FINDINGS, 2)
+    assert "a.yaml:3: error" in text and "ns/Pod/p @c1" in text and "FAILED" in text
+    assert "\033[" not in text and "\033[31m" in report.render("text", FINDINGS, 2, color=True)
+    github = report.render("github", FINDINGS, 2).splitlines()
+    assert github[0] == (
+        "::error file=a.yaml,line=3,title=trainops schema::ns/Pod/p @c1: spec.x: unknown field"
+    )
+    assert github[1] == "::warning file=b.yaml,title=trainops gpu-limit::Job/j: 50%25, done"
+    sarif = json.loads(report.render("sarif", FINDINGS, 2))
+    run = sarif["runs"][0]
+    assert sarif["version"] == "2.1.0"
+    assert [r["id"] for r in run["tool"]["driver"]["rules"]] == ["gpu-limit", "schema"]
+    assert run["results"][0]["locations"][0]["physicalLocation"]["region"] == {"startLine": 3}
+    junit = report.render("junit", FINDINGS, 2)
+    assert 'failures="1"' in junit and "<failure" in junit and "<system-out>warning" in junit
+    assert json.loads(report.render("json", [], 5))["summary"] == {
+        "resources": 5,
+        "errors": 0,
+        "warnings": 0,
+    }
