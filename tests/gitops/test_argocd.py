@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -161,3 +162,36 @@ def test_upstream_validation_catches_a_wrong_field() -> None:
     bad = application_set(mixed_repo())
     bad["spec"]["template"]["spec"]["syncPolicy"]["automatic"] = {}
     assert errors(crd_validator(crds / "applicationsets.yaml", "v1alpha1"), bad)
+
+
+def test_appproject_allows_every_kind_the_renderer_builds(tmp_path: Path) -> None:
+    """Build the shipped examples' overlays: each object's kind is allowed, and nothing
+    in them would make Argo CD re-run a finished job (no TTL, no Replace, no suspend)."""
+    import shutil
+
+    from generators.gitops.diff import build_overlays, write_files
+    from generators.render import render_repository
+    from generators.spec.load import load_repository
+    from tests.tools import REPO, require_tool
+
+    if not shutil.which("kustomize"):
+        require_tool("kubectl")
+    repo = load_repository(REPO)
+    write_files(render_repository(repo), tmp_path)
+    allowed = {(gk.group, gk.kind) for gk in NAMESPACED_KINDS}
+    built = build_overlays(tmp_path)
+    assert sorted(built) == sorted(repo.clusters)
+    for objects in built.values():
+        for obj in objects.values():
+            group = obj["apiVersion"].rpartition("/")[0]
+            assert (group, obj["kind"]) in allowed, obj["kind"]
+            assert "namespace" in obj["metadata"]
+            if obj["kind"] == "PyTorchJob":
+                run_policy = obj["spec"]["runPolicy"]
+                assert "ttlSecondsAfterFinished" not in run_policy
+                assert run_policy["cleanPodPolicy"] == "All"
+                assert "suspend" not in run_policy
+            options = (
+                obj["metadata"].get("annotations", {}).get("argocd.argoproj.io/sync-options", "")
+            )
+            assert "Replace=true" not in options
