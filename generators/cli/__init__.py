@@ -14,7 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 from generators import __version__
-from generators.cli import diff, render
+from generators.cli import build, diff, render
 from generators.errors import InputError
 
 EXIT_OK = 0
@@ -24,6 +24,7 @@ EXIT_USAGE = 2
 # name -> module; the order is the order of `trainops --help`.
 COMMANDS: dict[str, ModuleType] = {
     "render": render,
+    "build": build,
     "diff": diff,
 }
 
