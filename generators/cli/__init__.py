@@ -14,6 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 from generators import __version__
+from generators.cli import rules
 from generators.errors import InputError
 
 EXIT_OK = 0
@@ -22,6 +23,7 @@ EXIT_USAGE = 2
 
 # name -> module; the order is the order of `trainops --help`.
 COMMANDS: dict[str, ModuleType] = {}
+COMMANDS["rules"] = rules
 
 
 def build_parser() -> argparse.ArgumentParser:
