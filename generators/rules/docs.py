@@ -65,7 +65,7 @@ def as_markdown(rules: Sequence[Rule] = RULES) -> str:
         "",
         "Severity can be changed per cluster in the cluster profile (`policy: {<rule>: error |"
         " warning | off}`).",
-        f"One object can waive one rule with the annotation `{WAIVER_PREFIX}<rule>: \"<reason>\"`;",
+        f'One object can waive one rule with the annotation `{WAIVER_PREFIX}<rule>: "<reason>"`;',
         "a waiver without a reason, or naming an unknown rule, is itself a finding"
         " (`waiver-invalid`).",
         "",

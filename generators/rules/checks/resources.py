@@ -131,7 +131,7 @@ def _shm(obj: Object, ctx: Context) -> Iterator[Violation]:
         if gpus <= 1 and procs <= 1:
             continue
         mounted, size, path = _has_memory_shm(pod)
-        what = f"{pod.replica_type or 'pod'} runs {max(gpus, procs)} GPU processes"
+        what = f"{pod.replica_type or 'pod'} runs {max(gpus, procs)} processes"
         if not mounted:
             yield Violation(
                 f"{what} but has no memory-backed /dev/shm (the container default is 64Mi):"
