@@ -14,7 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 from generators import __version__
-from generators.cli import rules
+from generators.cli import render, rules
 from generators.errors import InputError
 
 EXIT_OK = 0
@@ -22,8 +22,10 @@ EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 
 # name -> module; the order is the order of `trainops --help`.
-COMMANDS: dict[str, ModuleType] = {}
-COMMANDS["rules"] = rules
+COMMANDS: dict[str, ModuleType] = {
+    "render": render,
+    "rules": rules,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
