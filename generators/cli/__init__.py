@@ -14,7 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 from generators import __version__
-from generators.cli import build, render
+from generators.cli import build, render, rules
 from generators.errors import InputError
 
 EXIT_OK = 0
@@ -25,6 +25,7 @@ EXIT_USAGE = 2
 COMMANDS: dict[str, ModuleType] = {
     "render": render,
     "build": build,
+    "rules": rules,
 }
 
 
