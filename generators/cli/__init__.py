@@ -14,7 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 from generators import __version__
-from generators.cli import build, diff, render
+from generators.cli import build, diff, render, rules
 from generators.errors import InputError
 
 EXIT_OK = 0
@@ -26,6 +26,7 @@ COMMANDS: dict[str, ModuleType] = {
     "render": render,
     "build": build,
     "diff": diff,
+    "rules": rules,
 }
 
 
