@@ -128,17 +128,16 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
     return size
 
 
-def _problem(file: str, err: yaml.YAMLError, text: str = "") -> Problem:
+def _problem(file: str, err: yaml.YAMLError, text: str) -> Problem:
     mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
     what = getattr(err, "problem", None) or str(err)
     context = getattr(err, "context", None)
     message = f"{context}: {what}" if context else str(what)
-    lines = text.splitlines()
-    line_text = lines[mark.line] if mark is not None and mark.line < len(lines) else ""
-    if "\t" in message or "'\\t'" in message or "\t" in line_text[: mark.column + 1 if mark else 0]:
-        message += " (YAML does not allow tabs for indentation: use spaces)"
     if mark is None:
         return Problem(file, None, None, f"invalid YAML: {message}")
+    lines = text.splitlines()
+    if mark.line < len(lines) and "\t" in lines[mark.line][: mark.column + 1]:
+        message += " (a tab: YAML does not allow tabs for indentation, use spaces)"
     return Problem(file, mark.line + 1, mark.column + 1, f"invalid YAML: {message}")
 
 

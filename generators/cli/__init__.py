@@ -14,7 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 from generators import __version__
-from generators.cli import render, validate
+from generators.cli import build, diff, render, rules, validate
 from generators.errors import InputError
 
 EXIT_OK = 0
@@ -25,6 +25,9 @@ EXIT_USAGE = 2
 COMMANDS: dict[str, ModuleType] = {
     "render": render,
     "validate": validate,
+    "build": build,
+    "diff": diff,
+    "rules": rules,
 }
 
 

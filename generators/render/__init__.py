@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from generators import paths
+from generators.gitops import render_gitops
 from generators.render import objects, patch
 from generators.spec.model import ClusterProfile, Repository, Target, TrainingJob
 from generators.yamlio import dump_all
@@ -131,6 +132,9 @@ def render_repository(repo: Repository) -> dict[str, str]:
         files.update(base_files(job))
     for cluster in repo.clusters.values():
         files.update(overlay_files(repo, cluster))
+    for path, content in render_gitops(repo).items():
+        documents = content if isinstance(content, list) else [content]
+        files[path] = _yaml_file(f"{paths.CLUSTERS_DIR}/ and {paths.SETTINGS_FILE}", documents)
     return dict(sorted(files.items()))
 
 

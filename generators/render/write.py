@@ -56,18 +56,24 @@ def write(root: Path, files: dict[str, str]) -> list[Drift]:
     if not changes:
         return []
     staging = Path(tempfile.mkdtemp(prefix=".trainops-render-", dir=root))
+    moved: list[tuple[Path, Path]] = []  # (from, to) renames done so far, to undo on failure
     try:
         for rel, text in files.items():
             target = staging / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
         for top in paths.GENERATED_DIRS:
-            new, current = staging / top, root / top
-            old = staging / f"{top}.old"
+            new, current, old = staging / top, root / top, staging / f"{top}.old"
             if current.exists():
                 os.replace(current, old)
+                moved.append((current, old))
             if new.exists():
                 os.replace(new, current)
+                moved.append((new, current))
+    except BaseException:
+        for source, dest in reversed(moved):
+            os.rename(dest, source)
+        raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return changes
