@@ -1,0 +1,5 @@
+"""Entry point of the image: `torchrun ... -m trainer [flags]`."""
+
+from trainer.cli import main
+
+raise SystemExit(main())
