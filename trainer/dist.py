@@ -63,6 +63,9 @@ def setup() -> DistEnv:
 
 def teardown() -> None:
     if dist.is_initialized():
+        # Leave together: a rank that destroys its group while a peer is still in a
+        # collective (DeepSpeed's CPU shared-memory ops) aborts that peer.
+        dist.barrier()
         dist.destroy_process_group()
 
 
