@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import datetime
 import os
+import time
+import uuid
 from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
 
+# How often rank 0 polls the store while the ranks of a new round agree on their namespace.
+NAMESPACE_POLL_SECONDS = 0.05
 # Collective timeout: long enough for a checkpoint of a large model to reach shared storage
 # while other ranks wait in a barrier (torch's default for nccl is 10 minutes).
 COLLECTIVE_TIMEOUT = datetime.timedelta(minutes=30)
@@ -57,8 +61,64 @@ def setup() -> DistEnv:
         backend = "gloo"
     distributed = "RANK" in os.environ and "MASTER_ADDR" in os.environ
     if distributed and not dist.is_initialized():
-        dist.init_process_group(backend=backend, timeout=COLLECTIVE_TIMEOUT)
+        if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True" and world > 1:
+            store = dist.TCPStore(
+                os.environ["MASTER_ADDR"],
+                int(os.environ["MASTER_PORT"]),
+                is_master=False,
+                timeout=COLLECTIVE_TIMEOUT,
+            )
+            prefix = round_namespace(store, rank, world)
+            dist.init_process_group(
+                backend=backend,
+                store=dist.PrefixStore(prefix, store),
+                rank=rank,
+                world_size=world,
+                timeout=COLLECTIVE_TIMEOUT,
+            )
+        else:
+            dist.init_process_group(backend=backend, timeout=COLLECTIVE_TIMEOUT)
     return DistEnv(rank, local_rank, world, restarts, device, backend, distributed)
+
+
+def round_namespace(store: dist.Store, rank: int, world: int) -> str:
+    """A store prefix that all ranks of this worker round share and no earlier round used.
+
+    torchrun (2.x) hands every restarted round the same agent TCPStore without a per-round
+    prefix, so a rank can read the connection address that a dead rank of the previous round
+    left there and fail with "Connection refused" (seen with gloo here; pytorch/pytorch#167288
+    reports it for NCCL). TORCHELASTIC_RESTART_COUNT is no fix: a pod recreated by Kubernetes
+    restarts its count at 0 while the surviving pods do not. Instead each rank announces a fresh
+    id; rank 0 answers every id it sees under a key only that id names (stale ids get useless
+    answers) and waits until all ranks confirm under the new namespace, which no stale process
+    can do.
+    """
+    me = uuid.uuid4().hex
+    if rank == 0:
+        namespace = f"trainops/round/{uuid.uuid4().hex}"
+        answered: dict[int, bytes] = {}
+        pending = set(range(1, world))
+        deadline = time.monotonic() + COLLECTIVE_TIMEOUT.total_seconds()
+        while pending:
+            for peer in sorted(pending):
+                key = f"trainops/hello/{peer}"
+                if not store.check([key]):
+                    continue
+                announced = store.get(key)
+                if answered.get(peer) != announced:
+                    store.set(f"trainops/answer/{announced.decode()}", namespace)
+                    answered[peer] = announced
+                if store.check([f"{namespace}/joined/{peer}"]):
+                    pending.discard(peer)
+            if pending:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"ranks {sorted(pending)} never joined the worker round")
+                time.sleep(NAMESPACE_POLL_SECONDS)
+        return namespace
+    store.set(f"trainops/hello/{rank}", me)
+    namespace = store.get(f"trainops/answer/{me}").decode()  # blocks until rank 0 answers
+    store.set(f"{namespace}/joined/{rank}", "1")
+    return namespace
 
 
 def teardown() -> None:

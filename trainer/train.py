@@ -303,9 +303,12 @@ class Trainer:
 
 
 def run(cfg: TrainConfig) -> int:
-    """Set up the process group, train, and always tear it down."""
+    """Set up the process group, train, and tear it down after a clean finish."""
     env = setup()
-    try:
-        return Trainer(cfg, env).run()
-    finally:
-        teardown()
+    code = Trainer(cfg, env).run()
+    log_event("exit", rank=env.rank, code=code)
+    # Only a clean finish leaves the group together (a barrier). After an error a peer may be
+    # dead, and a barrier or destroy would hang until the collective timeout; process exit
+    # releases sockets and communicators, and torchrun restarts the group.
+    teardown()
+    return code
