@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import faulthandler
 import logging
-import signal
 import sys
 from collections.abc import Sequence
 
@@ -15,8 +13,6 @@ __all__ = ["build_parser", "main", "parse_args"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
-    # `kill -USR1 <pid>` prints every thread's stack: the first tool for a hung collective.
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         cfg = parse_args(argv)
     except ConfigError as exc:
