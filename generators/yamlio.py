@@ -127,15 +127,16 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
     return size
 
 
-def _problem(file: str, err: yaml.YAMLError) -> Problem:
+def _problem(file: str, err: yaml.YAMLError, text: str) -> Problem:
     mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
     what = getattr(err, "problem", None) or str(err)
     context = getattr(err, "context", None)
     message = f"{context}: {what}" if context else str(what)
-    if "\t" in message or "'\\t'" in message:
-        message += " (YAML does not allow tabs for indentation: use spaces)"
     if mark is None:
         return Problem(file, None, None, f"invalid YAML: {message}")
+    lines = text.splitlines()
+    if mark.line < len(lines) and "\t" in lines[mark.line][: mark.column + 1]:
+        message += " (a tab: YAML does not allow tabs for indentation, use spaces)"
     return Problem(file, mark.line + 1, mark.column + 1, f"invalid YAML: {message}")
 
 
@@ -167,7 +168,7 @@ def load_text(text: str, file: str) -> list[Document]:
                 documents.append(Document(file, index, data, node))
             index += 1
     except yaml.YAMLError as err:
-        raise InputError(_problem(file, err)) from None
+        raise InputError(_problem(file, err, text)) from None
     except RecursionError:
         raise InputError(Problem(file, None, None, "YAML nests too deeply to load")) from None
     finally:

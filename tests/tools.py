@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,9 +18,17 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 
+def find_tool(name: str) -> str | None:
+    """`name` from this interpreter's bin directory (the venv's console scripts), else PATH."""
+    beside = Path(sys.executable).parent / name
+    if beside.is_file():
+        return str(beside)
+    return shutil.which(name)
+
+
 def require_tool(name: str) -> str:
     """Path of `name`; skip the test when it is missing, but fail under CI=true."""
-    path = shutil.which(name)
+    path = find_tool(name)
     if path is None:
         if in_ci():
             pytest.fail(f"`{name}` is required under CI but is not on PATH")

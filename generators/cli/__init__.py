@@ -14,6 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 from generators import __version__
+from generators.cli import build, diff, render, rules
 from generators.errors import InputError
 
 EXIT_OK = 0
@@ -21,7 +22,12 @@ EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 
 # name -> module; the order is the order of `trainops --help`.
-COMMANDS: dict[str, ModuleType] = {}
+COMMANDS: dict[str, ModuleType] = {
+    "render": render,
+    "build": build,
+    "diff": diff,
+    "rules": rules,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:

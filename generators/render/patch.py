@@ -1,0 +1,44 @@
+"""JSON Patch (RFC 6902) from a base object to the object a cluster needs.
+
+Overlays are JSON patches rather than strategic-merge patches: kustomize does not
+know the merge keys of lists inside custom resources, so a strategic-merge patch
+adding one env var to a PyTorchJob container would replace the whole container
+list. JSON Patch `add .../env/-` appends and leaves everything else alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _pointer(path: list[str | int]) -> str:
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
+
+
+def diff(base: Any, target: Any, path: list[str | int] | None = None) -> list[dict[str, Any]]:
+    """Operations turning `base` into `target`; [] when equal. Deterministic (sorted keys)."""
+    path = path or []
+    if base == target:
+        return []
+    if isinstance(base, dict) and isinstance(target, dict):
+        ops: list[dict[str, Any]] = []
+        for key in sorted(base.keys() - target.keys()):
+            ops.append({"op": "remove", "path": _pointer([*path, key])})
+        for key in sorted(target):
+            if key not in base:
+                ops.append({"op": "add", "path": _pointer([*path, key]), "value": target[key]})
+            else:
+                ops += diff(base[key], target[key], [*path, key])
+        return ops
+    if isinstance(base, list) and isinstance(target, list):
+        if len(target) > len(base) and target[: len(base)] == base:
+            return [
+                {"op": "add", "path": _pointer([*path, "-"]), "value": item}
+                for item in target[len(base) :]
+            ]
+        if len(target) == len(base):
+            ops = []
+            for i, (b, t) in enumerate(zip(base, target, strict=True)):
+                ops += diff(b, t, [*path, i])
+            return ops
+    return [{"op": "replace", "path": _pointer(path), "value": target}]

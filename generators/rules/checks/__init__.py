@@ -1,0 +1,1 @@
+"""The rules, one module per small family; `generators.rules.registry` lists them in order."""

@@ -1,0 +1,257 @@
+"""Read a container's argv the way its launcher will: torchrun, torch.distributed.launch,
+the `deepspeed` launcher, mpirun, plain python, and `sh -c "..."` scripts.
+
+The result is a list of `Launch`es (a shell script may run several commands):
+the launcher's own options, normalised (`--nproc-per-node` and `--nproc_per_node`
+are one key, `nproc_per_node`), and the training program's options, each value
+with the path of the argv element it came from (for the finding's line).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from generators.rules.context import Container
+from generators.rules.model import Path
+
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash"})
+PYTHONS = re.compile(r"^python(\d+(\.\d+)?)?$")
+MPI_LAUNCHERS = frozenset({"mpirun", "mpiexec", "orterun", "mpiexec.hydra", "horovodrun"})
+SHELL_SEPARATORS = frozenset({"&&", "||", ";", "|", "&"})
+
+# torchrun options that take no value (everything else does, as `--opt v` or `--opt=v`).
+# https://pytorch.org/docs/stable/elastic/run.html
+TORCHRUN_FLAGS = frozenset(
+    {"standalone", "no_python", "run_path", "module", "m", "use_env", "log_line_prefix_template"}
+)
+# deepspeed launcher options that take no value.
+# https://www.deepspeed.ai/getting-started/#launching-deepspeed-training
+DEEPSPEED_FLAGS = frozenset(
+    {
+        "no_python",
+        "module",
+        "no_local_rank",
+        "no_ssh_check",
+        "force_multi",
+        "save_pid",
+        "bind_cores_to_rank",
+        "enable_each_rank_log",
+        "autotuning",
+        "elastic_training",
+        "no_ssh",
+    }
+)
+
+TORCHRUN = "torchrun"
+LEGACY_LAUNCH = "torch.distributed.launch"
+DEEPSPEED = "deepspeed"
+MPI = "mpi"
+PYTHON = "python"
+OTHER = "other"
+
+
+def option_key(word: str) -> str:
+    """`--nproc-per-node` -> `nproc_per_node`."""
+    return word.lstrip("-").replace("-", "_")
+
+
+@dataclass
+class Launch:
+    """One command a container runs."""
+
+    tool: str
+    """`torchrun` (incl. `python -m torch.distributed.run`), `torch.distributed.launch`,
+    `deepspeed`, `mpi`, `python`, or `other`."""
+    words: list[tuple[str, Path]]
+    options: dict[str, tuple[str, Path]] = field(default_factory=dict)
+    """The launcher's options (normalised keys; flags have value ``)."""
+    program: list[tuple[str, Path]] = field(default_factory=list)
+    """The training program and its arguments."""
+    mpi_exports: dict[str, tuple[str, Path]] = field(default_factory=dict)
+    """mpirun `-x NAME=VALUE` exports."""
+
+    def option(self, *keys: str) -> tuple[str, Path] | None:
+        for key in keys:
+            if key in self.options:
+                return self.options[key]
+        return None
+
+    @property
+    def program_options(self) -> dict[str, tuple[str, Path]]:
+        return parse_program_options(self.program[1:] if self.program else [])
+
+
+def parse_program_options(words: list[tuple[str, Path]]) -> dict[str, tuple[str, Path]]:
+    """`--key=value`, `--key value` and bare `--flag` (value ``) of a training program."""
+    result: dict[str, tuple[str, Path]] = {}
+    i = 0
+    while i < len(words):
+        word, path = words[i]
+        if word.startswith("--") and len(word) > 2:
+            if "=" in word:
+                key, _, value = word.partition("=")
+                result[option_key(key)] = (value, path)
+            elif i + 1 < len(words) and not words[i + 1][0].startswith("-"):
+                result[option_key(word)] = (words[i + 1][0], words[i + 1][1])
+                i += 1
+            else:
+                result[option_key(word)] = ("", path)
+        i += 1
+    return result
+
+
+def _parse_launcher(
+    words: list[tuple[str, Path]], flags: frozenset[str]
+) -> tuple[dict[str, tuple[str, Path]], list[tuple[str, Path]]]:
+    """Options up to the first positional word (the script), then the program."""
+    options: dict[str, tuple[str, Path]] = {}
+    i = 0
+    while i < len(words):
+        word, path = words[i]
+        if not word.startswith("-") or word == "-":
+            break
+        if "=" in word:
+            key, _, value = word.partition("=")
+            options[option_key(key)] = (value, path)
+        elif option_key(word) in flags:
+            options[option_key(word)] = ("", path)
+            if option_key(word) in {"m", "module"}:
+                i += 1
+                break
+        elif i + 1 < len(words):
+            options[option_key(word)] = (words[i + 1][0], words[i + 1][1])
+            i += 1
+        i += 1
+    return options, words[i:]
+
+
+def _parse_mpi(launch: Launch) -> None:
+    words = launch.words[1:]
+    i = 0
+    while i < len(words):
+        word, path = words[i]
+        if not word.startswith("-"):
+            launch.program = words[i:]
+            return
+        key = word.lstrip("-")
+        if key in {"np", "n", "c"} and i + 1 < len(words):
+            launch.options["np"] = (words[i + 1][0], words[i + 1][1])
+            i += 1
+        elif key == "x" and i + 1 < len(words):
+            name, _, value = words[i + 1][0].partition("=")
+            launch.mpi_exports[name] = (value, words[i + 1][1])
+            i += 1
+        elif "=" in key:
+            k, _, v = key.partition("=")
+            launch.options[option_key(k)] = (v, path)
+        elif i + 1 < len(words) and not words[i + 1][0].startswith("-"):
+            # Most mpirun options take a value; the script is found after them.
+            if key in {"allow-run-as-root", "oversubscribe", "tag-output", "display-map"}:
+                launch.options[option_key(key)] = ("", path)
+            else:
+                launch.options[option_key(key)] = (words[i + 1][0], words[i + 1][1])
+                i += 1
+        else:
+            launch.options[option_key(key)] = ("", path)
+        i += 1
+
+
+def classify(words: list[tuple[str, Path]]) -> Launch:
+    """What one command launches."""
+    # Skip `env`, `exec` and leading `NAME=value` assignments.
+    while words and (
+        words[0][0] in {"env", "exec"} or re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0][0])
+    ):
+        words = words[1:]
+    if not words:
+        return Launch(OTHER, words)
+    head = posixpath.basename(words[0][0])
+    rest = words[1:]
+    if head == "torchrun":
+        launch = Launch(TORCHRUN, words)
+        launch.options, launch.program = _parse_launcher(rest, TORCHRUN_FLAGS)
+        return launch
+    if head == "deepspeed":
+        launch = Launch(DEEPSPEED, words)
+        launch.options, launch.program = _parse_launcher(rest, DEEPSPEED_FLAGS)
+        return launch
+    if head in MPI_LAUNCHERS:
+        launch = Launch(MPI, words)
+        _parse_mpi(launch)
+        return launch
+    if PYTHONS.match(head):
+        i = 0
+        while i < len(rest) and rest[i][0].startswith("-") and rest[i][0] != "-m":
+            i += 1  # interpreter flags such as -u
+        if i + 1 < len(rest) and rest[i][0] == "-m":
+            module = rest[i + 1][0]
+            tail = rest[i + 2 :]
+            if module == "torch.distributed.run":
+                launch = Launch(TORCHRUN, words)
+                launch.options, launch.program = _parse_launcher(tail, TORCHRUN_FLAGS)
+                return launch
+            if module == "torch.distributed.launch":
+                launch = Launch(LEGACY_LAUNCH, words)
+                launch.options, launch.program = _parse_launcher(tail, TORCHRUN_FLAGS)
+                return launch
+            if module == "deepspeed.launcher.runner":
+                launch = Launch(DEEPSPEED, words)
+                launch.options, launch.program = _parse_launcher(tail, DEEPSPEED_FLAGS)
+                return launch
+            return Launch(PYTHON, words, program=rest[i + 1 :])
+        return Launch(PYTHON, words, program=rest[i:])
+    return Launch(OTHER, words, program=words)
+
+
+def _split_commands(words: list[tuple[str, Path]]) -> list[list[tuple[str, Path]]]:
+    commands: list[list[tuple[str, Path]]] = [[]]
+    for word in words:
+        if word[0] in SHELL_SEPARATORS:
+            commands.append([])
+        else:
+            commands[-1].append(word)
+    return [c for c in commands if c]
+
+
+def _shell_script(argv: list[tuple[str, Path]]) -> tuple[str, Path] | None:
+    """The script of `sh -c "..."` (also `bash -lc`, `/bin/sh -ec`)."""
+    if len(argv) < 3 or posixpath.basename(argv[0][0]) not in SHELLS:
+        return None
+    for i, (word, _) in enumerate(argv[1:], start=1):
+        if word.startswith("-") and "c" in word and i + 1 < len(argv):
+            return argv[i + 1]
+        if not word.startswith("-"):
+            return None
+    return None
+
+
+def launches(container: Container) -> list[Launch]:
+    """Every command the container runs, in order."""
+    argv = container.argv
+    if not argv:
+        return []
+    script = _shell_script(argv)
+    if script is None:
+        return [classify(list(argv))]
+    text, path = script
+    result = []
+    for line in re.split(r"\n|(?<!\\)\\\n", text.replace("\\\n", " ")):
+        try:
+            lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
+            lexer.whitespace_split = True
+            lexer.commenters = "#"
+            tokens = list(lexer)
+        except ValueError:
+            tokens = line.split()
+        for command in _split_commands([(t, path) for t in tokens]):
+            result.append(classify(command))
+    return result
+
+
+def is_shell_script(container: Container, index: int) -> bool:
+    """Whether argv element `index` is the script of `sh -c`."""
+    script = _shell_script(container.argv)
+    return script is not None and script[1] == container.argv[index][1]

@@ -1,0 +1,197 @@
+"""Argo CD objects: AppProject and ApplicationSet built from hand-made cluster profiles."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from generators.gitops import render_gitops
+from generators.gitops.argocd import SYNC_OPTIONS, app_project, application_set
+from generators.gitops.kinds import NAMESPACED_KINDS
+from tests.gitops.crdschema import crd_validator, errors
+from tests.gitops.fixtures import flux_only_repo, mixed_repo
+from tests.tools import require_upstream
+
+
+def test_render_gitops_layout() -> None:
+    files = render_gitops(mixed_repo())
+    assert list(files) == [
+        "gitops/argocd/applicationset.yaml",
+        "gitops/argocd/appproject.yaml",
+        "gitops/argocd/argocd-cm-health.yaml",
+        "gitops/flux/eks-l4/source.yaml",
+        "gitops/flux/eks-l4/training.yaml",
+    ]
+
+
+def test_no_argocd_files_without_argocd_clusters() -> None:
+    assert not [p for p in render_gitops(flux_only_repo()) if p.startswith("gitops/argocd/")]
+
+
+def test_render_is_deterministic() -> None:
+    assert render_gitops(mixed_repo()) == render_gitops(mixed_repo())
+
+
+def test_appproject_confines_destinations_and_kinds() -> None:
+    spec = app_project(mixed_repo())["spec"]
+    assert spec["sourceRepos"] == ["https://git.example.com/ml/trainops.git"]
+    # Each cluster only gets its own namespaces; the Flux cluster gets nothing.
+    assert spec["destinations"] == [
+        {"name": "gke-h100", "namespace": "ml-research"},
+        {"server": "https://kubernetes.default.svc", "namespace": "ml-prod"},
+        {"server": "https://kubernetes.default.svc", "namespace": "ml-research"},
+    ]
+    assert spec["clusterResourceWhitelist"] == []
+    kinds = {(k["group"], k["kind"]) for k in spec["namespaceResourceWhitelist"]}
+    assert ("kubeflow.org", "PyTorchJob") in kinds
+    assert ("", "PersistentVolumeClaim") in kinds
+    assert "*" not in {k for _, k in kinds} and "*" not in {g for g, _ in kinds}
+    assert kinds == {(gk.group, gk.kind) for gk in NAMESPACED_KINDS}
+
+
+def test_applicationset_has_one_element_per_argocd_cluster() -> None:
+    spec = application_set(mixed_repo())["spec"]
+    elements = spec["generators"][0]["list"]["elements"]
+    assert elements == [
+        {
+            "cluster": "gke-h100",
+            "destinationName": "gke-h100",
+            "destinationServer": "https://kubernetes.default.svc",
+            "prune": False,
+            "selfHeal": False,
+        },
+        {
+            "cluster": "onprem-a100",
+            "destinationName": "",
+            "destinationServer": "https://kubernetes.default.svc",
+            "prune": True,
+            "selfHeal": True,
+        },
+    ]
+    template = spec["template"]["spec"]
+    assert template["source"]["path"] == "overlays/{{ .cluster }}"
+    assert template["project"] == "training"
+    assert spec["syncPolicy"] == {"preserveResourcesOnDeletion": True}
+
+
+def test_sync_options_suit_batch_jobs() -> None:
+    options = application_set(mixed_repo())["spec"]["template"]["spec"]["syncPolicy"]["syncOptions"]
+    assert options == list(SYNC_OPTIONS)
+    # Never replace a job wholesale: that deletes and re-creates it (and re-runs it).
+    assert not [o for o in options if o.startswith("Replace=")]
+    assert "ServerSideApply=true" in options
+    assert "RespectIgnoreDifferences=true" in options
+
+
+def test_kueue_suspend_and_status_are_not_drift() -> None:
+    ignores = application_set(mixed_repo())["spec"]["template"]["spec"]["ignoreDifferences"]
+    by_kind = {i["kind"]: i for i in ignores}
+    assert set(by_kind) == {"PyTorchJob", "TFJob", "MPIJob"}
+    for entry in ignores:
+        assert entry["group"] == "kubeflow.org"
+        assert "/spec/runPolicy/suspend" in entry["jsonPointers"]
+        assert "/status" in entry["jsonPointers"]
+    assert (
+        ".spec.pytorchReplicaSpecs[]?.template.spec.tolerations"
+        in by_kind["PyTorchJob"]["jqPathExpressions"]
+    )
+
+
+def value(match: re.Match[str], element: dict[str, Any]) -> str:
+    """A Go template value as YAML: JSON for strings (what toJson does) and booleans."""
+    return json.dumps(element[match.group(1)])
+
+
+def _render_template_patch(patch: str, element: dict[str, Any]) -> dict[str, Any]:
+    """Evaluate the Go-template patch for one element, as far as it uses Go templates:
+    `{{- if .x }}`, `{{- else }}`, `{{- end }}`, `{{ .x }}` and `{{ .x | toJson }}`."""
+    lines: list[str] = []
+    stack: list[bool] = []
+    for line in patch.splitlines():
+        stripped = line.strip()
+        if m := re.fullmatch(r"\{\{- if \.(\w+) \}\}", stripped):
+            stack.append(bool(element[m.group(1)]))
+            continue
+        if stripped == "{{- else }}":
+            stack[-1] = not stack[-1]
+            continue
+        if stripped == "{{- end }}":
+            stack.pop()
+            continue
+        if all(stack):
+            to_json = re.sub(r"\{\{ \.(\w+) \| toJson \}\}", lambda m: value(m, element), line)
+            lines.append(re.sub(r"\{\{ \.(\w+) \}\}", lambda m: value(m, element), to_json))
+    result: dict[str, Any] = yaml.safe_load("\n".join(lines))
+    return result
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_template_patch_sets_destination_and_automation(index: int) -> None:
+    spec = application_set(mixed_repo())["spec"]
+    element = spec["generators"][0]["list"]["elements"][index]
+    patched = _render_template_patch(spec["templatePatch"], element)["spec"]
+    destination = patched["destination"]
+    if element["destinationName"]:
+        assert destination == {"name": element["destinationName"]}
+    else:
+        assert destination == {"server": element["destinationServer"]}
+    assert patched["syncPolicy"]["automated"] == {
+        "prune": element["prune"],
+        "selfHeal": element["selfHeal"],
+        "allowEmpty": False,
+    }
+
+
+def test_objects_validate_against_upstream_argocd_crds() -> None:
+    crds = require_upstream() / "crds" / "argoproj.io"
+    repo = mixed_repo()
+    for obj, crd in (
+        (app_project(repo), "appprojects.yaml"),
+        (application_set(repo), "applicationsets.yaml"),
+    ):
+        assert errors(crd_validator(crds / crd, "v1alpha1"), obj) == []
+
+
+def test_upstream_validation_catches_a_wrong_field() -> None:
+    crds = require_upstream() / "crds" / "argoproj.io"
+    bad = application_set(mixed_repo())
+    bad["spec"]["template"]["spec"]["syncPolicy"]["automatic"] = {}
+    assert errors(crd_validator(crds / "applicationsets.yaml", "v1alpha1"), bad)
+
+
+def test_appproject_allows_every_kind_the_renderer_builds(tmp_path: Path) -> None:
+    """Build the shipped examples' overlays: each object's kind is allowed, and nothing
+    in them would make Argo CD re-run a finished job (no TTL, no Replace, no suspend)."""
+    import shutil
+
+    from generators.gitops.diff import build_overlays, write_files
+    from generators.render import render_repository
+    from generators.spec.load import load_repository
+    from tests.tools import REPO, require_tool
+
+    if not shutil.which("kustomize"):
+        require_tool("kubectl")
+    repo = load_repository(REPO)
+    write_files(render_repository(repo), tmp_path)
+    allowed = {(gk.group, gk.kind) for gk in NAMESPACED_KINDS}
+    built = build_overlays(tmp_path)
+    assert sorted(built) == sorted(repo.clusters)
+    for objects in built.values():
+        for obj in objects.values():
+            group = obj["apiVersion"].rpartition("/")[0]
+            assert (group, obj["kind"]) in allowed, obj["kind"]
+            assert "namespace" in obj["metadata"]
+            if obj["kind"] == "PyTorchJob":
+                run_policy = obj["spec"]["runPolicy"]
+                assert "ttlSecondsAfterFinished" not in run_policy
+                assert run_policy["cleanPodPolicy"] == "All"
+                assert "suspend" not in run_policy
+            options = (
+                obj["metadata"].get("annotations", {}).get("argocd.argoproj.io/sync-options", "")
+            )
+            assert "Replace=true" not in options

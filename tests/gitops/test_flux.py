@@ -1,0 +1,69 @@
+"""Flux objects: a GitRepository and a Kustomization per Flux cluster."""
+
+from __future__ import annotations
+
+from generators.gitops import render_gitops
+from generators.gitops.flux import git_repository, health_check_exprs, kustomization
+from tests.gitops.crdschema import crd_validator, errors
+from tests.gitops.fixtures import flux_only_repo, mixed_repo
+from tests.tools import require_upstream
+
+
+def test_kustomization_syncs_the_cluster_overlay() -> None:
+    repo = mixed_repo()
+    ks = kustomization(repo, repo.clusters["eks-l4"])
+    assert ks["metadata"] == {
+        "name": "training-eks-l4",
+        "namespace": "flux-system",
+        "labels": {"app.kubernetes.io/part-of": "trainops"},
+    }
+    spec = ks["spec"]
+    assert spec["path"] == "./overlays/eks-l4"
+    assert spec["sourceRef"] == {"kind": "GitRepository", "name": "trainops"}
+    assert spec["prune"] is True
+    assert spec["wait"] is True
+    assert spec["force"] is False
+    assert spec["timeout"] == "15m"
+
+
+def test_prune_follows_the_profile() -> None:
+    repo = flux_only_repo()
+    assert kustomization(repo, repo.clusters["eks-l4"])["spec"]["prune"] is False
+
+
+def test_health_exprs_cover_the_job_kinds() -> None:
+    exprs = {e["kind"]: e for e in health_check_exprs()}
+    assert set(exprs) == {"PyTorchJob", "TFJob", "MPIJob"}
+    for e in exprs.values():
+        assert e["apiVersion"] == "kubeflow.org/v1"
+        assert "'Failed'" in e["failed"]
+        assert "'Running'" in e["current"] and "'Succeeded'" in e["current"]
+        # Flux evaluates inProgress first; a running job keeps Created=True, so none is given.
+        assert "inProgress" not in e
+        assert e["current"].startswith("has(status.conditions) && ")
+
+
+def test_git_repository_tracks_the_revision_and_ships_only_manifests() -> None:
+    spec = git_repository(mixed_repo())["spec"]
+    assert spec["url"] == "https://git.example.com/ml/trainops.git"
+    assert spec["ref"] == {"branch": "main"}
+    assert spec["ignore"].splitlines() == ["/*", "!/base/", "!/overlays/"]
+
+
+def test_every_flux_cluster_gets_its_own_directory() -> None:
+    files = render_gitops(mixed_repo())
+    assert files["gitops/flux/eks-l4/source.yaml"]["kind"] == "GitRepository"
+    assert files["gitops/flux/eks-l4/training.yaml"]["kind"] == "Kustomization"
+    assert not [p for p in files if "onprem-a100" in p and p.startswith("gitops/flux/")]
+
+
+def test_objects_validate_against_upstream_flux_crds() -> None:
+    crds = require_upstream() / "crds"
+    repo = mixed_repo()
+    source = crd_validator(crds / "source.toolkit.fluxcd.io" / "gitrepositories.yaml", "v1")
+    kustomize = crd_validator(crds / "kustomize.toolkit.fluxcd.io" / "kustomizations.yaml", "v1")
+    assert errors(source, git_repository(repo)) == []
+    assert errors(kustomize, kustomization(repo, repo.clusters["eks-l4"])) == []
+    bad = kustomization(repo, repo.clusters["eks-l4"])
+    bad["spec"]["timeout"] = "fifteen minutes"
+    assert errors(kustomize, bad)

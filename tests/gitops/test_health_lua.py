@@ -1,0 +1,152 @@
+"""The Argo CD health Lua, run for real on Lua 5.1 (what Argo CD's gopher-lua implements)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from generators.gitops.health import argocd_cm_patch, health_key, lua_source
+from generators.gitops.kinds import KUBEFLOW_GROUP, TRAINING_JOB_KINDS
+from tests.gitops.fixtures import SETTINGS
+
+lupa = pytest.importorskip("lupa.lua51")
+
+
+def condition(
+    kind: str, status: str = "True", reason: str = "", message: str = ""
+) -> dict[str, Any]:
+    return {
+        "type": kind,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+
+
+def job(kind: str, conditions: list[dict[str, Any]] | None) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": kind,
+        "metadata": {"name": "llama", "namespace": "ml"},
+        "spec": {"runPolicy": {"cleanPodPolicy": "All"}},
+    }
+    if conditions is not None:
+        obj["status"] = {"conditions": conditions, "replicaStatuses": {"Worker": {"active": 2}}}
+    return obj
+
+
+def run_health(script: str, obj: dict[str, Any]) -> dict[str, Any]:
+    """Evaluate `script` the way Argo CD does: `obj` global in, table {status, message} out."""
+    runtime = lupa.LuaRuntime(unpack_returned_tuples=True)
+    runtime.globals().obj = runtime.table_from(obj, recursive=True)
+    result = runtime.execute(script)
+    return dict(result.items())
+
+
+# Real condition sequences as the training operator leaves them: earlier
+# conditions stay, flipped to False, when the job moves on.
+CASES = [
+    pytest.param(None, "Progressing", "Waiting", id="no-status"),
+    pytest.param([], "Progressing", "Waiting", id="empty-conditions"),
+    pytest.param(
+        [condition("Created", reason="PyTorchJobCreated", message="PyTorchJob llama is created.")],
+        "Progressing",
+        "PyTorchJob llama is created.",
+        id="created",
+    ),
+    pytest.param(
+        [condition("Created"), condition("Running", message="Job llama is running.")],
+        "Progressing",
+        "Job llama is running.",
+        id="running",
+    ),
+    pytest.param(
+        [
+            condition("Created"),
+            condition("Running", "False"),
+            condition("Restarting", message="Worker replica 1 restarting (exit 137)."),
+        ],
+        "Progressing",
+        "Worker replica 1 restarting (exit 137).",
+        id="restarting",
+    ),
+    pytest.param(
+        [condition("Created"), condition("Suspended", reason="JobSuspended")],
+        "Suspended",
+        "JobSuspended",
+        id="suspended-by-kueue",
+    ),
+    pytest.param(
+        [condition("Created"), condition("Suspended", "False"), condition("Running")],
+        "Progressing",
+        "Job is running",
+        id="resumed",
+    ),
+    pytest.param(
+        [
+            condition("Created"),
+            condition("Running", "False"),
+            condition("Succeeded", message="Job llama successfully completed."),
+        ],
+        "Healthy",
+        "Job llama successfully completed.",
+        id="succeeded",
+    ),
+    pytest.param(
+        [
+            condition("Created"),
+            condition("Running", "False"),
+            condition("Restarting", "False"),
+            condition(
+                "Failed", reason="BackoffLimitExceeded", message="Job has reached backoff limit"
+            ),
+        ],
+        "Degraded",
+        "Job has reached backoff limit",
+        id="failed",
+    ),
+    pytest.param(
+        # Failed wins over a stale Running=True: terminal states come first.
+        [condition("Created"), condition("Running"), condition("Failed")],
+        "Degraded",
+        "Job failed",
+        id="failed-beats-running",
+    ),
+]
+
+
+@pytest.mark.parametrize("kind", [j.kind for j in TRAINING_JOB_KINDS])
+@pytest.mark.parametrize(("conditions", "status", "message"), CASES)
+def test_health_maps_conditions(
+    kind: str, conditions: list[dict[str, Any]] | None, status: str, message: str
+) -> None:
+    result = run_health(lua_source(), job(kind, conditions))
+    assert result["status"] == status
+    assert message in result["message"]
+
+
+def test_status_is_one_argo_cd_knows() -> None:
+    # Argo CD rejects any other health status string from a Lua check.
+    known = {"Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"}
+    for param in CASES:
+        assert param.values[1] in known
+
+
+def test_configmap_embeds_the_same_script_for_every_kind() -> None:
+    cm = argocd_cm_patch(SETTINGS)
+    assert cm["metadata"] == {
+        "name": "argocd-cm",
+        "namespace": "argocd",
+        "labels": {"app.kubernetes.io/name": "argocd-cm", "app.kubernetes.io/part-of": "argocd"},
+    }
+    assert sorted(cm["data"]) == sorted(
+        health_key(KUBEFLOW_GROUP, k) for k in ("PyTorchJob", "TFJob", "MPIJob")
+    )
+    assert "resource.customizations.health.kubeflow.org_PyTorchJob" in cm["data"]
+    # What Argo CD reads back out of the YAML is the script that the tests above ran.
+    for script in yaml.safe_load(yaml.safe_dump(cm))["data"].values():
+        assert script == lua_source()
+        assert run_health(script, job("TFJob", [condition("Succeeded")]))["status"] == "Healthy"

@@ -1,0 +1,170 @@
+"""GitHub workflows and pre-commit hooks: schema-valid, pinned, least privilege, real commands."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from generators.cli import COMMANDS, build_parser
+from tests.tools import REPO, require_tool
+
+WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.y*ml"))
+FULL_SHA_WITH_VERSION = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+$")
+
+
+def check_jsonschema() -> str:
+    """The check-jsonschema console script of this interpreter's environment, else PATH."""
+    beside = Path(sys.executable).parent / "check-jsonschema"
+    return str(beside) if beside.exists() else require_tool("check-jsonschema")
+
+
+def validate_workflow(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [check_jsonschema(), "--builtin-schema", "vendor.github-workflows", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def load(path: Path) -> dict[Any, Any]:
+    data: dict[Any, Any] = yaml.safe_load(path.read_text())
+    return data
+
+
+def test_there_is_a_workflow() -> None:
+    assert [p.name for p in WORKFLOWS] == ["ci.yml"]
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_workflow_matches_the_github_schema(path: Path) -> None:
+    proc = validate_workflow(path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_schema_check_rejects_a_broken_workflow(tmp_path: Path) -> None:
+    broken = load(WORKFLOWS[0])
+    broken["jobs"]["validate"]["permissions"]["contents"] = "readwrite"
+    path = tmp_path / "broken.yml"
+    path.write_text(yaml.safe_dump(broken))
+    assert validate_workflow(path).returncode != 0
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_actions_are_pinned_to_full_commit_shas(path: Path) -> None:
+    uses = [
+        line.split("uses:", 1)[1].strip()
+        for line in path.read_text().splitlines()
+        if line.strip().startswith(("uses:", "- uses:"))
+    ]
+    assert uses
+    for ref in uses:
+        assert FULL_SHA_WITH_VERSION.match(ref), ref
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_least_privilege_permissions(path: Path) -> None:
+    workflow = load(path)
+    assert workflow["permissions"] == {}
+    for name, job in workflow["jobs"].items():
+        permissions = job.get("permissions")
+        assert isinstance(permissions, dict), f"job {name} must state its permissions"
+        writes = {k for k, v in permissions.items() if v == "write"}
+        assert writes <= {"security-events", "pull-requests", "packages"}, name
+    jobs = workflow["jobs"]
+    assert jobs["image"]["permissions"].get("packages") == "write"
+    assert "packages" not in jobs["validate"]["permissions"]
+    assert "pull-requests" not in jobs["image"]["permissions"]
+
+
+def test_tools_are_pinned_and_checksummed() -> None:
+    env = load(WORKFLOWS[0])["env"]
+    for tool in ("KUSTOMIZE", "KUBECONFORM"):
+        assert re.fullmatch(r"\d+\.\d+\.\d+", env[f"{tool}_VERSION"])
+        assert re.fullmatch(r"[0-9a-f]{64}", env[f"{tool}_SHA256"])
+    text = WORKFLOWS[0].read_text()
+    assert text.count("sha256sum --check --strict") >= 2
+
+
+def test_pr_and_main_jobs() -> None:
+    jobs = load(WORKFLOWS[0])["jobs"]
+    assert jobs["diff"]["if"] == "github.event_name == 'pull_request'"
+    assert "refs/heads/main" in jobs["image"]["if"]
+    assert set(jobs["image"]["needs"]) == {"validate", "test"}
+    build = next(s for s in jobs["image"]["steps"] if "build-push-action" in s.get("uses", ""))
+    assert build["with"]["file"] == "trainer/Dockerfile"
+    runs = " ".join(s.get("run", "") for s in jobs["test"]["steps"])
+    assert "make test" in runs
+
+
+def trainops_commands() -> list[tuple[str, list[str]]]:
+    """Every `trainops ...` / `python -m generators ...` invocation in workflows and hooks."""
+    found: list[tuple[str, list[str]]] = []
+    sources = [*WORKFLOWS, REPO / ".pre-commit-hooks.yaml", REPO / ".pre-commit-config.yaml"]
+    for path in sources:
+        for line in path.read_text().splitlines():
+            match = re.search(r"(?:^|[\s:])(?:trainops|python -m generators)\s+([a-z].*)$", line)
+            if not match or line.lstrip(" -").startswith(("#", "name:", "description:")):
+                continue
+            words = shlex.split(match.group(1).split(">")[0].split("||")[0])
+            found.append((path.name, [w for w in words if not w.startswith("$")]))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("source", "argv"), trainops_commands(), ids=lambda v: v if isinstance(v, str) else " ".join(v)
+)
+def test_commands_exist_with_those_options(source: str, argv: list[str]) -> None:
+    if argv[0] not in COMMANDS:
+        pytest.skip(f"`trainops {argv[0]}` is not registered on this branch yet")
+    if argv[-1] == "--base":
+        argv = [*argv, "origin/main"]
+    if argv[-1] == "--manifests":
+        argv = [*argv, "x.yaml"]
+    build_parser().parse_args(argv)  # exits (fails the test) on an unknown option
+
+
+def test_commands_found() -> None:
+    commands = {argv[0] for _, argv in trainops_commands()}
+    assert {"render", "validate", "diff"} <= commands
+
+
+def test_pre_commit_hooks() -> None:
+    hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    ids = [h["id"] for h in hooks]
+    assert len(ids) == len(set(ids))
+    for hook in hooks:
+        assert {"id", "name", "entry", "language"} <= set(hook)
+        assert hook["entry"].startswith("trainops ")
+        assert hook["language"] == "python"
+    by_id = {h["id"]: h for h in hooks}
+    assert by_id["trainops-render-check"]["entry"] == "trainops render --check"
+    assert by_id["trainops-render-check"]["pass_filenames"] is False
+
+
+def test_pre_commit_config_pins_revisions() -> None:
+    config = yaml.safe_load((REPO / ".pre-commit-config.yaml").read_text())
+    for repo in config["repos"]:
+        if repo["repo"] != "local":
+            assert re.fullmatch(r"v?\d+\.\d+\.\d+", repo["rev"]), repo
+    pyproject = (REPO / "pyproject.toml").read_text()
+    ruff = next(r for r in config["repos"] if "ruff" in r["repo"])
+    assert f'"ruff=={ruff["rev"].lstrip("v")}"' in pyproject
+
+
+def test_pre_commit_config_and_hooks_validate() -> None:
+    """The real `pre-commit validate-config` / `validate-manifest` accept our files."""
+    exe = require_tool("pre-commit")
+    for args in (
+        ["validate-config", ".pre-commit-config.yaml"],
+        ["validate-manifest", ".pre-commit-hooks.yaml"],
+    ):
+        proc = subprocess.run([exe, *args], cwd=REPO, capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -1,0 +1,149 @@
+"""Bad specs: exit 2, `file:line:column: message` with what to do, nothing written, no traceback."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.render.conftest import trainops, tree
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, f"fixture text {old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def _line_of(path: Path, needle: str) -> int:
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if needle in line:
+            return number
+    raise AssertionError(needle)
+
+
+def _fails(root: Path) -> str:
+    trainops(root, "render")
+    before = tree(root)
+    result = trainops(root, "render")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert tree(root) == before, "a failed render must not touch the previous output"
+    return result.stderr
+
+
+def test_unknown_key_names_file_line_column_and_suggests(scratch: Path) -> None:
+    trainops(scratch, "render")
+    job = scratch / "jobs" / "resnet50-ddp.yaml"
+    _edit(job, "gpusPerReplica: 1", "gpusPerReplica: 1\ngpuPerReplica: 2")
+    err = _fails(scratch)
+    line = _line_of(job, "gpuPerReplica: 2")
+    assert f"jobs/resnet50-ddp.yaml:{line}:1: unknown key `gpuPerReplica`" in err
+    assert "did you mean `gpusPerReplica`?" in err
+
+
+def test_nested_unknown_key_is_positioned_on_the_key(scratch: Path) -> None:
+    cluster = scratch / "clusters" / "onprem-a100.yaml"
+    _edit(cluster, "    hca: mlx5", "    hca: mlx5\n    gidIdx: 3")
+    err = _fails(scratch)
+    line = _line_of(cluster, "gidIdx")
+    assert f"clusters/onprem-a100.yaml:{line}:5: unknown key `gidIdx` in `network.rdma`" in err
+    assert "did you mean `gidIndex`?" in err
+
+
+def test_wrong_type_and_enum(scratch: Path) -> None:
+    job = scratch / "jobs" / "resnet50-ddp.yaml"
+    _edit(job, "replicas: 4", "replicas: four")
+    _edit(job, "cleanPodPolicy: All", "cleanPodPolicy: Always")
+    err = _fails(scratch)
+    assert re.search(r"resnet50-ddp.yaml:\d+:\d+: `replicas` must be of type integer", err)
+    assert '`runPolicy.cleanPodPolicy` must be one of "All", "Running", "None"' in err
+
+
+def test_every_problem_in_every_file_is_reported_at_once(scratch: Path) -> None:
+    _edit(scratch / "jobs" / "resnet50-ddp.yaml", "replicas: 4", "replicas: 0")
+    _edit(scratch / "jobs" / "llm-finetune.yaml", "framework: pytorch", "framework: jax")
+    err = _fails(scratch)
+    assert "resnet50-ddp.yaml" in err and "llm-finetune.yaml" in err
+
+
+def test_unknown_cluster_with_suggestion(scratch: Path) -> None:
+    job = scratch / "jobs" / "resnet50-ddp.yaml"
+    _edit(job, "  - cluster: cloud-h100", "  - cluster: cloud-h10")
+    err = _fails(scratch)
+    line = _line_of(job, "cluster: cloud-h10")
+    assert f"resnet50-ddp.yaml:{line}:" in err
+    assert "unknown cluster `cloud-h10`; did you mean `cloud-h100`?" in err
+
+
+def test_elastic_bounds(scratch: Path) -> None:
+    job = scratch / "jobs" / "llm-finetune.yaml"
+    _edit(job, "replicas: 4", "replicas: 9")
+    err = _fails(scratch)
+    assert "`replicas` must be within elastic [2, 8]" in err
+
+
+def test_launcher_in_command_is_rejected(scratch: Path) -> None:
+    """The seed-001 mistake: torchrun flags in the spec would pin --nnodes."""
+    job = scratch / "jobs" / "llm-finetune.yaml"
+    _edit(job, "command: [python, -m, trainer]", "command: [torchrun, --nnodes=4, -m, trainer]")
+    err = _fails(scratch)
+    assert "`command` is the training program, not its launcher" in err
+
+
+def test_elastic_deepspeed_config_pinning_all_three_batch_sizes(scratch: Path) -> None:
+    """Seed 001 pins train_batch_size 64 = 2 x 8 x 4: invalid at every other world size."""
+    job = scratch / "jobs" / "llm-finetune.yaml"
+    _edit(job, "  microBatchPerGpu: 2\n  gradientAccumulation: 8\n", "")
+    _edit(
+        job,
+        "    communication_data_type: bf16",
+        "    communication_data_type: bf16\n    train_batch_size: 64\n"
+        "    train_micro_batch_size_per_gpu: 2\n    gradient_accumulation_steps: 8",
+    )
+    err = _fails(scratch)
+    assert "DeepSpeed config invalid on `onprem-a100`" in err
+    assert "at world size 16 DeepSpeed asserts train_batch_size (64)" in err
+    assert "must not pin train_batch_size" in err
+
+
+def test_namespace_gpu_product_and_host_network_checked_against_cluster(scratch: Path) -> None:
+    job = scratch / "jobs" / "resnet50-ddp.yaml"
+    _edit(job, "namespace: ml-vision", "namespace: default")
+    _edit(job, "gpuProduct: a100-40gb", "gpuProduct: v100")
+    _edit(job, "metricsPort: 9090", "metricsPort: 9090\nhostNetwork: true")
+    err = _fails(scratch)
+    assert "namespace `default` is not allowed on cluster `onprem-a100`" in err
+    assert "cluster `onprem-a100` has no GPU product `v100` (has: a100-80gb, a100-40gb)" in err
+    assert "cluster `cloud-h100` does not allow hostNetwork" in err
+
+
+def test_name_must_match_file(scratch: Path) -> None:
+    job = scratch / "jobs" / "resnet50-ddp.yaml"
+    _edit(job, "name: resnet50-ddp", "name: resnet")
+    assert "`name` must equal the file name `resnet50-ddp`" in _fails(scratch)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("name: a\nname: b\n", "duplicate key 'name' (first at line 1)"),
+        ("a:\n\tb: 1\n", "tabs"),
+        ("- just\n- a list\n", "expected a mapping"),
+        ("a: [unclosed\n", "invalid YAML"),
+        ("---\na: 1\n---\nb: 2\n", "expected exactly one YAML document, found 2"),
+    ],
+)
+def test_unreadable_yaml(scratch: Path, text: str, message: str) -> None:
+    (scratch / "jobs" / "broken.yaml").write_text(text)
+    err = _fails(scratch)
+    assert "jobs/broken.yaml" in err
+    assert message in err
+
+
+def test_binary_file(scratch: Path) -> None:
+    (scratch / "clusters" / "blob.yaml").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe")
+    err = _fails(scratch)
+    assert "clusters/blob.yaml" in err
+    assert "binary" in err

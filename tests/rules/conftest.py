@@ -1,0 +1,53 @@
+"""A cluster profile for rule tests: RDMA on net1, A100s, Argo CD with self-heal."""
+
+from __future__ import annotations
+
+import pytest
+
+from generators.spec.model import (
+    ClusterProfile,
+    Delivery,
+    GpuProduct,
+    Network,
+    Rdma,
+    Scheduler,
+    Storage,
+)
+
+
+def make_cluster(**changes: object) -> ClusterProfile:
+    base: dict[str, object] = {
+        "name": "gpu-east",
+        "file": "clusters/gpu-east.yaml",
+        "kubernetes_version": "1.30",
+        "network": Network(
+            transport="rdma",
+            socket_interface="net1",
+            rdma=Rdma(
+                hca="mlx5",
+                gid_index=3,
+                gdr_level="PHB",
+                device_resource="rdma/rdma_shared_device_a",
+                multus_network="rdma-net",
+            ),
+        ),
+        "gpus": (
+            GpuProduct(
+                name="a100-80gb",
+                resource="nvidia.com/gpu",
+                per_node=8,
+                node_selector={"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"},
+            ),
+        ),
+        "scheduler": Scheduler(kind="volcano", queue="training"),
+        "storage": Storage(default_class="nfs", classes=("nfs",)),
+        "namespaces": ("ml-train",),
+        "delivery": Delivery(tool="argocd", self_heal=True),
+    }
+    base.update(changes)
+    return ClusterProfile(**base)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def cluster() -> ClusterProfile:
+    return make_cluster()

