@@ -31,11 +31,21 @@ RESULTS = REPO / "bench" / "results" / "trainer.json"
 WARMUP_STEPS = 5
 # CPU cases: small enough for 2 shared cores, large enough that compute dominates overheads.
 CPU_CASES: dict[str, dict[str, Any]] = {
-    "resnet18": {"model": "resnet18", "data": "synthetic-image", "batch_size": 16,
-                 "image_size": 32, "steps": 25},
-    "gpt-tiny": {"model": "gpt-tiny", "data": "synthetic-tokens", "batch_size": 16,
-                 "seq_len": 64, "steps": 60},
-}  # fmt: skip
+    "resnet18": {
+        "model": "resnet18",
+        "data": "synthetic-image",
+        "batch_size": 16,
+        "image_size": 32,
+        "steps": 25,
+    },
+    "gpt-tiny": {
+        "model": "gpt-tiny",
+        "data": "synthetic-tokens",
+        "batch_size": 16,
+        "seq_len": 64,
+        "steps": 60,
+    },
+}
 # Published references for the GPU section (issue 5): NVIDIA DeepLearningExamples ResNet-50 AMP
 # on one A100 (https://github.com/NVIDIA/DeepLearningExamples/tree/master/PyTorch/Classification/ConvNets/resnet50v1.5)
 # and our goals on one H100.
@@ -57,11 +67,20 @@ def _cli_args(case: dict[str, Any]) -> list[str]:
 def _torchrun(nproc: int, module_args: list[str]) -> str:
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-           f"--nproc_per_node={nproc}", "-m", *module_args]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={nproc}",
+        "-m",
+        *module_args,
+    ]
     result = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
     if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{result.stdout[-2000:]}{result.stderr[-3000:]}")
+        raise RuntimeError(
+            f"{' '.join(cmd)} failed:\n{result.stdout[-2000:]}{result.stderr[-3000:]}"
+        )
     return result.stdout
 
 
@@ -76,8 +95,20 @@ def _step_seconds(stdout: str) -> list[float]:
 
 
 def run_ours(case: dict[str, Any], nproc: int, extra: list[str] | None = None) -> list[float]:
-    args = [*_cli_args(case), "--num-workers", "0", "--log-interval", "1", "--metrics-port", "0",
-            "--optimizer", "sgd", "--lr", "0.01", *(extra or [])]  # fmt: skip
+    args = [
+        *_cli_args(case),
+        "--num-workers",
+        "0",
+        "--log-interval",
+        "1",
+        "--metrics-port",
+        "0",
+        "--optimizer",
+        "sgd",
+        "--lr",
+        "0.01",
+        *(extra or []),
+    ]
     return _step_seconds(_torchrun(nproc, ["trainer", *args]))
 
 
@@ -102,7 +133,7 @@ def plain_worker(argv: list[str]) -> None:
     torch.manual_seed(cfg.seed)
     dataset, classes = build_dataset(cfg)
     model = DistributedDataParallel(build_model(cfg, classes))
-    sampler = DistributedSampler(dataset)  # type: ignore[arg-type]
+    sampler: DistributedSampler[Any] = DistributedSampler(dataset)  # type: ignore[arg-type]
     loader = DataLoader(dataset, batch_size=cfg.batch_size, sampler=sampler, num_workers=0)
     criterion = torch.nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -122,8 +153,17 @@ def plain_worker(argv: list[str]) -> None:
         step += 1
         seconds = time.perf_counter() - start
         if rank == 0:
-            print(json.dumps({"event": "step", "step": step, "step_seconds": seconds,
-                              "samples": cfg.batch_size * world}), flush=True)  # fmt: skip
+            print(
+                json.dumps(
+                    {
+                        "event": "step",
+                        "step": step,
+                        "step_seconds": seconds,
+                        "samples": cfg.batch_size * world,
+                    }
+                ),
+                flush=True,
+            )
     dist.destroy_process_group()
 
 
@@ -157,16 +197,30 @@ def gpu_throughput() -> dict[str, Any] | None:
         return None
     name = torch.cuda.get_device_name(0)
     peak = next((v for k, v in PEAK_BF16.items() if k in name), None)
-    resnet = {"model": "resnet50", "data": "synthetic-image", "batch_size": 256,
-              "image_size": 224, "num_classes": 1000, "dataset_size": 256 * 60, "steps": 50}  # fmt: skip
+    resnet: dict[str, Any] = {
+        "model": "resnet50",
+        "data": "synthetic-image",
+        "batch_size": 256,
+        "image_size": 224,
+        "num_classes": 1000,
+        "dataset_size": 256 * 60,
+        "steps": 50,
+    }
     seconds = statistics.median(
         run_ours(resnet, 1, ["--precision", "bf16", "--channels-last", "--num-workers", "8"])
     )
     images = resnet["batch_size"] / seconds
     from trainer.models.gpt import GPT
 
-    gpt = {"model": "gpt-small", "data": "synthetic-tokens", "batch_size": 16, "seq_len": 1024,
-           "vocab_size": 50304, "dataset_size": 16 * 60, "steps": 40}  # fmt: skip
+    gpt: dict[str, Any] = {
+        "model": "gpt-small",
+        "data": "synthetic-tokens",
+        "batch_size": 16,
+        "seq_len": 1024,
+        "vocab_size": 50304,
+        "dataset_size": 16 * 60,
+        "steps": 40,
+    }
     seconds = statistics.median(run_ours(gpt, 1, ["--precision", "bf16", "--num-workers", "4"]))
     tokens = gpt["batch_size"] * gpt["seq_len"] / seconds
     flops = GPT("gpt-small", gpt["vocab_size"], gpt["seq_len"]).flops_per_token(gpt["seq_len"])
@@ -192,10 +246,13 @@ def main(argv: list[str] | None = None) -> int:
     opts = parser.parse_args(args)
     import torch
 
-    result = {
+    result: dict[str, Any] = {
         "benchmark": "trainer",
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                    "torch": torch.__version__},  # fmt: skip
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "torch": torch.__version__,
+        },
         "warmup_steps": WARMUP_STEPS,
         "cpu": cpu_comparison(opts.repeats),
         "gpu": gpu_throughput(),
@@ -203,8 +260,10 @@ def main(argv: list[str] | None = None) -> int:
     opts.output.parent.mkdir(parents=True, exist_ok=True)
     opts.output.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     for name, row in result["cpu"].items():
-        print(f"{name}: ours {row['ours_samples_per_second']} samples/s, plain "
-              f"{row['plain_samples_per_second']} samples/s, ratio {row['ratio_ours_over_plain']}")  # fmt: skip
+        print(
+            f"{name}: ours {row['ours_samples_per_second']} samples/s, plain "
+            f"{row['plain_samples_per_second']} samples/s, ratio {row['ratio_ours_over_plain']}"
+        )
     print(f"written {opts.output}")
     return 0
 

@@ -180,7 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_nonneg_int)
     p.add_argument("--num-workers", type=_nonneg_int)
     p.add_argument("--pin-memory", action=argparse.BooleanOptionalAction)
-    p.add_argument("--metrics-port", type=_nonneg_int, help=f"default: ${METRICS_PORT_ENV}, else 9090")
+    p.add_argument(
+        "--metrics-port", type=_nonneg_int, help=f"default: ${METRICS_PORT_ENV}, else 9090"
+    )
     p.add_argument("--log-interval", type=_positive_int)
     p.add_argument("--engine", choices=ENGINES)
     p.add_argument("--deepspeed-config", help="DeepSpeed JSON config (engine deepspeed)")
@@ -202,7 +204,9 @@ def _load_yaml(path: str) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: must be a mapping of config fields, got {type(data).__name__}")
-    unknown = sorted(str(k).replace("-", "_") for k in data if str(k).replace("-", "_") not in _FIELDS)
+    unknown = sorted(
+        str(k).replace("-", "_") for k in data if str(k).replace("-", "_") not in _FIELDS
+    )
     if unknown:
         raise ConfigError(
             f"{path}: unknown config field(s) {', '.join(unknown)}; "
@@ -254,7 +258,9 @@ def validate(cfg: TrainConfig) -> None:
     if cfg.lr <= 0:
         raise ConfigError(f"`lr` must be > 0, got {cfg.lr}")
     if cfg.grad_clip is not None and cfg.grad_clip <= 0:
-        raise ConfigError(f"`grad_clip` must be > 0 (leave it unset to disable), got {cfg.grad_clip}")
+        raise ConfigError(
+            f"`grad_clip` must be > 0 (leave it unset to disable), got {cfg.grad_clip}"
+        )
     if not 0 <= cfg.metrics_port <= 65535:
         raise ConfigError(f"`metrics_port` must be 0..65535, got {cfg.metrics_port}")
     if cfg.model == "hf-causal-lm" and not cfg.hf_model:
@@ -348,9 +354,11 @@ def apply_deepspeed_config(cfg: TrainConfig, ds: Mapping[str, Any]) -> None:
     if not isinstance(accum, int) or accum < 1:
         raise ConfigError(f"{src}: `gradient_accumulation_steps` must be an integer >= 1")
     precision = deepspeed_precision(ds)
-    checks = (("batch_size", micro, "train_micro_batch_size_per_gpu"),
-              ("grad_accum", accum, "gradient_accumulation_steps"),
-              ("precision", precision, "bf16/fp16 sections"))
+    checks = (
+        ("batch_size", micro, "train_micro_batch_size_per_gpu"),
+        ("grad_accum", accum, "gradient_accumulation_steps"),
+        ("precision", precision, "bf16/fp16 sections"),
+    )
     for name, ds_value, ds_key in checks:
         if name in cfg.explicit and getattr(cfg, name) != ds_value:
             flag = "--" + name.replace("_", "-")

@@ -89,7 +89,9 @@ class TokenFile(Dataset[Sample]):
         if file.is_dir():
             file = file / "train.bin"
         if not file.is_file():
-            raise ConfigError(f"--data-path {path}: no token file (expected a file or dir/train.bin)")
+            raise ConfigError(
+                f"--data-path {path}: no token file (expected a file or dir/train.bin)"
+            )
         self.tokens = np.memmap(file, dtype=np.dtype(dtype), mode="r")
         self.seq_len = seq_len
         self.size = (len(self.tokens) - 1) // seq_len
@@ -140,7 +142,7 @@ class ImageFolder(Dataset[Sample]):
         if path.suffix == ".npy":
             return np.asarray(np.load(path), dtype=np.uint8)
         try:
-            from PIL import Image
+            from PIL import Image  # type: ignore[import-not-found]
         except ImportError as exc:
             raise ConfigError(f"{path}: only .npy images can be read without Pillow") from exc
         with Image.open(path) as img:

@@ -13,6 +13,7 @@ import os
 import time
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -62,7 +63,7 @@ def setup() -> DistEnv:
     distributed = "RANK" in os.environ and "MASTER_ADDR" in os.environ
     if distributed and not dist.is_initialized():
         if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True" and world > 1:
-            store = dist.TCPStore(
+            store = dist.TCPStore(  # type: ignore[attr-defined]
                 os.environ["MASTER_ADDR"],
                 int(os.environ["MASTER_PORT"]),
                 is_master=False,
@@ -71,7 +72,7 @@ def setup() -> DistEnv:
             prefix = round_namespace(store, rank, world)
             dist.init_process_group(
                 backend=backend,
-                store=dist.PrefixStore(prefix, store),
+                store=dist.PrefixStore(prefix, store),  # type: ignore[attr-defined]
                 rank=rank,
                 world_size=world,
                 timeout=COLLECTIVE_TIMEOUT,
@@ -81,7 +82,7 @@ def setup() -> DistEnv:
     return DistEnv(rank, local_rank, world, restarts, device, backend, distributed)
 
 
-def round_namespace(store: dist.Store, rank: int, world: int) -> str:
+def round_namespace(store: Any, rank: int, world: int) -> str:
     """A store prefix that all ranks of this worker round share and no earlier round used.
 
     torchrun (2.x) hands every restarted round the same agent TCPStore without a per-round
@@ -116,7 +117,7 @@ def round_namespace(store: dist.Store, rank: int, world: int) -> str:
                 time.sleep(NAMESPACE_POLL_SECONDS)
         return namespace
     store.set(f"trainops/hello/{rank}", me)
-    namespace = store.get(f"trainops/answer/{me}").decode()  # blocks until rank 0 answers
+    namespace = str(store.get(f"trainops/answer/{me}").decode())  # blocks until rank 0 answers
     store.set(f"{namespace}/joined/{rank}", "1")
     return namespace
 

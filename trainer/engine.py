@@ -102,7 +102,7 @@ class DDPEngine(Engine):
         self.env = env
         model = model.to(env.device)
         if cfg.channels_last and cfg.is_image:
-            model = model.to(memory_format=torch.channels_last)
+            model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
         self.module = model
         self.wrapped: nn.Module = model
         if env.distributed:
@@ -124,7 +124,7 @@ class DDPEngine(Engine):
                     self.env.device.type, dtype=self.dtype, enabled=self.dtype is not None
                 ):
                     loss = compute_loss(self.wrapped, x, y) / n
-                self.scaler.scale(loss).backward()
+                self.scaler.scale(loss).backward()  # type: ignore[no-untyped-call]
             total += loss.detach()
         if self.cfg.grad_clip:
             self.scaler.unscale_(self.optimizer)
@@ -234,8 +234,8 @@ class DeepSpeedEngine(Engine):
 
     def train_step(self, batches: list[Batch]) -> float:
         total = 0.0
-        for x, y in batches:
-            x = x.to(self.input_dtype) if self.input_dtype is not None else x
+        for inputs, y in batches:
+            x = inputs.to(self.input_dtype) if self.input_dtype is not None else inputs
             loss = compute_loss(self.engine, x, y)
             self.engine.backward(loss)
             self.engine.step()  # DeepSpeed steps the optimizer at accumulation boundaries

@@ -23,28 +23,46 @@ class TrainerMetrics:
         self.registry = CollectorRegistry()
         r = self.registry
         self.samples_per_second = Gauge(
-            f"{PREFIX}_samples_per_second", "Global training samples per second (last step)",
-            registry=r)
+            f"{PREFIX}_samples_per_second",
+            "Global training samples per second (last step)",
+            registry=r,
+        )
         self.tokens_per_second = Gauge(
-            f"{PREFIX}_tokens_per_second", "Global training tokens per second (language models)",
-            registry=r)
+            f"{PREFIX}_tokens_per_second",
+            "Global training tokens per second (language models)",
+            registry=r,
+        )
         self.step_seconds = Histogram(
-            f"{PREFIX}_step_duration_seconds", "Wall time of one optimizer step",
-            buckets=STEP_BUCKETS, registry=r)
-        self.loss = Gauge(f"{PREFIX}_loss", "Training loss of the last step (mean over ranks)",
-                          registry=r)
+            f"{PREFIX}_step_duration_seconds",
+            "Wall time of one optimizer step",
+            buckets=STEP_BUCKETS,
+            registry=r,
+        )
+        self.loss = Gauge(
+            f"{PREFIX}_loss", "Training loss of the last step (mean over ranks)", registry=r
+        )
         self.learning_rate = Gauge(f"{PREFIX}_learning_rate", "Current learning rate", registry=r)
-        self.step = Gauge(f"{PREFIX}_step", "Optimizer steps completed (global, survives resume)",
-                          registry=r)
-        self.samples = Counter(f"{PREFIX}_samples", "Samples trained on by this process's job "
-                               "since it started (all ranks)", registry=r)
+        self.step = Gauge(
+            f"{PREFIX}_step", "Optimizer steps completed (global, survives resume)", registry=r
+        )
+        self.samples = Counter(
+            f"{PREFIX}_samples",
+            "Samples trained on by this process's job since it started (all ranks)",
+            registry=r,
+        )
         self.checkpoint_seconds = Histogram(
-            f"{PREFIX}_checkpoint_duration_seconds", "Wall time of a checkpoint save",
-            buckets=CHECKPOINT_BUCKETS, registry=r)
-        self.restarts = Gauge(f"{PREFIX}_restarts", "Elastic restarts of the worker group "
-                              "(TORCHELASTIC_RESTART_COUNT)", registry=r)
+            f"{PREFIX}_checkpoint_duration_seconds",
+            "Wall time of a checkpoint save",
+            buckets=CHECKPOINT_BUCKETS,
+            registry=r,
+        )
+        self.restarts = Gauge(
+            f"{PREFIX}_restarts",
+            "Elastic restarts of the worker group (TORCHELASTIC_RESTART_COUNT)",
+            registry=r,
+        )
         self.world_size = Gauge(f"{PREFIX}_world_size", "Processes in the job", registry=r)
 
     def serve(self, port: int) -> None:
         """Start the endpoint on all interfaces (the pod IP is what Prometheus scrapes)."""
-        start_http_server(port, addr="0.0.0.0", registry=self.registry)  # noqa: S104
+        start_http_server(port, addr="0.0.0.0", registry=self.registry)

@@ -136,7 +136,9 @@ class Trainer:
             try:
                 self.metrics.serve(self.cfg.metrics_port)
             except OSError as exc:  # training matters more than its dashboard
-                log.warning("metrics endpoint on port %s not started: %s", self.cfg.metrics_port, exc)
+                log.warning(
+                    "metrics endpoint on port %s not started: %s", self.cfg.metrics_port, exc
+                )
 
     def _check_compatible(self, meta: dict[str, Any]) -> None:
         saved = meta["config"]
@@ -275,7 +277,9 @@ class Trainer:
             m.step.set(self.step)
             m.samples.inc(self.global_batch)
         if self.env.is_main and (
-            self.step % self.cfg.log_interval == 0 or self.step == 1 or self.step >= self.total_steps
+            self.step % self.cfg.log_interval == 0
+            or self.step == 1
+            or self.step >= self.total_steps
         ):
             log_event(
                 "step",

@@ -60,8 +60,8 @@ def run_torchrun(
 def events(stdout: str, name: str | None = None) -> list[dict[str, Any]]:
     """The trainer's structured log lines (JSON objects), optionally of one event kind."""
     out = []
-    for line in stdout.splitlines():
-        line = line.strip()
+    for raw in stdout.splitlines():
+        line = raw.strip()
         if line.startswith("{") and '"event"' in line:
             obj = json.loads(line)
             if name is None or obj["event"] == name:

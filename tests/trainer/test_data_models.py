@@ -59,6 +59,8 @@ def test_resnets_classify(model: str) -> None:
 
 
 def test_gpt_predicts_every_position() -> None:
-    cfg = parse_args(["--model", "gpt-tiny", "--data", "synthetic-tokens", "--seq-len", "16"], env={})
+    cfg = parse_args(
+        ["--model", "gpt-tiny", "--data", "synthetic-tokens", "--seq-len", "16"], env={}
+    )
     net = build_model(cfg, cfg.vocab_size)
     assert net(torch.randint(0, 256, (3, 16))).shape == (3, 16, 256)

@@ -41,7 +41,9 @@ def test_official_pytorch_cuda_runtime_base_pinned_and_non_root() -> None:
     froms = re.findall(r"^FROM\s+(\S+)", text, re.MULTILINE)
     assert len(froms) == 1
     image, _, tag = froms[0].partition(":")
-    assert image == "pytorch/pytorch" and re.fullmatch(r"\d+\.\d+\.\d+-cuda[\d.]+-cudnn\d+-runtime", tag)
+    assert image == "pytorch/pytorch" and re.fullmatch(
+        r"\d+\.\d+\.\d+-cuda[\d.]+-cudnn\d+-runtime", tag
+    )
     pyproject = (REPO / "pyproject.toml").read_text()
     torch_pin = re.search(r'"torch==([\d.]+)"', pyproject)
     assert torch_pin and tag.startswith(torch_pin.group(1) + "-")

@@ -49,7 +49,8 @@ class Block(nn.Module):
         v = v.view(b, t, self.n_head, c // self.n_head).transpose(1, 2)
         att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         x = x + self.proj(att.transpose(1, 2).contiguous().view(b, t, c))
-        return x + self.fc_out(F.gelu(self.fc(self.ln2(x))))
+        out: torch.Tensor = x + self.fc_out(F.gelu(self.fc(self.ln2(x))))
+        return out
 
 
 class GPT(nn.Module):

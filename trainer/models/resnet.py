@@ -29,7 +29,8 @@ class BasicBlock(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = self.relu(self.bn1(self.conv1(x)))
         out = self.bn2(self.conv2(out))
-        return self.relu(out + self.shortcut(x))
+        result: torch.Tensor = self.relu(out + self.shortcut(x))
+        return result
 
 
 class Bottleneck(nn.Module):
@@ -53,7 +54,8 @@ class Bottleneck(nn.Module):
         out = self.relu(self.bn1(self.conv1(x)))
         out = self.relu(self.bn2(self.conv2(out)))
         out = self.bn3(self.conv3(out))
-        return self.relu(out + self.shortcut(x))
+        result: torch.Tensor = self.relu(out + self.shortcut(x))
+        return result
 
 
 def _shortcut(in_ch: int, out_ch: int, stride: int) -> nn.Module:
@@ -92,4 +94,5 @@ class ResNet(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = self.pool(self.layers(self.stem(x)))
-        return self.fc(torch.flatten(out, 1))
+        logits: torch.Tensor = self.fc(torch.flatten(out, 1))
+        return logits
