@@ -133,7 +133,7 @@ def plain_worker(argv: list[str]) -> None:
     torch.manual_seed(cfg.seed)
     dataset, classes = build_dataset(cfg)
     model = DistributedDataParallel(build_model(cfg, classes))
-    sampler: DistributedSampler[Any] = DistributedSampler(dataset)  # type: ignore[arg-type]
+    sampler: DistributedSampler[Any] = DistributedSampler(dataset)
     loader = DataLoader(dataset, batch_size=cfg.batch_size, sampler=sampler, num_workers=0)
     criterion = torch.nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
