@@ -27,7 +27,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from trainer.checkpoint import CheckpointManager
-from trainer.config import ConfigError, TrainConfig
+from trainer.config import ConfigError, TrainConfig, load_deepspeed_config
 from trainer.data import ResumableDistributedSampler, build_dataset, steps_per_epoch
 from trainer.dist import DistEnv, all_gather_str, all_reduce_sum, setup, teardown
 from trainer.engine import Engine, build_engine
@@ -116,7 +116,7 @@ class Trainer:
         meta = CheckpointManager.read_meta(self.resume_from) if self.resume_from else None
         if meta is not None:
             self._check_compatible(meta)
-        model = build_model(cfg, num_classes)
+        model = build_model(cfg, num_classes, *self._hf_build_options())
         self.engine: Engine = build_engine(
             cfg, env, model, self.total_steps, meta["world_size"] if meta else None
         )
@@ -126,6 +126,19 @@ class Trainer:
         self.samples_total = 0
         if self.resume_from is not None and meta is not None:
             self._resume(self.resume_from, meta)
+
+    def _hf_build_options(self) -> tuple[torch.dtype | None, dict[str, Any] | None]:
+        """For the Hugging Face path: load in the training dtype, and under ZeRO-3 partitioned
+        while loading (a 13B model in fp32 is 52 GB per process otherwise)."""
+        cfg = self.cfg
+        if cfg.model != "hf-causal-lm":
+            return None, None
+        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(cfg.precision)
+        if cfg.engine != "deepspeed" or cfg.deepspeed_config is None:
+            return None, None  # DDP keeps fp32 master weights and autocasts
+        ds = load_deepspeed_config(cfg.deepspeed_config)
+        stage = int(ds.get("zero_optimization", {}).get("stage", 0))
+        return dtype, ds if stage == 3 else None
 
     def _serve_metrics(self) -> None:
         if self.metrics is None:

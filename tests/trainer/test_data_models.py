@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
+from pathlib import Path
+
 import pytest
 import torch
 
-from trainer.config import parse_args
+from trainer.config import ConfigError, parse_args
 from trainer.data import ResumableDistributedSampler, SyntheticImages, SyntheticTokens
 from trainer.models import build_model
 
@@ -64,3 +68,20 @@ def test_gpt_predicts_every_position() -> None:
     )
     net = build_model(cfg, cfg.vocab_size)
     assert net(torch.randint(0, 256, (3, 16))).shape == (3, 16, 256)
+
+
+def test_hf_causal_lm_from_a_local_config(tmp_path: Path) -> None:
+    """Random init from config.json; without transformers, a clear error instead."""
+    (tmp_path / "config.json").write_text(
+        json.dumps({"model_type": "llama", "hidden_size": 32, "intermediate_size": 64,
+                    "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 2,
+                    "vocab_size": 128, "max_position_embeddings": 64})
+    )  # fmt: skip
+    argv = ["--model", "hf-causal-lm", "--hf-model", str(tmp_path), "--data", "synthetic-tokens"]
+    cfg = parse_args(argv, env={})
+    if importlib.util.find_spec("transformers") is None:
+        with pytest.raises(ConfigError, match="needs the `transformers` package"):
+            build_model(cfg, 128)
+        return
+    net = build_model(cfg, 128)
+    assert net(torch.randint(0, 128, (2, 8))).shape == (2, 8, 128)

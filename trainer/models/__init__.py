@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
@@ -10,7 +12,12 @@ from trainer.models.gpt import GPT, SHAPES
 from trainer.models.resnet import ResNet
 
 
-def build_model(cfg: TrainConfig, num_classes: int, dtype: torch.dtype | None = None) -> nn.Module:
+def build_model(
+    cfg: TrainConfig,
+    num_classes: int,
+    dtype: torch.dtype | None = None,
+    zero3_config: dict[str, Any] | None = None,
+) -> nn.Module:
     """The model named by `cfg.model`, randomly initialised from `cfg.seed` (no downloads)."""
     if cfg.model in ("resnet18", "resnet50"):
         return ResNet(cfg.model, num_classes)
@@ -19,7 +26,7 @@ def build_model(cfg: TrainConfig, num_classes: int, dtype: torch.dtype | None = 
     from trainer.models.hf import build_hf_causal_lm
 
     assert cfg.hf_model is not None  # validate() guarantees it
-    return build_hf_causal_lm(cfg.hf_model, dtype)
+    return build_hf_causal_lm(cfg.hf_model, dtype, zero3_config)
 
 
 __all__ = ["GPT", "ResNet", "build_model"]

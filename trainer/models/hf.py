@@ -9,6 +9,7 @@ host memory once per rank).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -35,14 +36,25 @@ class CausalLM(nn.Module):
         return logits
 
 
-def build_hf_causal_lm(path: str, dtype: torch.dtype | None = None) -> nn.Module:
-    """Load (weights present) or randomly initialise (config only) a causal LM from `path`."""
+def build_hf_causal_lm(
+    path: str, dtype: torch.dtype | None = None, zero3_config: dict[str, Any] | None = None
+) -> nn.Module:
+    """Load (weights present) or randomly initialise (config only) a causal LM from `path`.
+
+    With a ZeRO-3 DeepSpeed config, `HfDeepSpeedConfig` is alive while the model is built, so
+    transformers creates it under `deepspeed.zero.Init` (parameters partitioned as they load).
+    """
     try:
         import transformers
     except ImportError as exc:
         raise ConfigError(
             "--model hf-causal-lm needs the `transformers` package in the image"
         ) from exc
+    keep_alive = None
+    if zero3_config is not None:
+        from transformers.integrations import HfDeepSpeedConfig
+
+        keep_alive = HfDeepSpeedConfig(zero3_config)  # weak global reference: hold it here
     root = Path(path)
     if not (root / "config.json").is_file():
         raise ConfigError(f"--hf-model {path}: no config.json there (a local model dir)")
@@ -51,4 +63,5 @@ def build_hf_causal_lm(path: str, dtype: torch.dtype | None = None) -> nn.Module
     else:
         config = transformers.AutoConfig.from_pretrained(str(root))
         model = transformers.AutoModelForCausalLM.from_config(config, torch_dtype=dtype)
+    del keep_alive
     return CausalLM(model)
