@@ -1,0 +1,272 @@
+"""Trainer throughput: our DDP path against the seed's plain loop (`make bench-trainer`).
+
+Both sides run under `torchrun --nproc_per_node=2` (gloo on CPU) with the same model, data set,
+micro batch and optimizer. The "plain" side re-implements seed 000's script: DDP, a
+DistributedSampler, a DataLoader and a bare loop with no checkpoints, metrics or resume
+bookkeeping. Each side reports the median seconds per optimizer step after a warm-up; the ratio
+`ours / plain` of samples per second says what the production features cost (1.0 = nothing).
+
+With a GPU (the `device` machine) it also runs ResNet-50 (bf16, channels-last, synthetic 224 px
+images) and GPT-small through our trainer on one GPU, for images/s and tokens/s with MFU.
+
+Results: bench/results/trainer.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "bench" / "results" / "trainer.json"
+# Steps excluded from the median: first steps pay for allocator warm-up and DDP bucket rebuilds.
+WARMUP_STEPS = 5
+# CPU cases: small enough for 2 shared cores, large enough that compute dominates overheads.
+CPU_CASES: dict[str, dict[str, Any]] = {
+    "resnet18": {
+        "model": "resnet18",
+        "data": "synthetic-image",
+        "batch_size": 16,
+        "image_size": 32,
+        "steps": 25,
+    },
+    "gpt-tiny": {
+        "model": "gpt-tiny",
+        "data": "synthetic-tokens",
+        "batch_size": 16,
+        "seq_len": 64,
+        "steps": 60,
+    },
+}
+# Published references for the GPU section (issue 5): NVIDIA DeepLearningExamples ResNet-50 AMP
+# on one A100 (https://github.com/NVIDIA/DeepLearningExamples/tree/master/PyTorch/Classification/ConvNets/resnet50v1.5)
+# and our goals on one H100.
+RESNET50_A100_AMP_IMG_S = 2470
+RESNET50_H100_GOAL_IMG_S = 3500
+GPT_MFU_GOAL = 0.40
+# Dense bf16 peak FLOP/s by device name (NVIDIA data sheets: A100 312 TFLOPS, H100 SXM 989 TFLOPS,
+# H200 same silicon as H100 SXM).
+PEAK_BF16 = {"A100": 312e12, "H100": 989e12, "H200": 989e12}
+
+
+def _cli_args(case: dict[str, Any]) -> list[str]:
+    args = []
+    for key, value in case.items():
+        args += [f"--{key.replace('_', '-')}", str(value)]
+    return args
+
+
+def _torchrun(nproc: int, module_args: list[str]) -> str:
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={nproc}",
+        "-m",
+        *module_args,
+    ]
+    result = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(cmd)} failed:\n{result.stdout[-2000:]}{result.stderr[-3000:]}"
+        )
+    return result.stdout
+
+
+def _step_seconds(stdout: str) -> list[float]:
+    out = []
+    for line in stdout.splitlines():
+        if line.startswith("{") and '"event": "step"' in line:
+            event = json.loads(line)
+            if event["step"] > WARMUP_STEPS:
+                out.append(float(event["step_seconds"]))
+    return out
+
+
+def run_ours(case: dict[str, Any], nproc: int, extra: list[str] | None = None) -> list[float]:
+    args = [
+        *_cli_args(case),
+        "--num-workers",
+        "0",
+        "--log-interval",
+        "1",
+        "--metrics-port",
+        "0",
+        "--optimizer",
+        "sgd",
+        "--lr",
+        "0.01",
+        *(extra or []),
+    ]
+    return _step_seconds(_torchrun(nproc, ["trainer", *args]))
+
+
+def run_plain(case: dict[str, Any], nproc: int) -> list[float]:
+    return _step_seconds(_torchrun(nproc, ["bench.trainer", "--plain-worker", *_cli_args(case)]))
+
+
+def plain_worker(argv: list[str]) -> None:
+    """Seed 000's loop, minimal, on the same model and data (runs inside torchrun)."""
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+    from torch.utils.data import DataLoader, DistributedSampler
+
+    from trainer.config import parse_args
+    from trainer.data import build_dataset
+    from trainer.models import build_model
+
+    cfg = parse_args(argv, env={})
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    torch.manual_seed(cfg.seed)
+    dataset, classes = build_dataset(cfg)
+    model = DistributedDataParallel(build_model(cfg, classes))
+    sampler: DistributedSampler[Any] = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=cfg.batch_size, sampler=sampler, num_workers=0)
+    criterion = torch.nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    world = dist.get_world_size()
+    step = 0
+    sampler.set_epoch(0)
+    it = iter(loader)
+    assert cfg.steps is not None
+    while step < cfg.steps:
+        start = time.perf_counter()
+        data, target = next(it)
+        optimizer.zero_grad()
+        output = model(data)
+        loss = criterion(output.reshape(-1, output.shape[-1]), target.reshape(-1))
+        loss.backward()
+        optimizer.step()
+        step += 1
+        seconds = time.perf_counter() - start
+        if rank == 0:
+            print(
+                json.dumps(
+                    {
+                        "event": "step",
+                        "step": step,
+                        "step_seconds": seconds,
+                        "samples": cfg.batch_size * world,
+                    }
+                ),
+                flush=True,
+            )
+    dist.destroy_process_group()
+
+
+def cpu_comparison(repeats: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    nproc = 2
+    for name, case in CPU_CASES.items():
+        global_batch = case["batch_size"] * nproc
+        ours: list[float] = []
+        plain: list[float] = []
+        for _ in range(repeats):  # interleaved, so drift in machine load hits both sides
+            plain.append(statistics.median(run_plain(case, nproc)))
+            ours.append(statistics.median(run_ours(case, nproc)))
+        ours_rate = global_batch / min(ours)
+        plain_rate = global_batch / min(plain)
+        out[name] = {
+            "processes": nproc,
+            "global_batch": global_batch,
+            "ours_samples_per_second": round(ours_rate, 2),
+            "plain_samples_per_second": round(plain_rate, 2),
+            "ratio_ours_over_plain": round(ours_rate / plain_rate, 4),
+            "median_step_seconds": {"ours": ours, "plain": plain},
+        }
+    return out
+
+
+def gpu_throughput() -> dict[str, Any] | None:
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    name = torch.cuda.get_device_name(0)
+    peak = next((v for k, v in PEAK_BF16.items() if k in name), None)
+    resnet: dict[str, Any] = {
+        "model": "resnet50",
+        "data": "synthetic-image",
+        "batch_size": 256,
+        "image_size": 224,
+        "num_classes": 1000,
+        "dataset_size": 256 * 60,
+        "steps": 50,
+    }
+    seconds = statistics.median(
+        run_ours(resnet, 1, ["--precision", "bf16", "--channels-last", "--num-workers", "8"])
+    )
+    images = resnet["batch_size"] / seconds
+    from trainer.models.gpt import GPT
+
+    gpt: dict[str, Any] = {
+        "model": "gpt-small",
+        "data": "synthetic-tokens",
+        "batch_size": 16,
+        "seq_len": 1024,
+        "vocab_size": 50304,
+        "dataset_size": 16 * 60,
+        "steps": 40,
+    }
+    seconds = statistics.median(run_ours(gpt, 1, ["--precision", "bf16", "--num-workers", "4"]))
+    tokens = gpt["batch_size"] * gpt["seq_len"] / seconds
+    flops = GPT("gpt-small", gpt["vocab_size"], gpt["seq_len"]).flops_per_token(gpt["seq_len"])
+    return {
+        "device": name,
+        "resnet50_bf16_channels_last_images_per_second": round(images, 1),
+        "resnet50_vs_nvidia_a100_amp": round(images / RESNET50_A100_AMP_IMG_S, 3),
+        "resnet50_h100_goal_met": images >= RESNET50_H100_GOAL_IMG_S if "H100" in name else None,
+        "gpt_small_tokens_per_second": round(tokens, 1),
+        "gpt_small_mfu": round(tokens * flops / peak, 4) if peak else None,
+        "gpt_mfu_goal": GPT_MFU_GOAL,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "--plain-worker":
+        plain_worker(args[1:])
+        return 0
+    parser = argparse.ArgumentParser(prog="python -m bench.trainer", description=__doc__)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    opts = parser.parse_args(args)
+    import torch
+
+    result: dict[str, Any] = {
+        "benchmark": "trainer",
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "torch": torch.__version__,
+        },
+        "warmup_steps": WARMUP_STEPS,
+        "cpu": cpu_comparison(opts.repeats),
+        "gpu": gpu_throughput(),
+    }
+    opts.output.parent.mkdir(parents=True, exist_ok=True)
+    opts.output.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    for name, row in result["cpu"].items():
+        print(
+            f"{name}: ours {row['ours_samples_per_second']} samples/s, plain "
+            f"{row['plain_samples_per_second']} samples/s, ratio {row['ratio_ours_over_plain']}"
+        )
+    print(f"written {opts.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

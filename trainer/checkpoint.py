@@ -1,0 +1,125 @@
+"""Atomic, resumable checkpoints on shared storage.
+
+Layout under `checkpoint_dir`:
+
+    step-200/            one complete checkpoint (engine files, rng-rank*.pt, meta.json)
+    step-300/
+    latest               text "step-300", replaced atomically after the folder is complete
+
+A save writes into `.tmp-step-N/`, every rank adds its files, then rank 0 writes `meta.json`
+(last file in the folder), renames the folder to `step-N` and only then replaces `latest`. A
+crash (kill -9, node loss) at any point leaves `latest` naming the previous complete checkpoint;
+leftover `.tmp-*` folders are removed at the next save. Rank 0 alone purges old checkpoints,
+keeping the last `keep`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from trainer.dist import DistEnv, barrier
+
+LATEST = "latest"
+META = "meta.json"
+TMP_PREFIX = ".tmp-"
+STEP_PREFIX = "step-"
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write `data` to `path` so readers see the old or the new content, never a torn file."""
+    tmp = path.with_name(f"{TMP_PREFIX}{path.name}.{os.getpid()}")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def step_of(path: Path) -> int:
+    return int(path.name.removeprefix(STEP_PREFIX))
+
+
+class CheckpointManager:
+    """`save` and `load_latest` are the public surface; both are collective calls."""
+
+    def __init__(self, root: str | Path, keep: int, env: DistEnv) -> None:
+        self.root = Path(root)
+        self.keep = keep
+        self.env = env
+
+    def complete(self) -> list[Path]:
+        """Complete checkpoints (meta.json present), oldest first."""
+        if not self.root.is_dir():
+            return []
+        found = [
+            p
+            for p in self.root.iterdir()
+            if p.is_dir()
+            and p.name.startswith(STEP_PREFIX)
+            and p.name.removeprefix(STEP_PREFIX).isdigit()
+            and (p / META).is_file()
+        ]
+        return sorted(found, key=step_of)
+
+    def latest(self) -> Path | None:
+        """The checkpoint `latest` names, else the newest complete one (pointer lost)."""
+        pointer = self.root / LATEST
+        if pointer.is_file():
+            name = pointer.read_text(encoding="utf-8").strip()
+            candidate = self.root / name
+            if name.startswith(STEP_PREFIX) and (candidate / META).is_file():
+                return candidate
+        done = self.complete()
+        return done[-1] if done else None
+
+    @staticmethod
+    def read_meta(path: Path) -> dict[str, Any]:
+        meta: dict[str, Any] = json.loads((path / META).read_text(encoding="utf-8"))
+        return meta
+
+    def save(self, step: int, write: Callable[[Path], None], meta: dict[str, Any]) -> Path:
+        """Collective: every rank calls it; `write(folder)` adds this rank's files.
+
+        Returns the final folder. Saving a step that is already complete is a no-op (a resume
+        followed by an immediate SIGTERM reaches the same state again).
+        """
+        final = self.root / f"{STEP_PREFIX}{step}"
+        if (final / META).is_file():
+            return final
+        tmp = self.root / f"{TMP_PREFIX}{STEP_PREFIX}{step}"
+        if self.env.is_main:
+            self.root.mkdir(parents=True, exist_ok=True)
+            for stale in self.root.glob(f"{TMP_PREFIX}{STEP_PREFIX}*"):
+                shutil.rmtree(stale, ignore_errors=True)
+            tmp.mkdir()
+        barrier(self.env)
+        write(tmp)
+        barrier(self.env)
+        if self.env.is_main:
+            write_atomic(tmp / META, json.dumps(meta, indent=2, sort_keys=True).encode())
+            os.replace(tmp, final)
+            _fsync_dir(self.root)
+            write_atomic(self.root / LATEST, final.name.encode())
+            self._purge()
+        barrier(self.env)
+        return final
+
+    def _purge(self) -> None:
+        """Rank 0 only: drop all but the newest `keep` complete checkpoints."""
+        done = self.complete()
+        for old in done[: max(0, len(done) - self.keep)]:
+            shutil.rmtree(old, ignore_errors=True)

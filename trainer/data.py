@@ -1,0 +1,221 @@
+"""Data sets and the resumable distributed sampler.
+
+Synthetic sets derive every sample from its index and the seed alone (no shared RNG state), so
+any rank, worker or restarted process produces the same sample for the same index, and both are
+learnable (a falling loss proves the training step works, not merely that it runs).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset, Sampler
+
+from trainer.config import ConfigError, TrainConfig
+
+# Per-channel ImageNet statistics (torchvision's reference recipes) for image-folder inputs.
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+# Noise around each class prototype: large enough that the task is not trivial in one step.
+SYNTHETIC_NOISE = 0.5
+
+Sample = tuple[torch.Tensor, torch.Tensor]
+
+
+def _generator(seed: int, index: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed * 1_000_003 + index)
+
+
+class SyntheticImages(Dataset[Sample]):
+    """Class prototypes plus per-sample noise: image i has label hash(i) % classes."""
+
+    def __init__(self, size: int, num_classes: int, side: int, seed: int) -> None:
+        self.size = size
+        self.num_classes = num_classes
+        self.seed = seed
+        gen = torch.Generator().manual_seed(seed)
+        self.prototypes = torch.randn(num_classes, 3, side, side, generator=gen)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, index: int) -> Sample:
+        gen = _generator(self.seed, index)
+        label = int(torch.randint(self.num_classes, (1,), generator=gen))
+        noise = torch.randn(self.prototypes.shape[1:], generator=gen) * SYNTHETIC_NOISE
+        return self.prototypes[label] + noise, torch.tensor(label)
+
+
+class SyntheticTokens(Dataset[Sample]):
+    """Affine sequences x[t+1] = (a*x[t] + b) mod V with a per-sample start and one of a few
+    (a, b) rules: predictable from context, so a language model's loss falls towards zero."""
+
+    RULES = 4
+
+    def __init__(self, size: int, vocab: int, seq_len: int, seed: int) -> None:
+        self.size = size
+        self.vocab = vocab
+        self.seq_len = seq_len
+        self.seed = seed
+        gen = torch.Generator().manual_seed(seed)
+        self.mult = torch.randint(1, vocab, (self.RULES,), generator=gen) | 1
+        self.add = torch.randint(0, vocab, (self.RULES,), generator=gen)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, index: int) -> Sample:
+        gen = _generator(self.seed, index)
+        rule = int(torch.randint(self.RULES, (1,), generator=gen))
+        x = int(torch.randint(self.vocab, (1,), generator=gen))
+        seq = [x]
+        mult, add = int(self.mult[rule]), int(self.add[rule])
+        for _ in range(self.seq_len):
+            x = (mult * x + add) % self.vocab
+            seq.append(x)
+        tokens = torch.tensor(seq, dtype=torch.long)
+        return tokens[:-1], tokens[1:]
+
+
+class TokenFile(Dataset[Sample]):
+    """Non-overlapping windows of a flat token file (nanoGPT's `train.bin`), memory-mapped."""
+
+    def __init__(self, path: str, seq_len: int, dtype: str, vocab: int) -> None:
+        file = Path(path)
+        if file.is_dir():
+            file = file / "train.bin"
+        if not file.is_file():
+            raise ConfigError(
+                f"--data-path {path}: no token file (expected a file or dir/train.bin)"
+            )
+        self.tokens = np.memmap(file, dtype=np.dtype(dtype), mode="r")
+        self.seq_len = seq_len
+        self.size = (len(self.tokens) - 1) // seq_len
+        if self.size < 1:
+            raise ConfigError(f"{file}: fewer than seq_len+1 = {seq_len + 1} tokens")
+        self.vocab = vocab
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, index: int) -> Sample:
+        start = index * self.seq_len
+        window = torch.from_numpy(self.tokens[start : start + self.seq_len + 1].astype(np.int64))
+        return window[:-1], window[1:]
+
+
+class ImageFolder(Dataset[Sample]):
+    """`root/<class>/<image>`: classes are the sorted sub-directory names.
+
+    `.npy` files (H x W x 3 uint8) always work; other formats need Pillow in the image.
+    Images are resized (bilinear) to `side` and normalised with ImageNet statistics.
+    """
+
+    def __init__(self, root: str, side: int) -> None:
+        base = Path(root)
+        if not base.is_dir():
+            raise ConfigError(f"--data-path {root}: not a directory of class folders")
+        classes = sorted(p.name for p in base.iterdir() if p.is_dir())
+        if not classes:
+            raise ConfigError(f"--data-path {root}: no class sub-directories")
+        self.items = [
+            (path, label)
+            for label, name in enumerate(classes)
+            for path in sorted((base / name).iterdir())
+            if path.is_file()
+        ]
+        if not self.items:
+            raise ConfigError(f"--data-path {root}: class folders hold no files")
+        self.num_classes = len(classes)
+        self.side = side
+        self.mean = torch.tensor(IMAGENET_MEAN).view(3, 1, 1)
+        self.std = torch.tensor(IMAGENET_STD).view(3, 1, 1)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def _read(self, path: Path) -> np.ndarray:
+        if path.suffix == ".npy":
+            return np.asarray(np.load(path), dtype=np.uint8)
+        try:
+            from PIL import Image  # type: ignore[import-not-found]
+        except ImportError as exc:
+            raise ConfigError(f"{path}: only .npy images can be read without Pillow") from exc
+        with Image.open(path) as img:
+            return np.asarray(img.convert("RGB"), dtype=np.uint8)
+
+    def __getitem__(self, index: int) -> Sample:
+        path, label = self.items[index]
+        pixels = torch.from_numpy(self._read(path).copy()).permute(2, 0, 1).float() / 255.0
+        pixels = torch.nn.functional.interpolate(
+            pixels[None], size=(self.side, self.side), mode="bilinear", align_corners=False
+        )[0]
+        return (pixels - self.mean) / self.std, torch.tensor(label)
+
+
+def build_dataset(cfg: TrainConfig) -> tuple[Dataset[Sample], int]:
+    """The data set named by the config and its number of classes (vocab for LMs)."""
+    if cfg.data == "synthetic-image":
+        return SyntheticImages(cfg.dataset_size, cfg.num_classes, cfg.image_size, cfg.seed), (
+            cfg.num_classes
+        )
+    if cfg.data == "synthetic-tokens":
+        return SyntheticTokens(cfg.dataset_size, cfg.vocab_size, cfg.seq_len, cfg.seed), (
+            cfg.vocab_size
+        )
+    assert cfg.data_path is not None  # validate() guarantees it
+    if cfg.data == "image-folder":
+        folder = ImageFolder(cfg.data_path, cfg.image_size)
+        return folder, folder.num_classes
+    return TokenFile(cfg.data_path, cfg.seq_len, cfg.token_dtype, cfg.vocab_size), cfg.vocab_size
+
+
+class ResumableDistributedSampler(Sampler[int]):
+    """DistributedSampler whose position is the number of samples consumed *globally*.
+
+    Each epoch has one global permutation (seeded by seed + epoch). The not-yet-consumed tail,
+    `perm[start:]`, is dealt round-robin to the ranks, so the first `world * k` samples of the
+    tail are exactly the ones the next k per-rank samples cover on all ranks together. That
+    makes `start` meaningful at any world size: a restart with another world size continues
+    with the same unseen samples, re-sharded (the sampler keeps no state of its own).
+    """
+
+    def __init__(self, length: int, rank: int, world: int, seed: int, shuffle: bool = True) -> None:
+        super().__init__()
+        self.length = length
+        self.rank = rank
+        self.world = world
+        self.seed = seed
+        self.shuffle = shuffle
+        self.epoch = 0
+        self.start = 0
+
+    def set_epoch(self, epoch: int, start: int = 0) -> None:
+        """Select the epoch's permutation and skip `start` globally consumed samples."""
+        self.epoch = epoch
+        self.start = start
+
+    def per_rank(self) -> int:
+        """Samples each rank draws from the rest of the epoch (tail trimmed to equal shares)."""
+        return max(0, self.length - self.start) // self.world
+
+    def __len__(self) -> int:
+        return self.per_rank()
+
+    def __iter__(self) -> Iterator[int]:
+        if self.shuffle:
+            gen = torch.Generator().manual_seed(self.seed + self.epoch)
+            order = torch.randperm(self.length, generator=gen).tolist()
+        else:
+            order = list(range(self.length))
+        tail = order[self.start : self.start + self.per_rank() * self.world]
+        return iter(tail[self.rank :: self.world])
+
+
+def steps_per_epoch(length: int, global_batch: int) -> int:
+    """Whole optimizer steps in one epoch (the remainder is dropped, as drop_last does)."""
+    return math.floor(length / global_batch)

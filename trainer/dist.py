@@ -1,0 +1,153 @@
+"""Process-group setup from torchrun's environment.
+
+The device comes from LOCAL_RANK (the GPU index on this node), never from the global RANK: on
+the second node of a 2 x 8 GPU job RANK is 8..15 but the GPUs are cuda:0..7 (the seed script's
+`model.to(rank)` fails there). nccl on GPUs, gloo on CPU, chosen from what is present.
+Without torchrun's variables the trainer runs as a single process with no process group.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+# How often rank 0 polls the store while the ranks of a new round agree on their namespace.
+NAMESPACE_POLL_SECONDS = 0.05
+# Collective timeout: long enough for a checkpoint of a large model to reach shared storage
+# while other ranks wait in a barrier (torch's default for nccl is 10 minutes).
+COLLECTIVE_TIMEOUT = datetime.timedelta(minutes=30)
+
+
+@dataclass(frozen=True)
+class DistEnv:
+    """Where this process sits in the job."""
+
+    rank: int
+    local_rank: int
+    world_size: int
+    restart_count: int
+    device: torch.device
+    backend: str
+    distributed: bool
+
+    @property
+    def is_main(self) -> bool:
+        """Rank 0 does all shared I/O (checkpoint metadata, purge, logs)."""
+        return self.rank == 0
+
+
+def _env_int(name: str, default: int) -> int:
+    return int(os.environ.get(name, default))
+
+
+def setup() -> DistEnv:
+    """Pick device and backend, and join the process group when launched by torchrun."""
+    rank = _env_int("RANK", 0)
+    local_rank = _env_int("LOCAL_RANK", 0)
+    world = _env_int("WORLD_SIZE", 1)
+    restarts = _env_int("TORCHELASTIC_RESTART_COUNT", 0)
+    if torch.cuda.is_available():
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+        backend = "nccl"
+    else:
+        device = torch.device("cpu")
+        backend = "gloo"
+    distributed = "RANK" in os.environ and "MASTER_ADDR" in os.environ
+    if distributed and not dist.is_initialized():
+        if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True" and world > 1:
+            store = dist.TCPStore(  # type: ignore[attr-defined]
+                os.environ["MASTER_ADDR"],
+                int(os.environ["MASTER_PORT"]),
+                is_master=False,
+                timeout=COLLECTIVE_TIMEOUT,
+            )
+            prefix = round_namespace(store, rank, world)
+            dist.init_process_group(
+                backend=backend,
+                store=dist.PrefixStore(prefix, store),  # type: ignore[attr-defined]
+                rank=rank,
+                world_size=world,
+                timeout=COLLECTIVE_TIMEOUT,
+            )
+        else:
+            dist.init_process_group(backend=backend, timeout=COLLECTIVE_TIMEOUT)
+    return DistEnv(rank, local_rank, world, restarts, device, backend, distributed)
+
+
+def round_namespace(store: Any, rank: int, world: int) -> str:
+    """A store prefix that all ranks of this worker round share and no earlier round used.
+
+    torchrun (2.x) hands every restarted round the same agent TCPStore without a per-round
+    prefix, so a rank can read the connection address that a dead rank of the previous round
+    left there and fail with "Connection refused" (seen with gloo here; pytorch/pytorch#167288
+    reports it for NCCL). TORCHELASTIC_RESTART_COUNT is no fix: a pod recreated by Kubernetes
+    restarts its count at 0 while the surviving pods do not. Instead each rank announces a fresh
+    id; rank 0 answers every id it sees under a key only that id names (stale ids get useless
+    answers) and waits until all ranks confirm under the new namespace, which no stale process
+    can do.
+    """
+    me = uuid.uuid4().hex
+    if rank == 0:
+        namespace = f"trainops/round/{uuid.uuid4().hex}"
+        answered: dict[int, bytes] = {}
+        pending = set(range(1, world))
+        deadline = time.monotonic() + COLLECTIVE_TIMEOUT.total_seconds()
+        while pending:
+            for peer in sorted(pending):
+                key = f"trainops/hello/{peer}"
+                if not store.check([key]):
+                    continue
+                announced = store.get(key)
+                if answered.get(peer) != announced:
+                    store.set(f"trainops/answer/{announced.decode()}", namespace)
+                    answered[peer] = announced
+                if store.check([f"{namespace}/joined/{peer}"]):
+                    pending.discard(peer)
+            if pending:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"ranks {sorted(pending)} never joined the worker round")
+                time.sleep(NAMESPACE_POLL_SECONDS)
+        return namespace
+    store.set(f"trainops/hello/{rank}", me)
+    namespace = str(store.get(f"trainops/answer/{me}").decode())  # blocks until rank 0 answers
+    store.set(f"{namespace}/joined/{rank}", "1")
+    return namespace
+
+
+def teardown() -> None:
+    if dist.is_initialized():
+        # Leave together: a rank that destroys its group while a peer is still in a
+        # collective (DeepSpeed's CPU shared-memory ops) aborts that peer.
+        dist.barrier()
+        dist.destroy_process_group()
+
+
+def barrier(env: DistEnv) -> None:
+    if env.distributed:
+        dist.barrier()
+
+
+def all_reduce_sum(env: DistEnv, values: list[float]) -> list[float]:
+    """Sum a few floats over all ranks in one collective (float64 on the CPU side)."""
+    tensor = torch.tensor(values, dtype=torch.float64)
+    if env.distributed:
+        tensor = tensor.to(env.device) if env.backend == "nccl" else tensor
+        dist.all_reduce(tensor)
+    return [float(v) for v in tensor.cpu().tolist()]
+
+
+def all_gather_str(env: DistEnv, value: str) -> list[str]:
+    """Every rank's string (used to compare parameter digests across ranks)."""
+    if not env.distributed:
+        return [value]
+    out: list[object] = [None] * env.world_size
+    dist.all_gather_object(out, value)
+    return [str(v) for v in out]

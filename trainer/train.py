@@ -1,0 +1,331 @@
+"""The training loop: data order, resume, checkpoints, SIGTERM, metrics and structured logs.
+
+Launch (what the rendered jobs run; torchrun sets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR):
+
+    torchrun --nnodes=2 --nproc_per_node=8 --rdzv_backend=c10d --rdzv_endpoint=$MASTER_ADDR:29400 \
+        -m trainer --model resnet50 --data image-folder --data-path /data/train \
+        --checkpoint-dir /checkpoints/run --metrics-port 9090
+
+Resume is automatic: when `checkpoint_dir` holds a complete checkpoint the run continues from
+it (model, optimizer, schedule, step, position in the epoch, RNG), so an elastic restart or a
+rescheduled pod needs no extra flag.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import signal
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+from trainer.checkpoint import CheckpointManager
+from trainer.config import ConfigError, TrainConfig, load_deepspeed_config
+from trainer.data import ResumableDistributedSampler, build_dataset, steps_per_epoch
+from trainer.dist import DistEnv, all_gather_str, all_reduce_sum, setup, teardown
+from trainer.engine import Engine, build_engine
+from trainer.metrics import TrainerMetrics
+from trainer.models import build_model
+
+log = logging.getLogger("trainer")
+
+# Exit code of ranks that stopped because *another* rank was signalled (its pod evicted):
+# EX_TEMPFAIL from sysexits.h. Non-zero so torchrun restarts them and the Training Operator does
+# not see a finished job; 0 is kept for the ranks that received SIGTERM themselves.
+EXIT_PEER_STOPPED = 75
+RNG_FILE = "rng-rank{rank}.pt"
+
+
+def log_event(event: str, **fields: Any) -> None:
+    """One JSON object per line: easy to grep in `kubectl logs` and to parse in tests."""
+    log.info(json.dumps({"event": event, **fields}, sort_keys=True))
+
+
+class StopSignal:
+    """Turns SIGTERM/SIGINT into a flag the loop checks between steps (never mid-collective)."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+
+    def install(self) -> None:
+        signal.signal(signal.SIGTERM, self._handle)
+        signal.signal(signal.SIGINT, self._handle)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.received = signum
+
+
+def _rng_state(env: DistEnv) -> dict[str, Any]:
+    state: dict[str, Any] = {
+        "torch": torch.get_rng_state(),
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+    }
+    if env.device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(env.device)
+    return state
+
+
+def _set_rng_state(env: DistEnv, state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    if "cuda" in state and env.device.type == "cuda":
+        torch.cuda.set_rng_state(state["cuda"], env.device)
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+class Trainer:
+    """State of one run: where it is (step, epoch, position) and the parts that move it."""
+
+    def __init__(self, cfg: TrainConfig, env: DistEnv) -> None:
+        self.cfg = cfg
+        self.env = env
+        self.stop = StopSignal()
+        self.stop.install()
+        self.metrics = TrainerMetrics() if env.local_rank == 0 else None
+        self._serve_metrics()
+        _seed_everything(cfg.seed)
+        self.dataset, num_classes = build_dataset(cfg)
+        self.global_batch = cfg.batch_size * cfg.grad_accum * env.world_size
+        self.steps_per_epoch = steps_per_epoch(len(self.dataset), self.global_batch)  # type: ignore[arg-type]
+        if self.steps_per_epoch < 1:
+            raise ConfigError(
+                f"data set of {len(self.dataset)} samples is smaller than one global batch "  # type: ignore[arg-type]
+                f"({cfg.batch_size} x {cfg.grad_accum} x {env.world_size} processes)"
+            )
+        self.total_steps = cfg.steps if cfg.steps is not None else cfg.epochs * self.steps_per_epoch
+        self.ckpt = (
+            CheckpointManager(cfg.checkpoint_dir, cfg.keep_checkpoints, env)
+            if cfg.checkpoint_dir
+            else None
+        )
+        self.resume_from = self.ckpt.latest() if self.ckpt else None
+        meta = CheckpointManager.read_meta(self.resume_from) if self.resume_from else None
+        if meta is not None:
+            self._check_compatible(meta)
+        model = build_model(cfg, num_classes, *self._hf_build_options())
+        self.engine: Engine = build_engine(
+            cfg, env, model, self.total_steps, meta["world_size"] if meta else None
+        )
+        self.step = 0
+        self.epoch = 0
+        self.consumed = 0  # samples consumed globally in the current epoch
+        self.samples_total = 0
+        if self.resume_from is not None and meta is not None:
+            self._resume(self.resume_from, meta)
+
+    def _hf_build_options(self) -> tuple[torch.dtype | None, dict[str, Any] | None]:
+        """For the Hugging Face path: load in the training dtype, and under ZeRO-3 partitioned
+        while loading (a 13B model in fp32 is 52 GB per process otherwise)."""
+        cfg = self.cfg
+        if cfg.model != "hf-causal-lm":
+            return None, None
+        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(cfg.precision)
+        if cfg.engine != "deepspeed" or cfg.deepspeed_config is None:
+            return None, None  # DDP keeps fp32 master weights and autocasts
+        ds = load_deepspeed_config(cfg.deepspeed_config)
+        stage = int(ds.get("zero_optimization", {}).get("stage", 0))
+        return dtype, ds if stage == 3 else None
+
+    def _serve_metrics(self) -> None:
+        if self.metrics is None:
+            return
+        self.metrics.restarts.set(self.env.restart_count)
+        self.metrics.world_size.set(self.env.world_size)
+        if self.cfg.metrics_port:
+            try:
+                self.metrics.serve(self.cfg.metrics_port)
+            except OSError as exc:  # training matters more than its dashboard
+                log.warning(
+                    "metrics endpoint on port %s not started: %s", self.cfg.metrics_port, exc
+                )
+
+    def _check_compatible(self, meta: dict[str, Any]) -> None:
+        saved = meta["config"]
+        for name in ("model", "engine", "hf_model", "vocab_size", "seq_len"):
+            if saved.get(name) != getattr(self.cfg, name):
+                raise ConfigError(
+                    f"checkpoint {self.resume_from} was written with {name}={saved.get(name)!r}, "
+                    f"this run has {name}={getattr(self.cfg, name)!r}; use another --checkpoint-dir"
+                )
+
+    def _resume(self, folder: Path, meta: dict[str, Any]) -> None:
+        self.engine.load(folder)
+        self.step = int(meta["step"])
+        self.epoch = int(meta["epoch"])
+        self.consumed = int(meta["samples_in_epoch"])
+        self.samples_total = int(meta["samples_total"])
+        exact = meta["world_size"] == self.env.world_size
+        rng = folder / RNG_FILE.format(rank=self.env.rank)
+        if exact and rng.is_file():
+            _set_rng_state(self.env, torch.load(rng, weights_only=False))
+        else:  # re-sharded: fresh but deterministic streams per rank and step
+            _seed_everything(self.cfg.seed + 7919 * self.env.rank + self.step)
+        if self.env.is_main:
+            log_event(
+                "resumed",
+                checkpoint=str(folder),
+                step=self.step,
+                epoch=self.epoch,
+                samples_in_epoch=self.consumed,
+                saved_world_size=meta["world_size"],
+                world_size=self.env.world_size,
+                exact=exact,
+                restart_count=self.env.restart_count,
+            )
+
+    def save(self) -> None:
+        if self.ckpt is None:
+            return
+        start = time.perf_counter()
+
+        def write(folder: Path) -> None:
+            self.engine.save(folder)
+            with open(folder / RNG_FILE.format(rank=self.env.rank), "wb") as fh:
+                torch.save(_rng_state(self.env), fh)
+
+        meta = {
+            "step": self.step,
+            "epoch": self.epoch,
+            "samples_in_epoch": self.consumed,
+            "samples_total": self.samples_total,
+            "world_size": self.env.world_size,
+            "global_batch": self.global_batch,
+            "engine": self.cfg.engine,
+            "config": self.cfg.to_dict(),
+        }
+        folder = self.ckpt.save(self.step, write, meta)
+        seconds = time.perf_counter() - start
+        if self.metrics is not None:
+            self.metrics.checkpoint_seconds.observe(seconds)
+        if self.env.is_main:
+            log_event("checkpoint", step=self.step, path=str(folder), seconds=round(seconds, 4))
+
+    def _batches(self, it: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        out = []
+        non_blocking = self.env.device.type == "cuda"
+        for _ in range(self.cfg.grad_accum):
+            x, y = next(it)
+            x = x.to(self.env.device, non_blocking=non_blocking)
+            if self.cfg.channels_last and self.cfg.is_image:
+                x = x.contiguous(memory_format=torch.channels_last)
+            out.append((x, y.to(self.env.device, non_blocking=non_blocking)))
+        return out
+
+    def run(self) -> int:
+        """Train to `total_steps`; returns the process exit code."""
+        cfg, env = self.cfg, self.env
+        length = len(self.dataset)  # type: ignore[arg-type]
+        sampler = ResumableDistributedSampler(length, env.rank, env.world_size, cfg.seed)
+        loader = DataLoader(
+            self.dataset,
+            batch_size=cfg.batch_size,
+            sampler=sampler,
+            num_workers=cfg.num_workers,
+            pin_memory=cfg.pin_memory and env.device.type == "cuda",
+            drop_last=True,
+        )
+        tokens_per_sample = 1 if cfg.is_image else cfg.seq_len
+        if env.is_main:
+            log_event(
+                "start",
+                world_size=env.world_size,
+                backend=env.backend,
+                device=str(env.device),
+                global_batch=self.global_batch,
+                total_steps=self.total_steps,
+                steps_per_epoch=self.steps_per_epoch,
+                restart_count=env.restart_count,
+                config=cfg.to_dict(),
+            )
+        stopped = False
+        while self.step < self.total_steps and not stopped:
+            if length - self.consumed < self.global_batch:  # epoch exhausted
+                self.epoch += 1
+                self.consumed = 0
+            sampler.set_epoch(self.epoch, self.consumed)
+            it = iter(loader)
+            for _ in range(sampler.per_rank() // (cfg.batch_size * cfg.grad_accum)):
+                start = time.perf_counter()
+                loss = self.engine.train_step(self._batches(it))
+                self.step += 1
+                self.consumed += self.global_batch
+                self.samples_total += self.global_batch
+                loss_sum, votes = all_reduce_sum(
+                    env, [loss, 1.0 if self.stop.received is not None else 0.0]
+                )
+                seconds = time.perf_counter() - start
+                self._observe(loss_sum / env.world_size, seconds, tokens_per_sample)
+                stopped = votes > 0
+                last = self.step >= self.total_steps
+                if stopped or last or self.step % cfg.checkpoint_interval == 0:
+                    self.save()
+                if stopped or last:
+                    break
+        return self._finish(stopped)
+
+    def _observe(self, loss: float, seconds: float, tokens_per_sample: int) -> None:
+        rate = self.global_batch / seconds if seconds > 0 else 0.0
+        lr = self.engine.lr()
+        if self.metrics is not None:
+            m = self.metrics
+            m.samples_per_second.set(rate)
+            m.tokens_per_second.set(rate * tokens_per_sample if not self.cfg.is_image else 0.0)
+            m.step_seconds.observe(seconds)
+            m.loss.set(loss)
+            m.learning_rate.set(lr)
+            m.step.set(self.step)
+            m.samples.inc(self.global_batch)
+        if self.env.is_main and (
+            self.step % self.cfg.log_interval == 0
+            or self.step == 1
+            or self.step >= self.total_steps
+        ):
+            log_event(
+                "step",
+                step=self.step,
+                epoch=self.epoch,
+                loss=round(loss, 6),
+                lr=lr,
+                step_seconds=round(seconds, 6),
+                samples_per_second=round(rate, 3),
+            )
+
+    def _finish(self, stopped: bool) -> int:
+        digests = all_gather_str(self.env, self.engine.param_digest())
+        if self.env.is_main:
+            log_event(
+                "stopped" if stopped else "finished",
+                step=self.step,
+                param_digest=digests[0],
+                ranks_identical=len(set(digests)) == 1,
+                checkpointed=self.ckpt is not None,
+            )
+        if not stopped or self.stop.received is not None:
+            return 0
+        return EXIT_PEER_STOPPED
+
+
+def run(cfg: TrainConfig) -> int:
+    """Set up the process group, train, and tear it down after a clean finish."""
+    env = setup()
+    code = Trainer(cfg, env).run()
+    log_event("exit", rank=env.rank, code=code)
+    # Only a clean finish leaves the group together (a barrier). After an error a peer may be
+    # dead, and a barrier or destroy would hang until the collective timeout; process exit
+    # releases sockets and communicators, and torchrun restarts the group.
+    teardown()
+    return code
