@@ -13,6 +13,7 @@ from typing import Any
 
 import jsonschema_rs
 
+from generators import rules
 from generators.findings import Finding, Severity
 from generators.manifest import Manifest
 from generators.spec.model import ClusterProfile
@@ -21,8 +22,8 @@ from generators.validate.schemas import SchemaStore, split_api_version
 RULE_SCHEMA = "schema"
 
 Checker = Callable[[list[Manifest], ClusterProfile | None], Iterable[Finding]]
-CHECKERS: list[Checker] = []
-"""Run after the schema checks, in order. The policy-rule engine registers itself here."""
+CHECKERS: list[Checker] = [rules.check]
+"""Run after the schema checks, in order: the policy-rule engine."""
 
 # A broken object can fail hundreds of nested constraints that all say the same
 # thing (e.g. a mis-indented pod template); the first few point at the fix.
