@@ -11,10 +11,10 @@ PersistentVolumeClaims for cross-object rules) and the cluster profile.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from generators.manifest import Manifest
 from generators.rules.model import Path
@@ -413,20 +413,77 @@ def same_namespace(a: str | None, b: str | None) -> bool:
     return a is None or b is None or a == b
 
 
+T = TypeVar("T")
+
+
+class LabelIndex(Generic[T]):
+    """Items with their labels, indexed by (key, value) label pairs.
+
+    A selector lookup then starts from the items carrying its rarest required label
+    instead of scanning every item: rules that resolve selectors per object (a
+    Service's pods, a ServiceMonitor's Services) stay linear on large repositories.
+    """
+
+    def __init__(self, entries: Iterable[tuple[T, dict[str, str]]]) -> None:
+        self.entries = list(entries)
+        self._positions: dict[tuple[str, str], list[int]] = {}
+        for i, (_, labels) in enumerate(self.entries):
+            for pair in labels.items():
+                self._positions.setdefault(pair, []).append(i)
+
+    def candidates(self, required: dict[str, str]) -> list[tuple[T, dict[str, str]]]:
+        """Entries, in order, that may carry all `required` labels (a superset: check them)."""
+        if not required:
+            return self.entries
+        rarest = min((self._positions.get(pair, []) for pair in required.items()), key=len)
+        return [self.entries[i] for i in rarest]
+
+
 @dataclass
 class Context:
-    """The manifest set and the cluster: what a check may look up besides its object."""
+    """The manifest set and the cluster: what a check may look up besides its object.
+
+    Lookups go through indexes built on first use (the manifest set does not change
+    while rules run), so a check that looks something up for every object stays linear.
+    """
 
     objects: list[Object]
     cluster: ClusterProfile | None = None
 
-    def of_kind(self, kind: str, group: str | None = None) -> Iterator[Object]:
+    @cached_property
+    def _by_kind(self) -> dict[str, list[Object]]:
+        index: dict[str, list[Object]] = {}
         for obj in self.objects:
-            if obj.kind == kind and (group is None or obj.group == group):
+            index.setdefault(obj.kind, []).append(obj)
+        return index
+
+    @cached_property
+    def _by_kind_name(self) -> dict[tuple[str, str], list[Object]]:
+        index: dict[tuple[str, str], list[Object]] = {}
+        for obj in self.objects:
+            index.setdefault((obj.kind, obj.name), []).append(obj)
+        return index
+
+    @cached_property
+    def labelled_pods(self) -> LabelIndex[tuple[Object, PodTemplate]]:
+        """Every pod template of every object with the labels its pods carry, in object order."""
+        return LabelIndex(((obj, pod), pod.labels) for obj in self.objects for pod in obj.pods)
+
+    @cached_property
+    def labelled_services(self) -> LabelIndex[Object]:
+        """Core Services with their own (metadata) labels, in object order."""
+        return LabelIndex(
+            (svc, {str(k): str(v) for k, v in as_dict(svc.manifest.metadata.get("labels")).items()})
+            for svc in self.of_kind("Service", "")
+        )
+
+    def of_kind(self, kind: str, group: str | None = None) -> Iterator[Object]:
+        for obj in self._by_kind.get(kind, []):
+            if group is None or obj.group == group:
                 yield obj
 
     def find(self, kind: str, name: str, namespace: str | None) -> Object | None:
-        for obj in self.of_kind(kind):
-            if obj.name == name and same_namespace(obj.namespace, namespace):
+        for obj in self._by_kind_name.get((kind, name), []):
+            if same_namespace(obj.namespace, namespace):
                 return obj
         return None

@@ -8,8 +8,10 @@ touched. Built objects are mapped back to the rendered file that defines them
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +29,10 @@ from generators.validate.schemas import SchemaStore
 
 RULE_BUILD = "build"
 GITOPS_DIR = "gitops"
+# Overlays are built concurrently, one `kustomize build` process per core: each is
+# single-threaded and on a large repository takes most of the run (kustomize's own
+# cost grows faster than linearly with the resources in an overlay).
+MAX_PARALLEL_BUILDS = os.cpu_count() or 1
 
 
 @dataclass
@@ -99,33 +105,37 @@ def validate_repository(
             target = work / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
-        for name in names:
-            cluster = repo.clusters[name]
-            overlay = f"overlays/{name}"
-            try:
-                built = build(work / overlay)
-            except kustomize.KustomizeError as err:
-                result.findings.append(
-                    Finding(
-                        RULE_BUILD,
-                        Severity.ERROR,
-                        f"kustomize build failed: {err}",
-                        file=f"{overlay}/kustomization.yaml",
-                        cluster=name,
+        with ThreadPoolExecutor(max_workers=max(1, min(len(names), MAX_PARALLEL_BUILDS))) as pool:
+            # Started together, consumed in order: findings do not depend on timing,
+            # and the first overlay is validated while the others still build.
+            builds = [pool.submit(build, work / f"overlays/{name}") for name in names]
+            for name, pending in zip(names, builds, strict=True):
+                cluster = repo.clusters[name]
+                overlay = f"overlays/{name}"
+                try:
+                    built = pending.result()
+                except kustomize.KustomizeError as err:
+                    result.findings.append(
+                        Finding(
+                            RULE_BUILD,
+                            Severity.ERROR,
+                            f"kustomize build failed: {err}",
+                            file=f"{overlay}/kustomization.yaml",
+                            cluster=name,
+                        )
                     )
+                    continue
+                result.built[name] = built
+                docs = yamlio.load_text(built, f"kustomize build {overlay}")
+                manifests, problems = documents_to_manifests(docs, name)
+                if problems:
+                    raise InputError(problems)
+                _attach_sources(manifests, index)
+                result.resources += len(manifests)
+                store = _store_for(cluster, root, crds, stores)
+                result.findings += validate_manifests(
+                    manifests, cluster, store, unknown_kind=unknown_kind
                 )
-                continue
-            result.built[name] = built
-            docs = yamlio.load_text(built, f"kustomize build {overlay}")
-            manifests, problems = documents_to_manifests(docs, name)
-            if problems:
-                raise InputError(problems)
-            _attach_sources(manifests, index)
-            result.resources += len(manifests)
-            store = _store_for(cluster, root, crds, stores)
-            result.findings += validate_manifests(
-                manifests, cluster, store, unknown_kind=unknown_kind
-            )
         gitops = {rel: text for rel, text in files.items() if rel.startswith(f"{GITOPS_DIR}/")}
         if gitops and cluster_name is None:
             manifests = []

@@ -40,12 +40,12 @@ def _pods_of(service: Object, ctx: Context) -> list[PodTemplate]:
     selector = {str(k): str(v) for k, v in as_dict(service.spec.get("selector")).items()}
     if not selector:
         return []
+    required = {k: v for k, v in selector.items() if k not in PER_POD_LABELS}
     return [
         pod
-        for obj in ctx.objects
+        for (obj, pod), labels in ctx.labelled_pods.candidates(required)
         if same_namespace(obj.namespace, service.namespace)
-        for pod in obj.pods
-        if selector_matches({"matchLabels": selector}, pod.labels, wildcard=True)
+        and selector_matches({"matchLabels": selector}, labels, wildcard=True)
     ]
 
 
@@ -53,8 +53,9 @@ def _services_of(monitor: Object, ctx: Context) -> list[Object]:
     selector = as_dict(monitor.spec.get("selector"))
     namespaces = as_dict(monitor.spec.get("namespaceSelector"))
     names = {str(n) for n in as_list(namespaces.get("matchNames"))}
+    required = {str(k): str(v) for k, v in as_dict(selector.get("matchLabels")).items()}
     found = []
-    for svc in ctx.of_kind("Service", ""):
+    for svc, labels in ctx.labelled_services.candidates(required):
         if namespaces.get("any") is True:
             pass
         elif names:
@@ -62,7 +63,6 @@ def _services_of(monitor: Object, ctx: Context) -> list[Object]:
                 continue
         elif not same_namespace(svc.namespace, monitor.namespace):
             continue
-        labels = {str(k): str(v) for k, v in as_dict(svc.manifest.metadata.get("labels")).items()}
         if selector_matches(selector, labels, wildcard=False):
             found.append(svc)
     return found
