@@ -88,6 +88,18 @@ def validate_repository(
     build: Callable[[Path], str] = kustomize.build,
 ) -> RepoResult:
     """Findings for every overlay (or one) plus the gitops/ objects."""
+    # Every parsed document (data and node tree) stays alive until we return.
+    with yamlio.gc_paused():
+        return _validate_repository(root, cluster_name, crds, unknown_kind, build)
+
+
+def _validate_repository(
+    root: Path,
+    cluster_name: str | None,
+    crds: Path | None,
+    unknown_kind: Severity | None,
+    build: Callable[[Path], str],
+) -> RepoResult:
     repo = load_repository(root)
     if cluster_name is not None and cluster_name not in repo.clusters:
         known = ", ".join(sorted(repo.clusters)) or "none"
@@ -95,7 +107,6 @@ def validate_repository(
             Problem("--cluster", None, None, f"unknown cluster {cluster_name!r} (known: {known})")
         )
     files = render_repository(repo)
-    index = _source_index(files)
     result = RepoResult()
     stores: dict[tuple[str, str], SchemaStore] = {}
     names = [cluster_name] if cluster_name else sorted(repo.clusters)
@@ -109,6 +120,7 @@ def validate_repository(
             # Started together, consumed in order: findings do not depend on timing,
             # and the first overlay is validated while the others still build.
             builds = [pool.submit(build, work / f"overlays/{name}") for name in names]
+            index = _source_index(files)
             for name, pending in zip(names, builds, strict=True):
                 cluster = repo.clusters[name]
                 overlay = f"overlays/{name}"
