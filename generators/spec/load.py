@@ -356,6 +356,9 @@ def _job(doc: Document, out: _Collector) -> model.TrainingJob | None:
             for t in d["targets"]
         ),
         host_network=d.get("hostNetwork", False),
+        termination_grace_seconds=d.get(
+            "terminationGracePeriodSeconds", model.TrainingJob.termination_grace_seconds
+        ),
         labels=dict(d.get("labels", {})),
         annotations=dict(d.get("annotations", {})),
     )

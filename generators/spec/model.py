@@ -227,6 +227,8 @@ class TrainingJob:
     run_policy: RunPolicy
     targets: tuple[Target, ...]
     host_network: bool = False
+    termination_grace_seconds: int = 300
+    """SIGTERM to SIGKILL; the trainer checkpoints in it (Kubernetes' 30 s default is too short)."""
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
 
