@@ -261,3 +261,11 @@ class Repository:
     """Sorted by name."""
     clusters: dict[str, ClusterProfile]
     """By name; iterate `sorted(clusters)` for stable output."""
+
+    def delivered_by(self, tool: DeliveryTool) -> list[ClusterProfile]:
+        """Clusters synced by `tool` (Argo CD or Flux), by name."""
+        return [
+            self.clusters[n]
+            for n in sorted(self.clusters)
+            if self.clusters[n].delivery.tool == tool
+        ]
