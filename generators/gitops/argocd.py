@@ -147,6 +147,7 @@ spec:
 def application_set(repo: Repository) -> dict[str, Any]:
     """One ApplicationSet generating an Application per Argo CD cluster (`overlays/<cluster>`)."""
     settings = repo.settings
+    elements = [_element(c) for c in repo.delivered_by("argocd")]
     return {
         "apiVersion": ARGOCD_API,
         "kind": "ApplicationSet",
@@ -158,9 +159,7 @@ def application_set(repo: Repository) -> dict[str, Any]:
         "spec": {
             "goTemplate": True,
             "goTemplateOptions": ["missingkey=error"],
-            "generators": [
-                {"list": {"elements": [_element(c) for c in repo.delivered_by("argocd")]}}
-            ],
+            "generators": [{"list": {"elements": elements}}],
             # Deleting an Application (cluster dropped from the list, ApplicationSet
             # re-created) must not kill the training jobs it managed.
             "syncPolicy": {"preserveResourcesOnDeletion": True},
