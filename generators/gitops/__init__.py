@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generators.gitops.argocd import app_project, application_set, argocd_clusters
+from generators.gitops.argocd import app_project, application_set
 from generators.gitops.flux import flux_files
 from generators.gitops.health import argocd_cm_patch
 from generators.spec.model import Repository
@@ -21,7 +21,7 @@ __all__ = ["render_gitops"]
 def render_gitops(repo: Repository) -> dict[str, Any]:
     """Every gitops/ file: relative path -> object (or list of objects)."""
     files: dict[str, Any] = {}
-    if argocd_clusters(repo):
+    if repo.delivered_by("argocd"):
         files["gitops/argocd/appproject.yaml"] = app_project(repo)
         files["gitops/argocd/applicationset.yaml"] = application_set(repo)
         files["gitops/argocd/argocd-cm-health.yaml"] = argocd_cm_patch(repo.settings)

@@ -53,15 +53,6 @@ RETRY: dict[str, Any] = {
 REVISION_HISTORY_LIMIT = 10
 
 
-def argocd_clusters(repo: Repository) -> list[ClusterProfile]:
-    """Clusters delivered by Argo CD, by name."""
-    return [
-        repo.clusters[name]
-        for name in sorted(repo.clusters)
-        if repo.clusters[name].delivery.tool == "argocd"
-    ]
-
-
 def _destination(cluster: ClusterProfile) -> dict[str, str]:
     """Argo CD destination: by cluster name when the profile gives one, else by server URL."""
     if cluster.delivery.destination_name:
@@ -74,7 +65,7 @@ def app_project(repo: Repository) -> dict[str, Any]:
     settings = repo.settings
     destinations = [
         {**_destination(cluster), "namespace": namespace}
-        for cluster in argocd_clusters(repo)
+        for cluster in repo.delivered_by("argocd")
         for namespace in sorted(cluster.namespaces)
     ]
     return {
@@ -156,6 +147,7 @@ spec:
 def application_set(repo: Repository) -> dict[str, Any]:
     """One ApplicationSet generating an Application per Argo CD cluster (`overlays/<cluster>`)."""
     settings = repo.settings
+    elements = [_element(c) for c in repo.delivered_by("argocd")]
     return {
         "apiVersion": ARGOCD_API,
         "kind": "ApplicationSet",
@@ -167,7 +159,7 @@ def application_set(repo: Repository) -> dict[str, Any]:
         "spec": {
             "goTemplate": True,
             "goTemplateOptions": ["missingkey=error"],
-            "generators": [{"list": {"elements": [_element(c) for c in argocd_clusters(repo)]}}],
+            "generators": [{"list": {"elements": elements}}],
             # Deleting an Application (cluster dropped from the list, ApplicationSet
             # re-created) must not kill the training jobs it managed.
             "syncPolicy": {"preserveResourcesOnDeletion": True},

@@ -88,7 +88,10 @@ def extract_ref(root: Path, ref: str, dest: Path) -> None:
         return
     archive = git(root, "archive", "--format=tar", tree, *paths)
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(dest, filter="data")
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(dest, filter="data")
+        else:  # Python before 3.11.4 has no filters; this is git's archive of our own repo
+            tar.extractall(dest)
 
 
 def write_files(files: Mapping[str, str], dest: Path) -> None:

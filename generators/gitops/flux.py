@@ -38,15 +38,6 @@ TIMEOUT = "15m"
 SOURCE_IGNORE = "/*\n!/base/\n!/overlays/\n"
 
 
-def flux_clusters(repo: Repository) -> list[ClusterProfile]:
-    """Clusters delivered by Flux, by name."""
-    return [
-        repo.clusters[name]
-        for name in sorted(repo.clusters)
-        if repo.clusters[name].delivery.tool == "flux"
-    ]
-
-
 def git_repository(repo: Repository) -> dict[str, Any]:
     """The GitRepository every Flux cluster reads this repository through."""
     settings = repo.settings
@@ -126,7 +117,7 @@ def kustomization(repo: Repository, cluster: ClusterProfile) -> dict[str, Any]:
 def flux_files(repo: Repository) -> dict[str, Any]:
     """Relative path -> object, for every Flux cluster."""
     files: dict[str, Any] = {}
-    for cluster in flux_clusters(repo):
+    for cluster in repo.delivered_by("flux"):
         files[f"gitops/flux/{cluster.name}/source.yaml"] = git_repository(repo)
         files[f"gitops/flux/{cluster.name}/training.yaml"] = kustomization(repo, cluster)
     return files

@@ -22,8 +22,6 @@ SHM_VOLUME = "dshm"
 DEEPSPEED_VOLUME = "deepspeed-config"
 METRICS_PORT_NAME = "metrics"
 METRICS_PORT_ENV = "TRAINOPS_METRICS_PORT"
-# The trainer checkpoints on SIGTERM; large models need more than the default 30 s to save.
-TERMINATION_GRACE_SECONDS = 300
 # Argo CD applies lower waves first: claims and configs must exist before the pods mounting them.
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 SYNC_WAVE_BEFORE_JOBS = "-1"
@@ -201,7 +199,7 @@ def pod_template(
     }
     spec: dict[str, Any] = {
         "containers": [container],
-        "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
+        "terminationGracePeriodSeconds": job.termination_grace_seconds,
         "volumes": volumes,
     }
     init = _init_containers(job)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import difflib
 import functools
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import jsonschema
 
@@ -40,6 +40,7 @@ RESERVED_ENV = frozenset(
         "TRAINOPS_METRICS_PORT",
     }
 )
+T = TypeVar("T")
 PYTHON_LAUNCHERS = ("python", "python3")
 DISTRIBUTED_LAUNCHERS = ("torchrun", "deepspeed", "mpirun", "horovodrun")
 
@@ -110,16 +111,43 @@ def _explain(err: jsonschema.ValidationError) -> str:
     return "is invalid: " + str(err.message)
 
 
-def _single_mapping(path: Path, root: Path) -> Document | Problem:
+def _single_mapping(path: Path, root: Path) -> Document | list[Problem]:
+    """The file's one document, which must be a mapping; else the problems."""
     display = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
-    docs = load_file(path, display)
+    try:
+        docs = load_file(path, display)
+    except InputError as err:
+        return err.problems
     if len(docs) != 1:
-        return Problem(
-            display, None, None, f"expected exactly one YAML document, found {len(docs)}"
-        )
+        found = len(docs)
+        message = f"expected exactly one YAML document, found {found}"
+        return [Problem(display, None, None, message)]
     if not isinstance(docs[0].data, dict):
-        return Problem(display, docs[0].line, 1, "expected a mapping (key: value) at the top level")
+        return [
+            Problem(display, docs[0].line, 1, "expected a mapping (key: value) at the top level")
+        ]
     return docs[0]
+
+
+def _load_all(
+    directory: Path,
+    root: Path,
+    build: Callable[[Document, _Collector], T | None],
+    problems: list[Problem],
+) -> list[tuple[T, Document]]:
+    """Build an object from every YAML file of `directory`, collecting every problem."""
+    built: list[tuple[T, Document]] = []
+    for path in _yaml_files(directory):
+        doc = _single_mapping(path, root)
+        if isinstance(doc, list):
+            problems += doc
+            continue
+        out = _Collector(doc)
+        item = build(doc, out)
+        problems += out.problems
+        if item is not None:
+            built.append((item, doc))
+    return built
 
 
 def _yaml_files(directory: Path) -> Iterator[Path]:
@@ -356,6 +384,9 @@ def _job(doc: Document, out: _Collector) -> model.TrainingJob | None:
             for t in d["targets"]
         ),
         host_network=d.get("hostNetwork", False),
+        termination_grace_seconds=d.get(
+            "terminationGracePeriodSeconds", model.TrainingJob.termination_grace_seconds
+        ),
         labels=dict(d.get("labels", {})),
         annotations=dict(d.get("annotations", {})),
     )
@@ -450,8 +481,8 @@ def _settings(root: Path) -> tuple[model.RepoSettings, list[Problem]]:
     if not path.exists():
         return model.RepoSettings(), []
     doc = _single_mapping(path, root)
-    if isinstance(doc, Problem):
-        return model.RepoSettings(), [doc]
+    if isinstance(doc, list):
+        return model.RepoSettings(), doc
     out = _Collector(doc)
     _schema_problems(doc, "trainops", out)
     if out.problems:
@@ -473,37 +504,9 @@ def load_repository(root: Path) -> model.Repository:
     settings, settings_problems = _settings(root)
     problems += settings_problems
 
-    clusters: dict[str, model.ClusterProfile] = {}
-    for path in _yaml_files(root / paths.CLUSTERS_DIR):
-        try:
-            doc = _single_mapping(path, root)
-        except InputError as err:
-            problems += err.problems
-            continue
-        if isinstance(doc, Problem):
-            problems.append(doc)
-            continue
-        out = _Collector(doc)
-        cluster = _cluster(doc, out)
-        problems += out.problems
-        if cluster:
-            clusters[cluster.name] = cluster
-
-    jobs: list[tuple[model.TrainingJob, Document]] = []
-    for path in _yaml_files(root / paths.JOBS_DIR):
-        try:
-            doc = _single_mapping(path, root)
-        except InputError as err:
-            problems += err.problems
-            continue
-        if isinstance(doc, Problem):
-            problems.append(doc)
-            continue
-        out = _Collector(doc)
-        job = _job(doc, out)
-        problems += out.problems
-        if job:
-            jobs.append((job, doc))
+    loaded = _load_all(root / paths.CLUSTERS_DIR, root, _cluster, problems)
+    clusters = {cluster.name: cluster for cluster, _ in loaded}
+    jobs = _load_all(root / paths.JOBS_DIR, root, _job, problems)
 
     for job, doc in jobs:
         problems += _job_against_clusters(job, doc, clusters)

@@ -227,6 +227,8 @@ class TrainingJob:
     run_policy: RunPolicy
     targets: tuple[Target, ...]
     host_network: bool = False
+    termination_grace_seconds: int = 300
+    """SIGTERM to SIGKILL; the trainer checkpoints in it (Kubernetes' 30 s default is too short)."""
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
 
@@ -259,3 +261,11 @@ class Repository:
     """Sorted by name."""
     clusters: dict[str, ClusterProfile]
     """By name; iterate `sorted(clusters)` for stable output."""
+
+    def delivered_by(self, tool: DeliveryTool) -> list[ClusterProfile]:
+        """Clusters synced by `tool` (Argo CD or Flux), by name."""
+        return [
+            self.clusters[n]
+            for n in sorted(self.clusters)
+            if self.clusters[n].delivery.tool == tool
+        ]

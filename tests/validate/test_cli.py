@@ -139,8 +139,8 @@ def test_converter_honours_preserve_unknown_and_int_or_string() -> None:
 
 
 def test_in_repo_mode_builds_each_overlay(capsys: pytest.CaptureFixture[str]) -> None:
-    """Rendered repo, real kustomize. Argo CD / Flux kinds have no schema of ours yet: use the
-    upstream CRDs for them (and for everything else they cover)."""
+    """Rendered repo, real kustomize, checked against the converted upstream CRDs (`--crds`)
+    for every kind they cover; our own schemas alone: test_gitops_kinds.py."""
     require_tool("kubectl")
     crds = str(require_upstream() / "crds")
     assert main(["--root", str(REPO), "validate", "--crds", crds, "--format", "json"]) == 0
