@@ -43,6 +43,15 @@ def documents_to_manifests(
     documents: Iterable[yamlio.Document], cluster: str | None = None
 ) -> tuple[list[Manifest], list[Problem]]:
     """Check each document is a Kubernetes object (mapping with apiVersion and kind)."""
+    # One small object per document, next to millions of kept YAML nodes: without
+    # the pause, a full collection rescans them all (40x slower on 5,000 documents).
+    with yamlio.gc_paused():
+        return _documents_to_manifests(documents, cluster)
+
+
+def _documents_to_manifests(
+    documents: Iterable[yamlio.Document], cluster: str | None
+) -> tuple[list[Manifest], list[Problem]]:
     manifests: list[Manifest] = []
     problems: list[Problem] = []
     for doc in documents:
