@@ -48,6 +48,11 @@ _REWRITING_KEY_TAGS = frozenset({_MERGE_TAG, "tag:yaml.org,2002:value"})
 class _StrictLoader(_BaseLoader):  # type: ignore[misc, valid-type]
     """Safe loader that rejects duplicate mapping keys."""
 
+    def construct_sequence(self, node: yaml.Node, deep: bool = False) -> list[Any]:
+        if not isinstance(node, yaml.SequenceNode):
+            return super().construct_sequence(node, deep=deep)  # type: ignore[no-any-return]
+        return [self._construct(child, deep) for child in node.value]
+
     def _construct(self, node: yaml.Node, deep: bool) -> Any:
         """`construct_object`, minus its bookkeeping for the commonest node: a plain string.
 
