@@ -99,28 +99,36 @@ def _target_ref(obj: dict[str, Any]) -> dict[str, str]:
 
 
 def overlay_files(repo: Repository, cluster: ClusterProfile) -> dict[str, str]:
-    """`overlays/<cluster>/...`: the bases of the jobs targeting it, plus JSON patches."""
+    """`overlays/<cluster>/`: one sub-kustomization per job (its base plus JSON patches).
+
+    Patches live beside the one base they patch: kustomize matches every patch
+    against every resource in its kustomization, so a single cluster-wide
+    kustomization would make the build quadratic in the number of jobs.
+    """
     root = f"{paths.OVERLAYS_DIR}/{cluster.name}"
     files: dict[str, str] = {}
-    resources: list[str] = []
-    patches: list[dict[str, Any]] = []
+    jobs: list[str] = []
     for job, target in targets_on(repo, cluster):
-        resources.append(f"../../{paths.BASE_DIR}/{job.name}")
+        jobs.append(job.name)
+        source = f"{job.file} and {cluster.file}"
+        patches: list[dict[str, Any]] = []
         base = objects.job_objects(job)
         wanted = objects.job_objects(job, cluster, target)
         for before, after in zip(base, wanted, strict=True):
             ops = patch.diff(before, after)
             if not ops:
                 continue
-            path = f"patches/{job.name}/{_object_file(before)}"
-            files[f"{root}/{path}"] = _yaml_file(f"{job.file} and {cluster.file}", [ops])
+            path = _object_file(before)
+            files[f"{root}/{job.name}/{path}"] = _yaml_file(source, [ops])
             patches.append({"path": path, "target": _target_ref(before)})
-    kustomization = {
-        "apiVersion": KUSTOMIZE_API,
-        "kind": "Kustomization",
-        "patches": patches,
-        "resources": resources,
-    }
+        job_kustomization = {
+            "apiVersion": KUSTOMIZE_API,
+            "kind": "Kustomization",
+            "patches": patches,
+            "resources": [f"../../../{paths.BASE_DIR}/{job.name}"],
+        }
+        files[f"{root}/{job.name}/kustomization.yaml"] = _yaml_file(source, [job_kustomization])
+    kustomization = {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization", "resources": jobs}
     files[f"{root}/kustomization.yaml"] = _yaml_file(cluster.file, [kustomization])
     return files
 

@@ -99,8 +99,11 @@ def test_overlays_only_patch(rendered: dict[str, Path]) -> None:
     for root in rendered.values():
         for path in (root / "overlays").rglob("*.yaml"):
             doc = yaml.safe_load(path.read_text())
-            if path.name == "kustomization.yaml":
-                assert all(r.startswith("../../base/") for r in doc["resources"])
+            if path.name == "kustomization.yaml" and path.parent.parent.name == "overlays":
+                assert all((path.parent / r).is_dir() for r in doc["resources"])  # job dirs
+                assert set(doc) == {"apiVersion", "kind", "resources"}
+            elif path.name == "kustomization.yaml":
+                assert doc["resources"] == [f"../../../base/{path.parent.name}"]
             else:
                 assert isinstance(doc, list) and all({"op", "path"} <= set(op) for op in doc)
 
