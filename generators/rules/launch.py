@@ -159,6 +159,26 @@ def _parse_mpi(launch: Launch) -> None:
         i += 1
 
 
+# Launchers, by executable or `python -m` module, and the flag table each one parses with.
+LAUNCHER_EXECUTABLES = {"torchrun": TORCHRUN, "deepspeed": DEEPSPEED}
+LAUNCHER_MODULES = {
+    "torch.distributed.run": TORCHRUN,
+    "torch.distributed.launch": LEGACY_LAUNCH,
+    "deepspeed.launcher.runner": DEEPSPEED,
+}
+LAUNCHER_FLAGS = {
+    TORCHRUN: TORCHRUN_FLAGS,
+    LEGACY_LAUNCH: TORCHRUN_FLAGS,
+    DEEPSPEED: DEEPSPEED_FLAGS,
+}
+
+
+def _launcher(kind: str, words: list[tuple[str, Path]], args: list[tuple[str, Path]]) -> Launch:
+    launch = Launch(kind, words)
+    launch.options, launch.program = _parse_launcher(args, LAUNCHER_FLAGS[kind])
+    return launch
+
+
 def classify(words: list[tuple[str, Path]]) -> Launch:
     """What one command launches."""
     # Skip `env`, `exec` and leading `NAME=value` assignments.
@@ -170,14 +190,8 @@ def classify(words: list[tuple[str, Path]]) -> Launch:
         return Launch(OTHER, words)
     head = posixpath.basename(words[0][0])
     rest = words[1:]
-    if head == "torchrun":
-        launch = Launch(TORCHRUN, words)
-        launch.options, launch.program = _parse_launcher(rest, TORCHRUN_FLAGS)
-        return launch
-    if head == "deepspeed":
-        launch = Launch(DEEPSPEED, words)
-        launch.options, launch.program = _parse_launcher(rest, DEEPSPEED_FLAGS)
-        return launch
+    if head in LAUNCHER_EXECUTABLES:
+        return _launcher(LAUNCHER_EXECUTABLES[head], words, rest)
     if head in MPI_LAUNCHERS:
         launch = Launch(MPI, words)
         _parse_mpi(launch)
@@ -188,19 +202,8 @@ def classify(words: list[tuple[str, Path]]) -> Launch:
             i += 1  # interpreter flags such as -u
         if i + 1 < len(rest) and rest[i][0] == "-m":
             module = rest[i + 1][0]
-            tail = rest[i + 2 :]
-            if module == "torch.distributed.run":
-                launch = Launch(TORCHRUN, words)
-                launch.options, launch.program = _parse_launcher(tail, TORCHRUN_FLAGS)
-                return launch
-            if module == "torch.distributed.launch":
-                launch = Launch(LEGACY_LAUNCH, words)
-                launch.options, launch.program = _parse_launcher(tail, TORCHRUN_FLAGS)
-                return launch
-            if module == "deepspeed.launcher.runner":
-                launch = Launch(DEEPSPEED, words)
-                launch.options, launch.program = _parse_launcher(tail, DEEPSPEED_FLAGS)
-                return launch
+            if module in LAUNCHER_MODULES:
+                return _launcher(LAUNCHER_MODULES[module], words, rest[i + 2 :])
             return Launch(PYTHON, words, program=rest[i + 1 :])
         return Launch(PYTHON, words, program=rest[i:])
     return Launch(OTHER, words, program=words)
