@@ -39,6 +39,8 @@ class _DuplicateKeyError(yaml.MarkedYAMLError):
 
 
 _STR_TAG = "tag:yaml.org,2002:str"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+_MAP_TAG = "tag:yaml.org,2002:map"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 # Keys that make SafeConstructor rewrite a mapping before building it (merge `<<`,
 # value `=`): rare in manifests, so such mappings take PyYAML's own path.
@@ -48,19 +50,49 @@ _REWRITING_KEY_TAGS = frozenset({_MERGE_TAG, "tag:yaml.org,2002:value"})
 class _StrictLoader(_BaseLoader):  # type: ignore[misc, valid-type]
     """Safe loader that rejects duplicate mapping keys."""
 
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._scalar_tags: dict[tuple[str, tuple[bool, bool]], str] = {}
+        # An alias needs an anchor (`&name`): without a `&` in the text, no node is
+        # shared, so nothing can expand or recurse and PyYAML's per-node bookkeeping
+        # (which makes an aliased node one shared object) can be skipped.
+        self.tree_only = "&" not in stream
+
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: Any) -> str:
+        """PyYAML's tag resolution, memoised for scalars.
+
+        The composer asks for every scalar's tag, and PyYAML answers by running
+        regular expressions; a manifest repeats the same keys and values over and
+        over. Without path resolvers (this loader has none) a scalar's tag depends
+        only on its text and on whether it was plain or quoted.
+        """
+        if kind is not yaml.ScalarNode:
+            return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
+        key = (value, implicit)
+        tag = self._scalar_tags.get(key)
+        if tag is None:
+            tag = self._scalar_tags[key] = super().resolve(kind, value, implicit)
+        return tag
+
     def construct_sequence(self, node: yaml.Node, deep: bool = False) -> list[Any]:
         if not isinstance(node, yaml.SequenceNode):
             return super().construct_sequence(node, deep=deep)  # type: ignore[no-any-return]
         return [self._construct(child, deep) for child in node.value]
 
     def _construct(self, node: yaml.Node, deep: bool) -> Any:
-        """`construct_object`, minus its bookkeeping for the commonest node: a plain string.
+        """`construct_object`, minus its bookkeeping for the commonest nodes.
 
         PyYAML's str constructor returns the scalar's value as it is; most of a
         manifest's nodes are strings, so this is most of the loading time saved.
+        In a tree (no aliases) plain mappings and sequences are built directly too.
         """
         if type(node) is yaml.ScalarNode and node.tag == _STR_TAG:
             return node.value
+        if self.tree_only:
+            if type(node) is yaml.MappingNode and node.tag == _MAP_TAG:
+                return self.construct_mapping(node, deep)
+            if type(node) is yaml.SequenceNode and node.tag == _SEQ_TAG:
+                return [self._construct(child, deep) for child in node.value]
         return self.construct_object(node, deep=deep)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -214,7 +246,7 @@ def _load_text(text: str, file: str) -> list[Document]:
             node = loader.get_node()
             if node is None:
                 continue
-            if _expanded_size(node, {}) > MAX_EXPANDED_NODES:
+            if not loader.tree_only and _expanded_size(node, {}) > MAX_EXPANDED_NODES:
                 line = node.start_mark.line + 1
                 raise InputError(
                     Problem(
