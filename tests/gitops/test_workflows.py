@@ -122,13 +122,22 @@ def trainops_commands() -> list[tuple[str, list[str]]]:
     ("source", "argv"), trainops_commands(), ids=lambda v: v if isinstance(v, str) else " ".join(v)
 )
 def test_commands_exist_with_those_options(source: str, argv: list[str]) -> None:
-    if argv[0] not in COMMANDS:
-        pytest.skip(f"`trainops {argv[0]}` is not registered on this branch yet")
+    assert argv[0] in COMMANDS, f"{source}: `trainops {argv[0]}` is not a trainops command"
     if argv[-1] == "--base":
         argv = [*argv, "origin/main"]
     if argv[-1] == "--manifests":
         argv = [*argv, "x.yaml"]
     build_parser().parse_args(argv)  # exits (fails the test) on an unknown option
+
+
+def test_kubeconform_runs_through_trainops_schema_layout() -> None:
+    """Pointed at `schemas/crds` as committed, kubeconform cannot resolve the core definitions
+    (tests/validate/test_kubeconform_layout.py): the workflow must use `--kubeconform`."""
+    text = WORKFLOWS[0].read_text()
+    assert "-schema-location" not in text
+    validate_args = [argv for _, argv in trainops_commands() if argv[0] == "validate"]
+    assert any("--kubeconform" in argv for argv in validate_args)
+    assert any("--manifests" in argv and "--kubeconform" in argv for argv in validate_args)
 
 
 def test_commands_found() -> None:

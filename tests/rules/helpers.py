@@ -6,14 +6,12 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-import pytest
-
 from generators.findings import Finding
 from generators.manifest import Manifest
 from generators.rules import check
 from generators.spec.model import ClusterProfile
 from generators.yamlio import load_file, load_text
-from tests.tools import SEEDS, in_ci
+from tests.tools import SEEDS, require_shared
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -37,11 +35,9 @@ def rules_of(findings: Sequence[Finding]) -> set[str]:
 
 def seed_text(prefix: str) -> str:
     """The seed article `../shared/seeds/<prefix>_*.txt`; skip when absent, fail under CI."""
-    matches = sorted(SEEDS.glob(f"{prefix}_*.txt"))
+    matches = sorted(require_shared(SEEDS).glob(f"{prefix}_*.txt"))
     if not matches:
-        if in_ci():
-            pytest.fail(f"seed {prefix} is required under CI ({SEEDS})")
-        pytest.skip(f"seed {prefix} is not present in {SEEDS}")
+        require_shared(SEEDS / f"{prefix}_*.txt")
     return matches[0].read_text(encoding="utf-8")
 
 

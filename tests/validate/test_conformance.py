@@ -25,7 +25,7 @@ from generators.manifest import Manifest
 from generators.validate.load import load_manifests
 from generators.validate.pipeline import validate_manifests
 from generators.validate.schemas import CRD_SCHEMA_DIR, SchemaStore, crd_schema_file
-from tests.tools import UPSTREAM
+from tests.tools import UPSTREAM, require_upstream
 
 EXAMPLE_DIRS = ("training-operator", "mpi-operator")
 
@@ -51,6 +51,12 @@ def _examples() -> list[Path]:
     if not UPSTREAM.is_dir():
         return []
     return sorted(p for d in EXAMPLE_DIRS for p in (UPSTREAM / "examples" / d).glob("*.yaml"))
+
+
+def test_upstream_examples_are_present() -> None:
+    """The parametrised tests below collect nothing without them: fail under CI instead."""
+    require_upstream()
+    assert len(_examples()) >= 10
 
 
 def _errors(manifests: list[Manifest], store: SchemaStore) -> list[Finding]:
