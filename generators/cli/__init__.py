@@ -61,6 +61,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         for problem in err.problems:
             print(f"error: {problem}", file=sys.stderr)
         return EXIT_USAGE
+    except OSError as err:
+        # A path the user gave that cannot be read or written (--output into a file,
+        # a read-only checkout): their environment, not a bug, so no traceback.
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"error: {where}{err.strerror or err}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
     return code

@@ -500,6 +500,16 @@ def _settings(root: Path) -> tuple[model.RepoSettings, list[Problem]]:
 def load_repository(root: Path) -> model.Repository:
     """Load and check every input under `root`; raise InputError listing all problems."""
     root = root.resolve()
+    if not (root / paths.JOBS_DIR).is_dir() and not (root / paths.CLUSTERS_DIR).is_dir():
+        raise InputError(
+            Problem(
+                str(root),
+                None,
+                None,
+                f"not a trainops repository: no {paths.JOBS_DIR}/ or {paths.CLUSTERS_DIR}/"
+                " here; run from the repository root or pass --root",
+            )
+        )
     problems: list[Problem] = []
     settings, settings_problems = _settings(root)
     problems += settings_problems

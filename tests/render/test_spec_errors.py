@@ -147,3 +147,33 @@ def test_binary_file(scratch: Path) -> None:
     err = _fails(scratch)
     assert "clusters/blob.yaml" in err
     assert "binary" in err
+
+
+def test_replicas_beyond_int32_are_rejected_at_the_door(scratch: Path) -> None:
+    """The operator's replica fields are int32: a bigger number must not render (kustomize
+    writes it back as `1e+20`)."""
+    job = scratch / "jobs" / "resnet50-ddp.yaml"
+    _edit(job, "replicas: 4", "replicas: 99999999999999999999")
+    err = _fails(scratch)
+    assert re.search(r"resnet50-ddp.yaml:\d+:\d+: `replicas` must satisfy maximum 2147483647", err)
+
+
+@pytest.mark.parametrize("command", ["render", "validate", "build"])
+def test_a_directory_without_jobs_or_clusters_is_not_a_repository(
+    tmp_path: Path, command: str
+) -> None:
+    """A hook or CI step run from the wrong directory must not pass on zero objects."""
+    result = trainops(tmp_path, command)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "not a trainops repository" in result.stderr and "--root" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unwritable_output_path_is_a_usage_error(scratch: Path) -> None:
+    trainops(scratch, "render")
+    blocker = scratch / "a-file"
+    blocker.write_text("")
+    result = trainops(scratch, "build", "--output", str(blocker / "out"))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"error: {blocker / 'out'}" in result.stderr and "Traceback" not in result.stderr
