@@ -3,9 +3,18 @@
 In: PyYAML's safe loader (the C one when available), made strict where the
 Kubernetes API server is strict and PyYAML is not: duplicate keys are an error
 (PyYAML silently keeps the last), alias expansion is bounded (a "billion laughs"
-document is tiny on disk and huge in memory), and every problem becomes an
-`InputError` naming file, line and column. Each document keeps its node tree,
-so any later finding can be mapped back to the line of the offending key.
+document is tiny on disk and huge in memory), a recursive alias is an error, and
+every problem becomes an `InputError` naming file, line and column. Each document
+keeps its node tree, so any later finding can be mapped back to the line of the
+offending key.
+
+The data is what Kubernetes reads (sigs.k8s.io/yaml turns YAML into JSON), so it
+is always JSON: every mapping key is a string (a scalar key's text: `1` and `"1"`
+are the same key, `1` and `true` are not; a mapping or list as a key is an error),
+a timestamp stays the scalar's text, `!!binary` is its base64 text, `!!set` is a
+mapping to nulls and `!!omap`/`!!pairs` are lists of one-entry mappings. PyYAML
+would build `date`, `bytes`, `set`, tuples and non-string keys, which no JSON
+consumer (the schema validator included) can take.
 
 Out: sorted keys, block style, literal blocks for multi-line strings — the same
 bytes on every machine.
@@ -13,8 +22,11 @@ bytes on every machine.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import gc
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,25 +107,19 @@ class _StrictLoader(_BaseLoader):  # type: ignore[misc, valid-type]
                 return [self._construct(child, deep) for child in node.value]
         return self.construct_object(node, deep=deep)
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Any, yaml.Node] = {}
-        keys: list[Any] = []
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[str, Any]:
+        if not isinstance(node, yaml.MappingNode):
+            return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
+        seen: dict[str, yaml.Node] = {}
+        keys: list[str] = []
         rewrite = False
         for key_node, _ in node.value:
             if key_node.tag in _REWRITING_KEY_TAGS:
                 rewrite = True
                 if key_node.tag == _MERGE_TAG:
                     continue
-            key = self._construct(key_node, deep=True)
-            try:
-                first = seen.get(key)
-            except TypeError:
-                raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping",
-                    node.start_mark,
-                    "found an unhashable key",
-                    key_node.start_mark,
-                ) from None
+            key = _key_text(node, key_node)
+            first = seen.get(key)
             if first is not None:
                 raise _DuplicateKeyError(
                     problem=(
@@ -125,12 +131,73 @@ class _StrictLoader(_BaseLoader):  # type: ignore[misc, valid-type]
             seen[key] = key_node
             keys.append(key)
         if rewrite:
-            return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
+            # Merge keys (`<<`): PyYAML's own merge, which puts the merged entries
+            # first so that the mapping's own keys win; then the same string keys.
+            self.flatten_mapping(node)
+            return {
+                _key_text(node, key_node): self._construct(value_node, deep)
+                for key_node, value_node in node.value
+            }
         # Keys are built and checked above: build the values, in order, once.
         return {
             key: self._construct(value_node, deep)
             for key, (_, value_node) in zip(keys, node.value, strict=True)
         }
+
+    # Scalars and collections Kubernetes reads differently from PyYAML (see the module doc).
+
+    def construct_yaml_timestamp(self, node: yaml.Node) -> str:
+        return str(self.construct_scalar(node))
+
+    def construct_yaml_binary(self, node: yaml.Node) -> str:
+        text = "".join(str(self.construct_scalar(node)).split())
+        try:
+            base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError) as err:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"failed to decode base64 data: {err}", node.start_mark
+            ) from None
+        return text
+
+    def construct_yaml_set(self, node: yaml.MappingNode) -> Iterator[dict[str, None]]:
+        data: dict[str, None] = {}
+        yield data
+        data.update(dict.fromkeys(self.construct_mapping(node)))
+
+    def construct_yaml_pairs(self, node: yaml.Node) -> Iterator[list[Any]]:
+        if not isinstance(node, yaml.SequenceNode):
+            raise yaml.constructor.ConstructorError(
+                "while constructing pairs",
+                node.start_mark,
+                f"expected a sequence, but found a {type(node).__name__}",
+                node.start_mark,
+            )
+        data: list[Any] = []
+        yield data
+        data.extend(self._construct(child, deep=True) for child in node.value)
+
+
+def _key_text(mapping: yaml.Node, key_node: yaml.Node) -> str:
+    """A mapping key as Kubernetes reads it: the scalar's text; a collection is an error."""
+    if not isinstance(key_node, yaml.ScalarNode):
+        raise yaml.constructor.ConstructorError(
+            "while constructing a mapping",
+            mapping.start_mark,
+            f"found a {'mapping' if isinstance(key_node, yaml.MappingNode) else 'list'} used as"
+            " a key; Kubernetes keys are strings",
+            key_node.start_mark,
+        )
+    return str(key_node.value)
+
+
+for _tag, _constructor in {
+    "timestamp": _StrictLoader.construct_yaml_timestamp,
+    "binary": _StrictLoader.construct_yaml_binary,
+    "set": _StrictLoader.construct_yaml_set,
+    "omap": _StrictLoader.construct_yaml_pairs,
+    "pairs": _StrictLoader.construct_yaml_pairs,
+}.items():
+    _StrictLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _constructor)
 
 
 @dataclass
@@ -177,12 +244,24 @@ class Document:
         return self.position(path)[0]
 
 
-def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
-    """Number of nodes once every alias is expanded, memoised per node (linear time)."""
+class _RecursiveAlias(Exception):
+    """`child` is an alias, inside `parent`, to a node that contains it."""
+
+    def __init__(self, parent: yaml.Node, child: yaml.Node) -> None:
+        super().__init__()
+        self.parent, self.child = parent, child
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int], active: set[int]) -> int:
+    """Number of nodes once every alias is expanded, memoised per node (linear time).
+
+    `active` holds the nodes being counted (this one's ancestors): meeting one of
+    them again is an alias to an enclosing node, which would expand forever.
+    """
     key = id(node)
     if key in memo:
         return memo[key]
-    memo[key] = 1  # guards against recursive aliases
+    active.add(key)
     size = 1
     if isinstance(node, yaml.MappingNode):
         children = [child for pair in node.value for child in pair]
@@ -192,9 +271,50 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
         children = []
     for child in children:
         # A scalar is one node however often it is aliased: skip the call and the memo.
-        size += 1 if type(child) is yaml.ScalarNode else _expanded_size(child, memo)
+        if type(child) is yaml.ScalarNode:
+            size += 1
+        elif id(child) in active:
+            raise _RecursiveAlias(node, child)
+        else:
+            size += _expanded_size(child, memo, active)
+    active.discard(key)
     memo[key] = size
     return size
+
+
+_ANCHOR = re.compile(r"&([^\s,\[\]{}]+)")
+
+
+def _recursive_alias_problem(file: str, text: str, found: _RecursiveAlias) -> Problem:
+    """Name the alias and the line it is on (the node tree keeps no alias, only its target)."""
+    lines = text.splitlines()
+    anchor_mark = found.child.start_mark
+    anchor_line = lines[anchor_mark.line] if anchor_mark.line < len(lines) else ""
+    match = _ANCHOR.match(anchor_line, anchor_mark.column)
+    line = found.parent.start_mark.line
+    if match is None:
+        return Problem(
+            file,
+            line + 1,
+            None,
+            f"recursive alias: an alias refers to itself (to the node at line"
+            f" {anchor_mark.line + 1} that contains it); remove it",
+        )
+    name = match.group(1)
+    alias = re.compile(rf"\*{re.escape(name)}(?![^\s,\[\]{{}}])")
+    column = None
+    for number in range(line, min(found.parent.end_mark.line + 1, len(lines))):
+        hit = alias.search(lines[number])
+        if hit:
+            line, column = number, hit.start()
+            break
+    return Problem(
+        file,
+        line + 1,
+        None if column is None else column + 1,
+        f"recursive alias: `*{name}` refers to itself (it is inside the node anchored"
+        f" `&{name}` at line {anchor_mark.line + 1}); remove the alias",
+    )
 
 
 def _problem(file: str, err: yaml.YAMLError, text: str) -> Problem:
@@ -246,7 +366,7 @@ def _load_text(text: str, file: str) -> list[Document]:
             node = loader.get_node()
             if node is None:
                 continue
-            if not loader.tree_only and _expanded_size(node, {}) > MAX_EXPANDED_NODES:
+            if not loader.tree_only and _expanded_size(node, {}, set()) > MAX_EXPANDED_NODES:
                 line = node.start_mark.line + 1
                 raise InputError(
                     Problem(
@@ -263,6 +383,8 @@ def _load_text(text: str, file: str) -> list[Document]:
             index += 1
     except yaml.YAMLError as err:
         raise InputError(_problem(file, err, text)) from None
+    except _RecursiveAlias as found:
+        raise InputError(_recursive_alias_problem(file, text, found)) from None
     except RecursionError:
         raise InputError(Problem(file, None, None, "YAML nests too deeply to load")) from None
     finally:

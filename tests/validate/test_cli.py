@@ -71,6 +71,31 @@ _BOMB = 'a: &a ["x","x","x","x","x","x","x","x","x","x"]\n' + "".join(
 
 
 @pytest.mark.parametrize(
+    "data",
+    [
+        "data:\n  value: 2024-01-01\n",
+        "data:\n  when: 2001-12-14t21:59:43.10-05:00\n",
+        "binaryData:\n  blob: !!binary |\n    aGVs\n    bG8=\n",
+        "data:\n  1: x\n",
+        "data: {1: x, true: y, 2.5: z}\n",
+        "data: &d {1: 2024-01-01, true: !!binary aGk=}\n",
+    ],
+    ids=["date", "timestamp", "binary", "int-key", "int-and-bool-keys", "anchor"],
+)
+def test_ordinary_yaml_validates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], data: str
+) -> None:
+    """YAML the API server reads (it turns it into JSON) validates, without a traceback."""
+    path = _write(
+        tmp_path, "ok.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ok\n" + data
+    )
+    code = main(["validate", "--manifests", str(path), "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    assert json.loads(out)["summary"] == {"resources": 1, "errors": 0, "warnings": 0}
+
+
+@pytest.mark.parametrize(
     "text,expected",
     [
         ("a: 1\na: 2\n", "duplicate key 'a'"),
@@ -81,8 +106,31 @@ _BOMB = 'a: &a ["x","x","x","x","x","x","x","x","x","x"]\n' + "".join(
         ("apiVersion: v1\nmetadata: {name: x}\n", "no `kind`"),
         ("kind: Pod\nmetadata: {name: x}\n", "no `apiVersion`"),
         (_BOMB, "expands to more than"),
+        ("apiVersion: v1\nkind: ConfigMap\nmetadata: &m {labels: *m}\n", ":3:23: recursive alias"),
+        (
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  labels: {1: a, '1': b}\n",
+            ":5:18: invalid YAML: duplicate key '1'",
+        ),
+        (
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  labels: {[a]: b}\n",
+            ":5:12: invalid YAML: while constructing a mapping: found a list used as a key",
+        ),
+        ("apiVersion: v1\nkind: Secret\ndata:\n  k: !!binary a*b\n", ":4:6: invalid YAML: failed"),
     ],
-    ids=["duplicate", "tab", "binary", "utf8", "list", "no-kind", "no-apiversion", "alias-bomb"],
+    ids=[
+        "duplicate",
+        "tab",
+        "binary",
+        "utf8",
+        "list",
+        "no-kind",
+        "no-apiversion",
+        "alias-bomb",
+        "recursive-alias",
+        "int-and-string-key",
+        "complex-key",
+        "bad-base64",
+    ],
 )
 def test_bad_yaml_exits_2_with_file_and_no_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str | bytes, expected: str

@@ -1,7 +1,13 @@
-"""The strict loader builds exactly what PyYAML's safe loader builds, only stricter.
+"""The strict loader builds what PyYAML's safe loader builds, only stricter and as JSON.
 
 Its fast paths (memoised tag resolution, direct construction of alias-free trees) must not
-change a single value: each case is loaded by both and compared, types included.
+change a single value: each case in CASES is loaded by both and compared, types included.
+Where Kubernetes reads YAML differently from PyYAML (sigs.k8s.io/yaml turns it into JSON),
+the loader follows Kubernetes, and KUBERNETES_CASES spells out the data: every mapping key is
+a string (the scalar's text, so `1` and `"1"` are the same key and `1` and `true` are not),
+timestamps stay text, `!!binary` is its base64 text, `!!set` a mapping to nulls, `!!omap` and
+`!!pairs` lists of one-entry mappings. Each of those is loaded on both paths (with and
+without an anchor in the text).
 """
 
 from __future__ import annotations
@@ -32,8 +38,6 @@ tilde: ~
 empty:
 explicit_str: !!str 123
 explicit_int: !!int "7"
-date: 2026-11-23
-binary: !!binary aGVsbG8=
 """,
     "nested": """
 apiVersion: kubeflow.org/v1
@@ -63,11 +67,40 @@ m:
   <<: {a: 1, b: 2}
   b: 3
 """,
-    "multi_key_types": """
-1: int key
-"1": string key
-2.5: float key
-""",
+}
+
+KUBERNETES_CASES: dict[str, tuple[str, Any]] = {
+    "multi_key_types": (
+        '1: int key\ntrue: bool key\n2.5: float key\n~: null key\n0x1F: hex key\n"x": str key\n',
+        {
+            "1": "int key",
+            "true": "bool key",
+            "2.5": "float key",
+            "~": "null key",
+            "0x1F": "hex key",
+            "x": "str key",
+        },
+    ),
+    "int_and_bool_keys_are_distinct": (
+        "labels: {1: x, true: y}\n",
+        {"labels": {"1": "x", "true": "y"}},
+    ),
+    "timestamps_stay_text": (
+        "date: 2024-01-01\nstamp: 2001-12-14t21:59:43.10-05:00\n2024-01-01: key\n",
+        {"date": "2024-01-01", "stamp": "2001-12-14t21:59:43.10-05:00", "2024-01-01": "key"},
+    ),
+    "binary_is_base64_text": (
+        "one: !!binary aGVsbG8=\nfolded: !!binary |\n  aGVs\n  bG8=\n",
+        {"one": "aGVsbG8=", "folded": "aGVsbG8="},
+    ),
+    "set_omap_pairs": (
+        "s: !!set {b, a}\no: !!omap [{z: 1}, {2: y}]\np: !!pairs [{k: v}, {k: w}]\n",
+        {"s": {"b": None, "a": None}, "o": [{"z": 1}, {"2": "y"}], "p": [{"k": "v"}, {"k": "w"}]},
+    ),
+    "merged_keys_are_strings": (
+        "base: &b {1: one, d: 2024-01-01}\nm:\n  <<: *b\n  2: two\n",
+        {"base": {"1": "one", "d": "2024-01-01"}, "m": {"1": "one", "d": "2024-01-01", "2": "two"}},
+    ),
 }
 
 
@@ -84,6 +117,64 @@ def _typed(value: Any) -> Any:
 def test_same_data_as_pyyaml_safe_loader(text: str) -> None:
     [doc] = yamlio.load_text(text, "case.yaml")
     assert _typed(doc.data) == _typed(yaml.safe_load(text))
+
+
+@pytest.mark.parametrize("anchor", ["", "_: &unused 1\n"], ids=["tree", "with-anchor"])
+@pytest.mark.parametrize("case", KUBERNETES_CASES.values(), ids=list(KUBERNETES_CASES))
+def test_data_is_what_kubernetes_reads(case: tuple[str, Any], anchor: str) -> None:
+    text, expected = case
+    [doc] = yamlio.load_text(anchor + text, "case.yaml")
+    data = {k: v for k, v in doc.data.items() if k != "_"}
+    assert _typed(data) == _typed(expected)
+    assert json.loads(json.dumps(doc.data)) == doc.data, "not plain JSON data"
+
+
+@pytest.mark.parametrize(
+    "text,line,message",
+    [
+        ('a: 1\n"a": 2\n', 2, "duplicate key 'a' (first at line 1)"),
+        ("m:\n  1: x\n  '1': y\n", 3, "duplicate key '1' (first at line 2)"),
+        ("m:\n  [a, b]: x\n", 2, "found a list used as a key"),
+        ("m:\n  ? {a: 1}\n  : x\n", 2, "found a mapping used as a key"),
+        ("x: !!binary not*base64\n", 1, "failed to decode base64 data"),
+        ("metadata: &m {labels: *m}\n", 1, "recursive alias: `*m` refers to itself"),
+        (
+            "a: 1\nmetadata: &top\n  name: d\n  x:\n    - 1\n    - *top\n",
+            6,
+            "recursive alias: `*top` refers to itself (it is inside the node anchored `&top` at"
+            " line 2)",
+        ),
+        ("l: &l [1, [2, *l]]\n", 1, "recursive alias: `*l`"),
+    ],
+    ids=[
+        "dup-quoted",
+        "dup-int-str",
+        "list-key",
+        "map-key",
+        "bad-base64",
+        "rec",
+        "rec-deep",
+        "rec-seq",
+    ],
+)
+def test_not_kubernetes_yaml_names_file_and_line(text: str, line: int, message: str) -> None:
+    with pytest.raises(InputError) as err:
+        yamlio.load_text(text, "bad.yaml")
+    [problem] = err.value.problems
+    assert problem.file == "bad.yaml" and problem.line == line
+    assert message in problem.message
+
+
+def test_alias_bomb_is_still_refused_after_a_shared_node() -> None:
+    """Shared (non-recursive) nodes are counted each time they are used, not taken for cycles."""
+    text = 'a: &a ["x","x","x","x","x","x","x","x","x","x"]\n' + "".join(
+        f"{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n"
+        for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+    )
+    with pytest.raises(InputError, match="expands to more than"):
+        yamlio.load_text(text, "bomb.yaml")
+    [doc] = yamlio.load_text("a: &a [1]\nb: [*a, *a, {c: *a}]\n", "shared.yaml")
+    assert doc.data["b"] == [[1], [1], {"c": [1]}]
 
 
 def test_aliased_node_is_one_object_as_in_pyyaml() -> None:
