@@ -89,26 +89,27 @@ def app_project(repo: Repository) -> dict[str, Any]:
     }
 
 
-def ignore_differences() -> list[dict[str, Any]]:
-    """Fields of the job kinds that others own: never drift, never overwritten at sync.
+def ignore_differences(cluster: ClusterProfile) -> list[dict[str, Any]]:
+    """Fields of the job kinds that others own on `cluster`: never drift, never overwritten.
 
     - `/status`: the operator's (Argo CD 3 ignores status already; stated for 2.x too).
     - `/spec/runPolicy/suspend`: Kueue creates jobs suspended and flips it on admission;
-      syncing it back would suspend (stop) a running job.
-    - pod-template `nodeSelector` / `tolerations`: Kueue injects its ResourceFlavor's
-      node labels and tolerations on admission and removes them on suspension.
+      syncing it back would suspend (stop) a running job. We never set it from Git.
+    - pod-template `nodeSelector` / `tolerations`, on Kueue clusters only: Kueue injects its
+      ResourceFlavor's node labels and tolerations on admission and removes them on
+      suspension. Elsewhere they are ours, and a change to them must show as drift.
     """
     entries: list[dict[str, Any]] = []
     for job in TRAINING_JOB_KINDS:
-        template = f".spec.{job.replica_specs}[]?.template.spec"
-        entries.append(
-            {
-                "group": KUBEFLOW_GROUP,
-                "kind": job.kind,
-                "jsonPointers": ["/status", "/spec/runPolicy/suspend"],
-                "jqPathExpressions": [f"{template}.nodeSelector", f"{template}.tolerations"],
-            }
-        )
+        entry: dict[str, Any] = {
+            "group": KUBEFLOW_GROUP,
+            "kind": job.kind,
+            "jsonPointers": ["/status", "/spec/runPolicy/suspend"],
+        }
+        if cluster.scheduler.kind == "kueue":
+            template = f".spec.{job.replica_specs}[]?.template.spec"
+            entry["jqPathExpressions"] = [f"{template}.nodeSelector", f"{template}.tolerations"]
+        entries.append(entry)
     return entries
 
 
@@ -121,12 +122,13 @@ def _element(cluster: ClusterProfile) -> dict[str, Any]:
         "destinationServer": delivery.destination_server,
         "prune": delivery.prune,
         "selfHeal": delivery.self_heal,
+        "ignoreDifferences": ignore_differences(cluster),
     }
 
 
-# Booleans and the either/or destination cannot be templated inside `template`
-# (its fields are typed), so they go through `templatePatch`, a Go template that
-# renders to YAML and is merged over the template.
+# Booleans, the either/or destination and the per-cluster ignoreDifferences cannot be
+# templated inside `template` (its fields are typed), so they go through `templatePatch`,
+# a Go template that renders to YAML and is merged over the template.
 # https://argo-cd.readthedocs.io/en/stable/operator-manual/applicationset/Template/#template-patch
 TEMPLATE_PATCH = """\
 spec:
@@ -141,6 +143,7 @@ spec:
       prune: {{ .prune }}
       selfHeal: {{ .selfHeal }}
       allowEmpty: false
+  ignoreDifferences: {{ .ignoreDifferences | toJson }}
 """
 
 
@@ -181,7 +184,6 @@ def application_set(repo: Repository) -> dict[str, Any]:
                         "syncOptions": list(SYNC_OPTIONS),
                         "retry": RETRY,
                     },
-                    "ignoreDifferences": ignore_differences(),
                     "revisionHistoryLimit": REVISION_HISTORY_LIMIT,
                 },
             },

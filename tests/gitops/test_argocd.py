@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,8 @@ def test_appproject_confines_destinations_and_kinds() -> None:
 def test_applicationset_has_one_element_per_argocd_cluster() -> None:
     spec = application_set(mixed_repo())["spec"]
     elements = spec["generators"][0]["list"]["elements"]
+    for element in elements:
+        assert element.pop("ignoreDifferences")  # per cluster: see the Kueue test below
     assert elements == [
         {
             "cluster": "gke-h100",
@@ -88,18 +91,30 @@ def test_sync_options_suit_batch_jobs() -> None:
     assert "RespectIgnoreDifferences=true" in options
 
 
-def test_kueue_suspend_and_status_are_not_drift() -> None:
-    ignores = application_set(mixed_repo())["spec"]["template"]["spec"]["ignoreDifferences"]
+@pytest.mark.parametrize("scheduler", ["kueue", "volcano"])
+def test_kueue_suspend_and_status_are_not_drift(scheduler: str) -> None:
+    repo = mixed_repo()
+    first = repo.clusters["onprem-a100"]
+    first = replace(first, scheduler=replace(first.scheduler, kind=scheduler))
+    repo = replace(repo, clusters={**repo.clusters, first.name: first})
+    spec = application_set(repo)["spec"]
+    assert "ignoreDifferences" not in spec["template"]["spec"]
+    element = next(
+        e for e in spec["generators"][0]["list"]["elements"] if e["cluster"] == first.name
+    )
+    ignores = _render_template_patch(spec["templatePatch"], element)["spec"]["ignoreDifferences"]
     by_kind = {i["kind"]: i for i in ignores}
     assert set(by_kind) == {"PyTorchJob", "TFJob", "MPIJob"}
     for entry in ignores:
         assert entry["group"] == "kubeflow.org"
         assert "/spec/runPolicy/suspend" in entry["jsonPointers"]
         assert "/status" in entry["jsonPointers"]
-    assert (
-        ".spec.pytorchReplicaSpecs[]?.template.spec.tolerations"
-        in by_kind["PyTorchJob"]["jqPathExpressions"]
-    )
+    tolerations = ".spec.pytorchReplicaSpecs[]?.template.spec.tolerations"
+    # Kueue injects its flavor's selectors and tolerations; elsewhere they are ours, and drift.
+    if scheduler == "kueue":
+        assert tolerations in by_kind["PyTorchJob"]["jqPathExpressions"]
+    else:
+        assert "jqPathExpressions" not in by_kind["PyTorchJob"]
 
 
 def value(match: re.Match[str], element: dict[str, Any]) -> str:
