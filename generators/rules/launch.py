@@ -45,6 +45,43 @@ DEEPSPEED_FLAGS = frozenset(
     }
 )
 
+# mpirun options that take two words. Open MPI: MCA parameters, `--mca <key> <value>` and
+# `--gmca` (4.x), plus `--prtemca`, `--pmixmca` and `--omca` (5.x, PRRTE). MPICH and Intel MPI
+# (Hydra): `-genv <name> <value>` (every rank) and `-env <name> <value>` (one argument set).
+# Every other valued option takes one word (`--map-by ppr:8:node`, `-bind-to none`, `-H h1,h2`).
+# https://docs.open-mpi.org/en/v5.0.x/man-openmpi/man1/mpirun.1.html
+# https://www.open-mpi.org/doc/v4.1/man1/mpirun.1.php
+# https://www.intel.com/content/www/us/en/docs/mpi-library/developer-reference-linux/2021-14/global-hydra-options.html
+MPI_TWO_VALUES = frozenset({"mca", "gmca", "prtemca", "pmixmca", "omca", "genv", "env"})
+MPI_ENV_OPTIONS = frozenset({"genv", "env"})
+# mpirun / mpiexec / horovodrun options that take no value (normalised keys): without this
+# table `mpirun --report-bindings python train.py` would read `python` as the option's value.
+MPI_FLAGS = frozenset(
+    {
+        # Open MPI 4.x (ORTE) and 5.x (PRRTE)
+        "allow_run_as_root", "oversubscribe", "nooversubscribe", "nolocal", "noprefix",
+        "tag_output", "timestamp_output", "merge_stderr_to_stdout", "xml", "q", "quiet",
+        "v", "verbose", "V", "version", "d", "debug", "debug_devel", "debug_daemons",
+        "debug_daemons_file", "display_map", "display_devel_map", "display_diffable_map",
+        "display_allocation", "display_devel_allocation", "report_bindings",
+        "report_child_jobs_separately", "leave_session_attached", "do_not_launch",
+        "do_not_resolve", "enable_recovery", "disable_recovery", "hetero_nodes", "hetero_apps",
+        "use_hwthread_cpus", "use_regexp", "show_progress", "wait_for_server", "continuous",
+        "novm", "preload_binary", "index_argv_by_rank", "bind_to_core", "bind_to_socket",
+        "bynode", "byslot", "bycore", "bysocket", "get_stack_traces", "report_state_on_timeout",
+        "no_ready_msg", "daemonize",
+        # MPICH / Intel MPI Hydra
+        "genvall", "genvnone", "envall", "envnone", "l", "prepend_rank", "info",
+        "print_all_exitcodes", "disable_auto_cleanup", "enable_x", "disable_x",
+        "ordered_output", "rr", "print_rank_map", "silent_abort",
+        # horovodrun
+        "gloo", "mpi", "jsrun", "disable_cache", "check_build", "cb", "autotune", "tcp",
+        "hierarchical_allreduce", "no_hierarchical_allreduce", "hierarchical_allgather",
+        "no_hierarchical_allgather", "timeline_mark_cycles", "no_stall_check",
+        "log_without_timestamp", "log_hide_timestamp",
+    }
+)  # fmt: skip
+
 TORCHRUN = "torchrun"
 LEGACY_LAUNCH = "torch.distributed.launch"
 DEEPSPEED = "deepspeed"
@@ -71,7 +108,10 @@ class Launch:
     program: list[tuple[str, Path]] = field(default_factory=list)
     """The training program and its arguments."""
     mpi_exports: dict[str, tuple[str, Path]] = field(default_factory=dict)
-    """mpirun `-x NAME=VALUE` exports."""
+    """Env mpirun sets in every rank: `-x NAME=VALUE`, Hydra's `-genv`/`-env NAME VALUE`, and
+    `-x NAME` with the value the launching shell has (container env or an earlier `export`)."""
+    mpi_inherited: dict[str, Path] = field(default_factory=dict)
+    """`-x NAME` without a value: the rank gets the launcher's own value of NAME."""
 
     def option(self, *keys: str) -> tuple[str, Path] | None:
         for key in keys:
@@ -129,33 +169,44 @@ def _parse_launcher(
 
 
 def _parse_mpi(launch: Launch) -> None:
+    """mpirun/mpiexec options up to the program: `-np`, the env it exports to the ranks
+    (`-x`, `-genv`, `-env`), MCA parameters, and every other option with its value."""
     words = launch.words[1:]
     i = 0
     while i < len(words):
         word, path = words[i]
-        if not word.startswith("-"):
+        if not word.startswith("-") or word == "-":
             launch.program = words[i:]
             return
-        key = word.lstrip("-")
-        if key in {"np", "n", "c"} and i + 1 < len(words):
-            launch.options["np"] = (words[i + 1][0], words[i + 1][1])
-            i += 1
-        elif key == "x" and i + 1 < len(words):
-            name, _, value = words[i + 1][0].partition("=")
-            launch.mpi_exports[name] = (value, words[i + 1][1])
-            i += 1
-        elif "=" in key:
-            k, _, v = key.partition("=")
-            launch.options[option_key(k)] = (v, path)
-        elif i + 1 < len(words) and not words[i + 1][0].startswith("-"):
-            # Most mpirun options take a value; the script is found after them.
-            if key in {"allow-run-as-root", "oversubscribe", "tag-output", "display-map"}:
-                launch.options[option_key(key)] = ("", path)
+        raw = word.lstrip("-")
+        key = option_key(raw)
+        rest = words[i + 1 :]
+        if key in MPI_TWO_VALUES and len(rest) >= 2:
+            name, (value, value_path) = rest[0][0], rest[1]
+            if key in MPI_ENV_OPTIONS:
+                launch.mpi_exports[name] = (value, value_path)
             else:
-                launch.options[option_key(key)] = (words[i + 1][0], words[i + 1][1])
-                i += 1
+                launch.options[f"{key}:{name}"] = (value, value_path)
+            i += 3
+            continue
+        if key in {"np", "n", "c"} and rest:
+            launch.options["np"] = rest[0]
+            i += 1
+        elif key == "x" and rest:
+            name, eq, value = rest[0][0].partition("=")
+            if eq:
+                launch.mpi_exports[name] = (value, rest[0][1])
+            else:
+                launch.mpi_inherited[name] = rest[0][1]
+            i += 1
+        elif "=" in raw:
+            k, _, v = raw.partition("=")
+            launch.options[option_key(k)] = (v, path)
+        elif key in MPI_FLAGS or not rest or rest[0][0].startswith("-"):
+            launch.options[key] = ("", path)
         else:
-            launch.options[option_key(key)] = ("", path)
+            launch.options[key] = rest[0]
+            i += 1
         i += 1
 
 
@@ -238,7 +289,7 @@ def launches(container: Container) -> list[Launch]:
         return []
     script = _shell_script(argv)
     if script is None:
-        return [classify(list(argv))]
+        return _resolve_inherited(container, [classify(list(argv))])
     text, path = script
     result = []
     for line in re.split(r"\n|(?<!\\)\\\n", text.replace("\\\n", " ")):
@@ -251,7 +302,23 @@ def launches(container: Container) -> list[Launch]:
             tokens = line.split()
         for command in _split_commands([(t, path) for t in tokens]):
             result.append(classify(command))
-    return result
+    return _resolve_inherited(container, result)
+
+
+def _resolve_inherited(container: Container, commands: list[Launch]) -> list[Launch]:
+    """Give `mpirun -x NAME` the value the launching shell has: the container's literal env,
+    overridden by `export NAME=VALUE` earlier in the script. Unknown values stay unexported."""
+    shell = {name: var.value for name, var in container.env.items() if var.value is not None}
+    for launch in commands:
+        if launch.tool == OTHER and launch.words and launch.words[0][0] == "export":
+            for word, _ in launch.words[1:]:
+                name, eq, value = word.partition("=")
+                if eq:
+                    shell[name] = value
+        for name, path in launch.mpi_inherited.items():
+            if name in shell and name not in launch.mpi_exports:
+                launch.mpi_exports[name] = (shell[name], path)
+    return commands
 
 
 def is_shell_script(container: Container, index: int) -> bool:
