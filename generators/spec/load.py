@@ -72,6 +72,8 @@ class _Collector:
 
 def _schema_problems(doc: Document, schema_name: str, out: _Collector) -> None:
     errors = sorted(_validator(schema_name).iter_errors(doc.data), key=lambda e: list(e.path))
+    # (mapping path, key) that a did-you-mean already names: its "required" error is noise.
+    suggested: set[tuple[tuple[str | int, ...], str]] = set()
     for err in errors:
         path = list(err.absolute_path)
         if err.validator == "additionalProperties" and isinstance(err.instance, dict):
@@ -81,13 +83,23 @@ def _schema_problems(doc: Document, schema_name: str, out: _Collector) -> None:
                     continue
                 hint = difflib.get_close_matches(str(key), allowed, n=1)
                 did_you_mean = f"; did you mean `{hint[0]}`?" if hint else ""
+                suggested.update((tuple(path), h) for h in hint)
                 where = f" in `{_dotted(path)}`" if path else ""
                 out.add(
                     [*path, key],
                     f"unknown key `{key}`{where}{did_you_mean} (allowed: {', '.join(allowed)})",
                 )
-        elif err.validator == "required":
-            out.add(path, f"`{_dotted(path)}`: {err.message}")
+    for err in errors:
+        path = list(err.absolute_path)
+        if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+            continue
+        if err.validator == "required":
+            missing = [k for k in err.validator_value if k not in err.instance]
+            missing = [k for k in missing if (tuple(path), k) not in suggested]
+            if missing:
+                where = f" in `{_dotted(path)}`" if path else ""
+                keys = ", ".join(f"`{k}`" for k in missing)
+                out.add(path, f"missing required key {keys}{where}")
         else:
             value = json.dumps(err.instance)
             if len(value) > 60:
@@ -401,8 +413,13 @@ def world_sizes(job: model.TrainingJob, target: model.Target) -> list[int]:
 
 
 def _job_against_clusters(
-    job: model.TrainingJob, doc: Document, clusters: dict[str, model.ClusterProfile]
+    job: model.TrainingJob,
+    doc: Document,
+    clusters: dict[str, model.ClusterProfile],
+    invalid: set[str],
 ) -> list[Problem]:
+    """Checks of one job against the clusters it targets (`invalid`: profiles that exist but
+    failed their own checks, already reported: nothing more to say about them here)."""
     out = _Collector(doc)
     seen: set[str] = set()
     for i, target in enumerate(job.targets):
@@ -411,6 +428,8 @@ def _job_against_clusters(
         if target.cluster in seen:
             out.add([*where, "cluster"], f"cluster `{target.cluster}` is targeted twice")
         seen.add(target.cluster)
+        if target.cluster in invalid:
+            continue
         if cluster is None:
             hint = difflib.get_close_matches(target.cluster, list(clusters), n=1)
             out.add(
@@ -468,8 +487,9 @@ def _job_against_clusters(
                         if job.elastic and ds_config.TRAIN_BATCH in config
                         else ""
                     )
+                    pinned = ds_config.TRAIN_BATCH in (job.deepspeed.config or {})
                     out.add(
-                        ["deepspeed"],
+                        ["deepspeed", "config", ds_config.TRAIN_BATCH] if pinned else ["deepspeed"],
                         f"DeepSpeed config invalid on `{cluster.name}`: {error}{advice}",
                     )
                     break
@@ -516,10 +536,11 @@ def load_repository(root: Path) -> model.Repository:
 
     loaded = _load_all(root / paths.CLUSTERS_DIR, root, _cluster, problems)
     clusters = {cluster.name: cluster for cluster, _ in loaded}
+    invalid = {p.stem for p in _yaml_files(root / paths.CLUSTERS_DIR)} - set(clusters)
     jobs = _load_all(root / paths.JOBS_DIR, root, _job, problems)
 
     for job, doc in jobs:
-        problems += _job_against_clusters(job, doc, clusters)
+        problems += _job_against_clusters(job, doc, clusters, invalid)
     if problems:
         raise InputError(problems)
     return model.Repository(

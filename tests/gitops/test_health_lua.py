@@ -10,8 +10,14 @@ import yaml
 from generators.gitops.health import argocd_cm_patch, health_key, lua_source
 from generators.gitops.kinds import KUBEFLOW_GROUP, TRAINING_JOB_KINDS
 from tests.gitops.fixtures import SETTINGS
+from tests.tools import in_ci
 
-lupa = pytest.importorskip("lupa.lua51")
+try:
+    import lupa.lua51 as lupa
+except ImportError:  # a real Lua runtime is required under CI, like every real tool
+    if in_ci():
+        raise
+    pytest.skip("lupa (a real Lua runtime) is not installed", allow_module_level=True)
 
 
 def condition(

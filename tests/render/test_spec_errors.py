@@ -103,7 +103,8 @@ def test_elastic_deepspeed_config_pinning_all_three_batch_sizes(scratch: Path) -
         "    train_micro_batch_size_per_gpu: 2\n    gradient_accumulation_steps: 8",
     )
     err = _fails(scratch)
-    assert "DeepSpeed config invalid on `onprem-a100`" in err
+    line = _line_of(job, "train_batch_size: 64")
+    assert f"llm-finetune.yaml:{line}:5: DeepSpeed config invalid on `onprem-a100`" in err
     assert "at world size 16 DeepSpeed asserts train_batch_size (64)" in err
     assert "must not pin train_batch_size" in err
 
@@ -177,3 +178,21 @@ def test_unwritable_output_path_is_a_usage_error(scratch: Path) -> None:
     result = trainops(scratch, "build", "--output", str(blocker / "out"))
     assert result.returncode == 2, result.stdout + result.stderr
     assert f"error: {blocker / 'out'}" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_typo_is_one_error_not_a_second_missing_key_error(scratch: Path) -> None:
+    job = scratch / "jobs" / "resnet50-ddp.yaml"
+    _edit(job, "gpusPerReplica: 1", "gpuPerReplica: 1")
+    err = _fails(scratch)
+    assert "did you mean `gpusPerReplica`?" in err
+    assert "required" not in err
+    _edit(job, "gpuPerReplica: 1", "")
+    err = _fails(scratch)
+    assert re.search(r"resnet50-ddp.yaml:\d+:1: missing required key `gpusPerReplica`", err)
+
+
+def test_an_invalid_cluster_profile_is_not_also_called_unknown(scratch: Path) -> None:
+    _edit(scratch / "clusters" / "onprem-a100.yaml", "    hca: mlx5", "    hca: 5")
+    err = _fails(scratch)
+    assert "clusters/onprem-a100.yaml" in err
+    assert "unknown cluster" not in err
