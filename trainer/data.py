@@ -8,12 +8,14 @@ learnable (a falling loss proves the training step works, not merely that it run
 from __future__ import annotations
 
 import math
+import signal
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import Dataset, Sampler
+from torch.utils.data import DataLoader, Dataset, Sampler
 
 from trainer.config import ConfigError, TrainConfig
 
@@ -22,6 +24,9 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 # Noise around each class prototype: large enough that the task is not trivial in one step.
 SYNTHETIC_NOISE = 0.5
+
+# The signals that ask the trainer to checkpoint and stop (Kubernetes eviction, Ctrl-C).
+STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})
 
 Sample = tuple[torch.Tensor, torch.Tensor]
 
@@ -219,3 +224,73 @@ class ResumableDistributedSampler(Sampler[int]):
 def steps_per_epoch(length: int, global_batch: int) -> int:
     """Whole optimizer steps in one epoch (the remainder is dropped, as drop_last does)."""
     return math.floor(length / global_batch)
+
+
+def ignore_stop_signals(worker_id: int) -> None:
+    """DataLoader `worker_init_fn`: workers ignore SIGTERM and SIGINT.
+
+    torchrun forwards SIGTERM to each trainer's whole process group (`os.killpg`), which holds
+    its DataLoader worker processes too. A worker killed by it makes the main process raise
+    "DataLoader worker (pid ...) is killed by signal: Terminated" before it can checkpoint. Only
+    the main process decides to stop; its workers end when it shuts the loader down, or when it
+    exits (they watch their parent). The signals arrive blocked (see `EpochLoader.start`), so
+    one sent between the fork and this function is discarded here, not fatal.
+    """
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
+class EpochLoader:
+    """The rank's DataLoader, started once per epoch (or at the resume position).
+
+    It holds the only reference to the running iterator, so `close()` shuts the worker
+    processes down at once (CPython frees the iterator, whose destructor joins them).
+    """
+
+    def __init__(
+        self,
+        dataset: Dataset[Sample],
+        sampler: ResumableDistributedSampler,
+        *,
+        batch_size: int,
+        num_workers: int,
+        pin_memory: bool,
+    ) -> None:
+        self.sampler = sampler
+        self.num_workers = num_workers
+        self.loader = DataLoader(
+            dataset,
+            batch_size=batch_size,
+            sampler=sampler,
+            num_workers=num_workers,
+            pin_memory=pin_memory,
+            drop_last=True,
+            worker_init_fn=ignore_stop_signals if num_workers else None,
+        )
+        self._it: Iterator[Any] | None = None
+
+    def start(self, epoch: int, consumed: int) -> None:
+        """Begin `epoch` after `consumed` globally consumed samples (new worker processes)."""
+        self.close()
+        self.sampler.set_epoch(epoch, consumed)
+        if not self.num_workers:
+            self._it = iter(self.loader)
+            return
+        # Workers fork inside iter(): keep the stop signals blocked across the fork, so a
+        # worker inherits them blocked until `ignore_stop_signals` runs. This process gets
+        # any signal that arrived meanwhile when the mask is restored.
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            self._it = iter(self.loader)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+    def next(self) -> Sample:
+        assert self._it is not None, "start() first"
+        batch: Sample = next(self._it)
+        return batch
+
+    def close(self) -> None:
+        """Stop the worker processes of the current epoch, if any."""
+        self._it = None

@@ -24,11 +24,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader
 
 from trainer.checkpoint import CheckpointManager
 from trainer.config import ConfigError, TrainConfig, load_deepspeed_config
-from trainer.data import ResumableDistributedSampler, build_dataset, steps_per_epoch
+from trainer.data import EpochLoader, ResumableDistributedSampler, build_dataset, steps_per_epoch
 from trainer.dist import DistEnv, all_gather_str, all_reduce_sum, setup, teardown
 from trainer.engine import Engine, build_engine
 from trainer.metrics import TrainerMetrics
@@ -214,11 +213,11 @@ class Trainer:
         if self.env.is_main:
             log_event("checkpoint", step=self.step, path=str(folder), seconds=round(seconds, 4))
 
-    def _batches(self, it: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    def _batches(self, loader: EpochLoader) -> list[tuple[torch.Tensor, torch.Tensor]]:
         out = []
         non_blocking = self.env.device.type == "cuda"
         for _ in range(self.cfg.grad_accum):
-            x, y = next(it)
+            x, y = loader.next()
             x = x.to(self.env.device, non_blocking=non_blocking)
             if self.cfg.channels_last and self.cfg.is_image:
                 x = x.contiguous(memory_format=torch.channels_last)
@@ -230,13 +229,12 @@ class Trainer:
         cfg, env = self.cfg, self.env
         length = len(self.dataset)  # type: ignore[arg-type]
         sampler = ResumableDistributedSampler(length, env.rank, env.world_size, cfg.seed)
-        loader = DataLoader(
+        loader = EpochLoader(
             self.dataset,
+            sampler,
             batch_size=cfg.batch_size,
-            sampler=sampler,
             num_workers=cfg.num_workers,
             pin_memory=cfg.pin_memory and env.device.type == "cuda",
-            drop_last=True,
         )
         tokens_per_sample = 1 if cfg.is_image else cfg.seq_len
         if env.is_main:
@@ -251,16 +249,24 @@ class Trainer:
                 restart_count=env.restart_count,
                 config=cfg.to_dict(),
             )
+        try:
+            stopped = self._loop(loader, length, tokens_per_sample)
+        finally:
+            loader.close()  # joins the DataLoader workers before the rank reports and exits
+        return self._finish(stopped)
+
+    def _loop(self, loader: EpochLoader, length: int, tokens_per_sample: int) -> bool:
+        """Steps until the end of the run or an agreed stop; returns whether it stopped early."""
+        cfg, env = self.cfg, self.env
         stopped = False
         while self.step < self.total_steps and not stopped:
             if length - self.consumed < self.global_batch:  # epoch exhausted
                 self.epoch += 1
                 self.consumed = 0
-            sampler.set_epoch(self.epoch, self.consumed)
-            it = iter(loader)
-            for _ in range(sampler.per_rank() // (cfg.batch_size * cfg.grad_accum)):
+            loader.start(self.epoch, self.consumed)
+            for _ in range(loader.sampler.per_rank() // (cfg.batch_size * cfg.grad_accum)):
                 start = time.perf_counter()
-                loss = self.engine.train_step(self._batches(it))
+                loss = self.engine.train_step(self._batches(loader))
                 self.step += 1
                 self.consumed += self.global_batch
                 self.samples_total += self.global_batch
@@ -275,7 +281,7 @@ class Trainer:
                     self.save()
                 if stopped or last:
                     break
-        return self._finish(stopped)
+        return stopped
 
     def _observe(self, loss: float, seconds: float, tokens_per_sample: int) -> None:
         rate = self.global_batch / seconds if seconds > 0 else 0.0
