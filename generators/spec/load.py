@@ -306,13 +306,63 @@ def _job_structure(d: dict[str, Any], out: _Collector, stem: str) -> None:
     if port in {23456, 29400, 29500}:
         out.add(["metricsPort"], f"port {port} is used by the torch rendezvous: pick another")
     ds = d.get("deepspeed")
-    if ds and ds.get("config"):
-        for key, name in (
-            (ds_config.MICRO_BATCH, "microBatchPerGpu"),
-            (ds_config.GRAD_ACCUM, "gradientAccumulation"),
-        ):
-            if key in ds["config"] and name in ds:
-                out.add(["deepspeed", name], f"`{name}` and config `{key}` both set: keep one")
+    if ds:
+        _deepspeed_settings(ds, [str(a) for a in d.get("args", ())], out)
+
+
+# What a program's precision flag says, in the spellings trainers use (ours, Lightning, HF).
+PRECISION_WORDS = {
+    "bf16": "bf16", "bf16-mixed": "bf16", "bfloat16": "bf16",
+    "fp16": "fp16", "16": "fp16", "16-mixed": "fp16", "float16": "fp16",
+    "fp32": "fp32", "32": "fp32", "float32": "fp32",
+}  # fmt: skip
+
+
+def _deepspeed_settings(ds: dict[str, Any], args: list[str], out: _Collector) -> None:
+    """The DeepSpeed fields, the full `config` and the program's flags must say one thing:
+    the trainer refuses to start on a contradiction, and DeepSpeed itself on bf16 + fp16."""
+    config = ds.get("config") or {}
+    for key, name in (
+        (ds_config.MICRO_BATCH, "microBatchPerGpu"),
+        (ds_config.GRAD_ACCUM, "gradientAccumulation"),
+    ):
+        if key in config and name in ds:
+            out.add(["deepspeed", name], f"`{name}` and config `{key}` both set: keep one")
+    stage = (config.get("zero_optimization") or {}).get("stage")
+    if "zeroStage" in ds and stage is not None and stage != ds["zeroStage"]:
+        out.add(
+            ["deepspeed", "config", "zero_optimization", "stage"],
+            f"config `zero_optimization.stage` ({stage}) contradicts `zeroStage`"
+            f" ({ds['zeroStage']}): keep one",
+        )
+    enabled = [
+        mode
+        for mode, keys in (("bf16", ("bf16", "bfloat16")), ("fp16", ("fp16",)))
+        if any((config.get(k) or {}).get("enabled") for k in keys)
+    ]
+    if len(enabled) == 2:
+        out.add(["deepspeed", "config"], "config enables both bf16 and fp16: DeepSpeed refuses")
+    elif enabled and "precision" in ds and ds["precision"] != enabled[0]:
+        out.add(
+            ["deepspeed", "precision"],
+            f"`precision: {ds['precision']}` contradicts the config, which enables"
+            f" {enabled[0]}: keep one",
+        )
+    effective = enabled[0] if enabled else ds.get("precision", "bf16")
+    for i, arg in enumerate(args):
+        value = None
+        if arg.startswith("--precision="):
+            value = arg.split("=", 1)[1]
+        elif arg == "--precision" and i + 1 < len(args):
+            value = args[i + 1]
+        said = PRECISION_WORDS.get((value or "").lower())
+        if said and said != effective:
+            out.add(
+                ["args", i],
+                f"`{arg}` contradicts the DeepSpeed precision ({effective}): the trainer"
+                " refuses to start; drop the flag (the DeepSpeed config decides) or change"
+                " `deepspeed.precision`",
+            )
 
 
 def _job(doc: Document, out: _Collector) -> model.TrainingJob | None:

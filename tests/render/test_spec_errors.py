@@ -196,3 +196,42 @@ def test_an_invalid_cluster_profile_is_not_also_called_unknown(scratch: Path) ->
     err = _fails(scratch)
     assert "clusters/onprem-a100.yaml" in err
     assert "unknown cluster" not in err
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (
+            "  precision: bf16\n",
+            "  precision: fp16\n",
+            "`--precision=bf16` contradicts the DeepSpeed precision (fp16)",
+        ),
+        (
+            "  zeroStage: 3\n",
+            "  zeroStage: 2\n",
+            "config `zero_optimization.stage` (3) contradicts `zeroStage` (2)",
+        ),
+        (
+            "    communication_data_type: bf16",
+            "    communication_data_type: bf16\n    fp16: {enabled: true}",
+            "`precision: bf16` contradicts the config, which enables fp16",
+        ),
+        (
+            "    communication_data_type: bf16",
+            "    communication_data_type: bf16\n"
+            "    fp16: {enabled: true}\n    bf16: {enabled: true}",
+            "config enables both bf16 and fp16",
+        ),
+    ],
+    ids=["flag-vs-precision", "stage", "precision-vs-config", "both"],
+)
+def test_deepspeed_settings_that_the_trainer_or_deepspeed_would_refuse(
+    scratch: Path, old: str, new: str, expected: str
+) -> None:
+    """Each renders a job that fails at start-up on the cluster: caught at the door instead."""
+    job = scratch / "jobs" / "llm-finetune.yaml"
+    _edit(job, old, new)
+    if "stage" in expected:
+        _edit(job, "      offload_optimizer", "      stage: 3\n      offload_optimizer")
+    err = _fails(scratch)
+    assert re.search(r"jobs/llm-finetune.yaml:\d+:\d+: " + re.escape(expected), err), err
