@@ -23,6 +23,7 @@ from typing import Any
 
 from generators import kustomize
 from generators.errors import InputError, Problem
+from generators.gitops.kinds import TRAINING_JOB_KINDS
 from generators.yamlio import dump, load_text
 
 OVERLAYS = "overlays"
@@ -37,6 +38,13 @@ HASHED_KINDS = frozenset({"ConfigMap", "Secret"})
 # The job kinds whose replicas hold GPUs, and the resources that count as GPUs.
 JOB_GROUP = "kubeflow.org"
 GPU_RESOURCE = re.compile(r"(^|\.|/)gpu$")
+
+JOB_KINDS = frozenset(k.kind for k in TRAINING_JOB_KINDS)
+IMMUTABLE_JOB = (
+    "a job's pods are created from the spec it had when it started, so the running or"
+    " finished job keeps its old spec and a finished one does not run again: to run the"
+    " change, give the job a new name (a new name is a new run)"
+)
 
 # GitHub rejects comments over 65,536 characters; leave room for the summary.
 MARKDOWN_DIFF_BUDGET = 60_000
@@ -170,6 +178,11 @@ class ClusterDiff:
     def has_changes(self) -> bool:
         return bool(self.added or self.changed or self.removed)
 
+    @property
+    def changed_jobs(self) -> list[str]:
+        """Changed training jobs: their spec is fixed once created (see `IMMUTABLE_JOB`)."""
+        return [key for key in self.changed if key.split("/", 1)[0] in JOB_KINDS]
+
 
 def _unified(cluster: str, key: str, old: Any, new: Any) -> str:
     before = dump(old).splitlines(keepends=True) if old is not None else []
@@ -223,6 +236,9 @@ def format_text(diffs: list[ClusterDiff], base_ref: str) -> str:
         lines.append(f"cluster {d.cluster}: {_counts(d)}; GPUs {_gpus(d)}")
     if not any(d.has_changes for d in diffs):
         lines.append("no changes to the built manifests")
+    for d in diffs:
+        for key in d.changed_jobs:
+            lines.append(f"warning: {d.cluster}: changed {key}: {IMMUTABLE_JOB}")
     out = "\n".join(lines) + "\n"
     for d in diffs:
         for key in [*d.removed, *d.changed, *d.added]:
@@ -248,6 +264,10 @@ def format_markdown(diffs: list[ClusterDiff], base_ref: str) -> str:
         )
     if not any(d.has_changes for d in diffs):
         lines += ["", "No changes to the built manifests."]
+    jobs = [f"`{d.cluster}/{key}`" for d in diffs for key in d.changed_jobs]
+    if jobs:
+        lines += ["", "> [!WARNING]", f"> Changed training jobs: {', '.join(jobs)}.", ">"]
+        lines.append(f"> {IMMUTABLE_JOB[0].upper()}{IMMUTABLE_JOB[1:]}.")
     budget = MARKDOWN_DIFF_BUDGET
     for d in diffs:
         if not d.has_changes:

@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from generators.cli import main
-from generators.gitops.diff import COMMENT_MARKER, compare, gpu_count, object_key
+from generators.gitops.diff import (
+    COMMENT_MARKER,
+    IMMUTABLE_JOB,
+    compare,
+    gpu_count,
+    object_key,
+)
 from generators.render import render_repository
 from generators.spec.load import load_repository
 from tests.tools import REPO, require_tool
@@ -93,6 +99,14 @@ def test_changed_job_between_two_commits(scratch: Path, capsys: pytest.CaptureFi
                 f"+      minAvailable: {job.replicas + 2}",
             ]
     assert sorted(changed) == sorted(expected)
+    # A changed job does not re-run by itself: the diff says so, once per placement.
+    warnings = [x for x in out.splitlines() if x.startswith("warning: ")]
+    assert warnings == [
+        f"warning: {c}: changed PyTorchJob/{job.namespace}/{JOB}: {IMMUTABLE_JOB}" for c in clusters
+    ]
+    markdown = run_diff(scratch, capsys, "--format", "markdown")
+    assert "> [!WARNING]" in markdown
+    assert f"`{clusters[0]}/PyTorchJob/{job.namespace}/{JOB}`" in markdown
 
 
 def test_uncommitted_edit_is_rendered_from_the_working_tree(
