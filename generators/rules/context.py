@@ -37,11 +37,35 @@ VOLCANO_JOB_GROUP = "batch.volcano.sh"
 # Master/Chief/Launcher drive the job; Worker/Evaluator compute. (PS servers too.)
 LEADER_REPLICA_TYPES = frozenset({"master", "chief", "launcher"})
 
-# The restart policy the operator defaults a replica to when the manifest names none:
-# PyTorchJob/TFJob/XGBoostJob/PaddleJob/JAXJob default to OnFailure, MPIJob to Never.
-# https://github.com/kubeflow/trainer/blob/release-1.9/pkg/apis/kubeflow.org/v1/pytorch_defaults.go
-DEFAULT_RESTART_POLICY: dict[str, str] = {"MPIJob": "Never"}
-DEFAULT_RESTART_POLICY_OTHER = "OnFailure"
+# The restart policy the operators give a replica whose spec names none, read from their
+# defaulting code. Training Operator v1 (kubeflow/trainer release-1.9,
+# pkg/apis/kubeflow.org/v1/<kind>_types.go `<Kind>DefaultRestartPolicy`, applied by
+# <kind>_defaults.go): PyTorchJob and PaddleJob OnFailure; TFJob, XGBoostJob, JAXJob and
+# MPIJob (Launcher and Worker) Never. MPI Operator v2beta1 (kubeflow/mpi-operator
+# pkg/apis/kubeflow/v2beta1/default.go, constants.go): Launcher OnFailure, Worker Never.
+# The CRDs cannot tell: their shared ReplicaSpec description says "Default to Never" for
+# every kind, which the PyTorchJob/PaddleJob defaulting overrides.
+# https://github.com/kubeflow/trainer/blob/release-1.9/pkg/apis/kubeflow.org/v1/tensorflow_types.go
+# https://github.com/kubeflow/mpi-operator/blob/master/pkg/apis/kubeflow/v2beta1/default.go
+DEFAULT_RESTART_POLICY: dict[str, str] = {
+    "PyTorchJob": "OnFailure",
+    "PaddleJob": "OnFailure",
+    "TFJob": "Never",
+    "XGBoostJob": "Never",
+    "JAXJob": "Never",
+    "MPIJob": "Never",
+}
+# (apiVersion, kind, lower-case replica type) -> default, where a replica type differs.
+DEFAULT_RESTART_POLICY_BY_REPLICA: dict[tuple[str, str, str], str] = {
+    ("kubeflow.org/v2beta1", "MPIJob", "launcher"): "OnFailure",
+}
+
+
+def default_restart_policy(api_version: str, kind: str, rtype: str) -> str:
+    """The restart policy the operator defaults a replica of this job to."""
+    key = (api_version, kind, rtype.lower())
+    return DEFAULT_RESTART_POLICY_BY_REPLICA.get(key, DEFAULT_RESTART_POLICY.get(kind, "Never"))
+
 
 # Workload kinds of core Kubernetes whose pod template sits at a fixed path.
 CORE_TEMPLATE_PATHS: dict[str, Path] = {
@@ -353,7 +377,6 @@ class Object:
     def _replica_pods(self) -> list[PodTemplate]:
         key = self.replica_key
         pods = []
-        default_policy = DEFAULT_RESTART_POLICY.get(self.kind, DEFAULT_RESTART_POLICY_OTHER)
         for rtype, raw in sorted(as_dict(self.spec.get(key)).items()):
             spec = as_dict(raw)
             template = as_dict(spec.get("template"))
@@ -372,7 +395,9 @@ class Object:
                     ("spec", key, str(rtype), "template"),
                     replica_type=str(rtype),
                     replicas=1 if replicas is None else replicas,
-                    restart_policy=str(explicit) if explicit else default_policy,
+                    restart_policy=str(explicit)
+                    if explicit
+                    else default_restart_policy(self.manifest.api_version, self.kind, str(rtype)),
                     restart_policy_path=("spec", key, str(rtype), "restartPolicy"),
                     restart_policy_explicit=bool(explicit),
                     extra_labels=labels,

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from generators.findings import Finding, Severity
+from generators.rules.context import default_restart_policy
 from generators.spec.model import Network
 from tests.rules.conftest import make_cluster
 from tests.rules.helpers import FIXTURES, manifests_from_file, manifests_from_text, run
@@ -52,3 +55,38 @@ def test_ib_on_a_tcp_cluster_is_an_error_only_when_forced() -> None:
     forced = run(manifests_from_file(FIXTURES / "rdma-incomplete" / "fail.yaml"), tcp)
     assert [f.severity for f in _of(allowed, "network-mismatch")] == [Severity.WARNING]
     assert [f.severity for f in _of(forced, "network-mismatch")] == [Severity.ERROR]
+
+
+# --- restart-policy-unsafe: the policy the operator defaults to ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind", "rtype", "expected"),
+    [
+        ("kubeflow.org/v1", "PyTorchJob", "Worker", "OnFailure"),
+        ("kubeflow.org/v1", "PaddleJob", "Worker", "OnFailure"),
+        ("kubeflow.org/v1", "TFJob", "Worker", "Never"),
+        ("kubeflow.org/v1", "XGBoostJob", "Worker", "Never"),
+        ("kubeflow.org/v1", "JAXJob", "Worker", "Never"),
+        ("kubeflow.org/v1", "MPIJob", "Launcher", "Never"),
+        ("kubeflow.org/v2beta1", "MPIJob", "Launcher", "OnFailure"),
+        ("kubeflow.org/v2beta1", "MPIJob", "Worker", "Never"),
+    ],
+)
+def test_operator_default_restart_policy(
+    api_version: str, kind: str, rtype: str, expected: str
+) -> None:
+    assert default_restart_policy(api_version, kind, rtype) == expected
+
+
+def test_defaulted_policy_is_reported_as_the_default() -> None:
+    path = FIXTURES / "restart-policy-unsafe" / "fail-tfjob-default.yaml"
+    found = _of(run(manifests_from_file(path)), "restart-policy-unsafe")
+    assert [f.message.split(" on the")[0] for f in found] == [
+        "Worker: restartPolicy Never (the TFJob default when unset)"
+    ]
+    assert found[0].line == 12  # the replica spec that leaves it unset
+    explicit = path.read_text().replace(
+        "      replicas: 2\n", "      replicas: 2\n      restartPolicy: OnFailure\n"
+    )
+    assert not _of(run(manifests_from_text(explicit)), "restart-policy-unsafe")

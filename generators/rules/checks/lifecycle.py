@@ -24,22 +24,27 @@ def _restart_policy(obj: Object, ctx: Context) -> Iterator[Violation]:
     if not obj.is_training_job:
         return
     for pod in obj.pods:
+        # The effective policy: written, else the one the operator (or the API) defaults to.
+        default = f"the {obj.kind} default" if obj.is_kubeflow_job else "the Pod default"
+        policy = f"restartPolicy {pod.restart_policy}" + (
+            "" if pod.restart_policy_explicit else f" ({default} when unset)"
+        )
         if pod.restart_policy == "Always":
             yield Violation(
-                f"{pod.replica_type}: restartPolicy Always restarts a finished replica forever;"
+                f"{pod.replica_type or 'pod'}: {policy} restarts a finished replica forever;"
                 " the job never completes",
                 pod.restart_policy_path,
             )
         elif (
             pod.restart_policy == "Never"
-            and pod.restart_policy_explicit
             and pod.rtype in _COMPUTE_WORKERS
             and obj.kind in NO_WORKER_RESTART_KINDS
+            and obj.is_kubeflow_job
             and obj.elastic_policy is None
         ):
             yield Violation(
-                f"{pod.replica_type}: restartPolicy Never on the workers of a non-elastic job:"
-                " one lost pod (preemption, node failure) fails the whole job",
+                f"{pod.replica_type}: {policy} on the workers of a non-elastic job: one lost"
+                " pod (preemption, node failure) fails the whole job",
                 pod.restart_policy_path,
             )
 
@@ -102,10 +107,12 @@ RULES = (
     Rule(
         slug="restart-policy-unsafe",
         severity=Severity.WARNING,
-        summary="`Always` on a batch replica, or `Never` on workers of a non-elastic job.",
+        summary="`Always` on a batch replica, or `Never` on workers of a non-elastic job;"
+        " written or defaulted (TFJob, XGBoostJob and JAXJob default to `Never`).",
         why="Always restarts a replica that finished, so the job never completes; Never on"
         " workers turns one preempted pod into a failed job.",
-        fix="Use `OnFailure` (or `ExitCode` with retryable exit codes).",
+        fix="Set `restartPolicy: OnFailure` on the replica spec (or `ExitCode` with retryable"
+        " exit codes); the operator's default is not always safe.",
         example="Worker: {replicas: 4, restartPolicy: Always}",
         check=_restart_policy,
     ),
