@@ -4,6 +4,11 @@ Without --manifests: render in memory, `kustomize build` each overlay, validate
 every built object and the gitops/ objects. With --manifests: validate those
 files or directories (any Kubernetes YAML). Exit 0 clean (warnings allowed),
 1 error findings, 2 bad input or usage.
+
+Bad input (a job or cluster spec violating its schema, unreadable YAML, a
+malformed CRD) is reported on stderr and, in the machine formats (json, junit,
+sarif, github), also as `spec` findings on stdout, so CI shows it where it shows
+every other finding; the exit code stays 2.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from generators.validate.pipeline import validate_manifests
 from generators.validate.schemas import DEFAULT_KUBERNETES_VERSION, SchemaStore
 
 UNKNOWN_KINDS = {"error": Severity.ERROR, "warning": Severity.WARNING, "ignore": None}
+RULE_SPEC = "spec"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -91,7 +97,43 @@ def _run_kubeconform(texts: dict[str, str], version: str) -> list[Finding]:
     return findings
 
 
+def spec_findings(err: InputError) -> list[Finding]:
+    """Each problem of bad input as a `spec` error finding (file and line where it has them).
+
+    Problems about an option rather than a file (`--cluster`, `<kubernetes version>`) carry
+    no file: the name goes into the message, where a reader still sees it.
+    """
+    findings = []
+    for problem in err.problems:
+        pseudo = problem.file.startswith(("-", "<"))
+        findings.append(
+            Finding(
+                RULE_SPEC,
+                Severity.ERROR,
+                f"{problem.file}: {problem.message}" if pseudo else problem.message,
+                file=None if pseudo else problem.file,
+                line=None if pseudo else problem.line,
+            )
+        )
+    return findings
+
+
 def run(args: argparse.Namespace) -> int:
+    try:
+        findings, resources = _validate(args)
+    except InputError as err:
+        if args.format != "text":
+            # The terminal gets the usual `error: file:line:column: ...` lines from
+            # the caller (exit 2); a machine reading stdout gets the same as findings.
+            sys.stdout.write(report.render(args.format, spec_findings(err), 0))
+        raise
+    color = args.format == "text" and sys.stdout.isatty()
+    sys.stdout.write(report.render(args.format, findings, resources, color=color))
+    return 1 if any(f.severity is Severity.ERROR for f in findings) else 0
+
+
+def _validate(args: argparse.Namespace) -> tuple[list[Finding], int]:
+    """Findings and the number of objects checked; raise InputError for bad input."""
     unknown = UNKNOWN_KINDS[args.unknown_kinds]
     if args.kubeconform and shutil.which("kubeconform") is None:
         raise InputError(Problem("--kubeconform", None, None, "`kubeconform` is not on PATH"))
@@ -122,6 +164,4 @@ def run(args: argparse.Namespace) -> int:
                 findings += _run_kubeconform(
                     {f"overlays/{name}": text}, clusters[name].kubernetes_version
                 )
-    color = args.format == "text" and sys.stdout.isatty()
-    sys.stdout.write(report.render(args.format, findings, resources, color=color))
-    return 1 if any(f.severity is Severity.ERROR for f in findings) else 0
+    return findings, resources

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -141,6 +142,87 @@ def test_bad_yaml_exits_2_with_file_and_no_traceback(
     assert expected in err
     assert str(path) in err
     assert "Traceback" not in err
+
+
+def _scratch_repo(tmp_path: Path) -> Path:
+    """A repo root with copies of the shipped jobs, clusters and settings."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    for name in ("jobs", "clusters"):
+        shutil.copytree(REPO / name, root / name)
+    shutil.copy(REPO / "trainops.yaml", root / "trainops.yaml")
+    return root
+
+
+def test_bad_job_spec_is_a_spec_finding_in_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _scratch_repo(tmp_path)
+    job = root / "jobs" / "resnet50-ddp.yaml"
+    text = job.read_text()
+    assert "\nreplicas: 4\n" in text
+    job.write_text(text.replace("\nreplicas: 4\n", "\nreplicas: four\n", 1))
+    line = job.read_text().splitlines().index("replicas: four") + 1
+    assert main(["--root", str(root), "validate", "--format", "json"]) == 2
+    out, err = capsys.readouterr()
+    assert f"jobs/resnet50-ddp.yaml:{line}:1: `replicas` must be of type integer" in err
+    document = json.loads(out)
+    assert document["summary"] == {"resources": 0, "errors": 1, "warnings": 0}
+    assert document["findings"] == [
+        {
+            "rule": "spec",
+            "severity": "error",
+            "message": '`replicas` must be of type integer, got "four"',
+            "file": "jobs/resnet50-ddp.yaml",
+            "line": line,
+            "kind": None,
+            "name": None,
+            "namespace": None,
+            "cluster": None,
+        }
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["json", "junit", "sarif", "github"])
+def test_unreadable_manifest_is_a_spec_finding_in_every_machine_format(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    bad = _write(tmp_path, "dup.yaml", "apiVersion: v1\nkind: ConfigMap\nkind: Secret\n")
+    good = _write(tmp_path, "ok.yaml", GOOD)
+    assert main(["validate", "--manifests", str(good), str(bad), "--format", fmt]) == 2
+    out, err = capsys.readouterr()
+    assert f"error: {bad}:3:1: invalid YAML: duplicate key 'kind'" in err
+    if fmt == "json":
+        [finding] = json.loads(out)["findings"]
+        assert (finding["rule"], finding["file"], finding["line"]) == ("spec", str(bad), 3)
+        assert finding["message"].startswith("invalid YAML: duplicate key 'kind'")
+    elif fmt == "sarif":
+        [result] = json.loads(out)["runs"][0]["results"]
+        assert result["ruleId"] == "spec" and result["level"] == "error"
+        location = result["locations"][0]["physicalLocation"]
+        assert location == {"artifactLocation": {"uri": str(bad)}, "region": {"startLine": 3}}
+    elif fmt == "junit":
+        assert '<failure message="invalid YAML: duplicate key' in out and 'type="spec"' in out
+    else:
+        assert out.startswith(f"::error file={bad},line=3,title=trainops spec::invalid YAML")
+
+
+def test_usage_problem_is_a_spec_finding_without_a_file(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--root", str(REPO), "validate", "--cluster", "nope", "--format", "json"]) == 2
+    [finding] = json.loads(capsys.readouterr().out)["findings"]
+    assert finding["rule"] == "spec" and finding["file"] is None and finding["line"] is None
+    assert finding["message"].startswith("--cluster: unknown cluster 'nope'")
+
+
+def test_text_format_reports_bad_input_on_stderr_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = _write(tmp_path, "dup.yaml", "a: 1\na: 2\n")
+    assert main(["validate", "--manifests", str(bad)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and f"{bad}:2:1: invalid YAML: duplicate key 'a'" in err
 
 
 def test_unknown_kind_is_error_unless_downgraded(
