@@ -216,11 +216,8 @@ class Document:
         """1-based line where the document starts."""
         return int(self.node.start_mark.line) + 1
 
-    def position(self, path: Sequence[str | int]) -> tuple[int, int]:
-        """1-based (line, column) of the deepest node found along `path`.
-
-        For a mapping entry this is the key, which is where a reader looks.
-        """
+    def _walk(self, path: Sequence[str | int]) -> tuple[Any, yaml.Node, bool]:
+        """(mark, node) of the deepest node found along `path`, and whether all of it was."""
         node = self.node
         mark = node.start_mark
         for part in path:
@@ -230,15 +227,28 @@ class Document:
                         mark, node = key_node.start_mark, value_node
                         break
                 else:
-                    break
+                    return mark, node, False
             elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
                 if not 0 <= part < len(node.value):
-                    break
+                    return mark, node, False
                 node = node.value[part]
                 mark = node.start_mark
             else:
-                break
+                return mark, node, False
+        return mark, node, True
+
+    def position(self, path: Sequence[str | int]) -> tuple[int, int]:
+        """1-based (line, column) of the deepest node found along `path`.
+
+        For a mapping entry this is the key, which is where a reader looks.
+        """
+        mark, _, _ = self._walk(path)
         return int(mark.line) + 1, int(mark.column) + 1
+
+    def scalar_text(self, path: Sequence[str | int]) -> str | None:
+        """The scalar at `path` as written (`2.10`, not the float 2.1), else None."""
+        _, node, found = self._walk(path)
+        return str(node.value) if found and isinstance(node, yaml.ScalarNode) else None
 
     def line_of(self, path: Sequence[str | int]) -> int:
         return self.position(path)[0]

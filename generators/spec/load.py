@@ -254,8 +254,16 @@ def _secret_env(raw: dict[str, Any]) -> tuple[model.SecretEnv, ...]:
     )
 
 
-def _env(raw: dict[str, Any]) -> dict[str, str]:
-    return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in sorted(raw.items())}
+def _env(doc: Document, path: list[str | int]) -> dict[str, str]:
+    """An env mapping as strings, each value as the user wrote it: YAML reads `2.10` as the
+    float 2.1 and `1e-3` as 0.001, but a variable's value is text."""
+    raw: dict[str, Any] = doc.data
+    for part in path:
+        raw = raw.get(str(part), {}) if isinstance(raw, dict) else {}
+    return {
+        k: v if isinstance(v, str) else (doc.scalar_text([*path, k]) or str(v))
+        for k, v in sorted(raw.items())
+    }
 
 
 def _job_structure(d: dict[str, Any], out: _Collector, stem: str) -> None:
@@ -421,13 +429,13 @@ def _job(doc: Document, out: _Collector) -> model.TrainingJob | None:
             image=sync["image"],
             command=tuple(sync["command"]),
             volume=sync["volume"],
-            env=_env(sync.get("env", {})),
+            env=_env(doc, ["dataSync", "env"]),
             secret_env=_secret_env(sync.get("secretEnv", {})),
         )
         if sync
         else None,
         shared_memory=str(d.get("sharedMemory", "16Gi")),
-        env=_env(d.get("env", {})),
+        env=_env(doc, ["env"]),
         secret_env=_secret_env(d.get("secretEnv", {})),
         metrics_port=d.get("metricsPort", 9090),
         run_policy=model.RunPolicy(
@@ -441,9 +449,9 @@ def _job(doc: Document, out: _Collector) -> model.TrainingJob | None:
                 cluster=t["cluster"],
                 gpu_product=t.get("gpuProduct"),
                 replicas=t.get("replicas"),
-                env=_env(t.get("env", {})),
+                env=_env(doc, ["targets", i, "env"]),
             )
-            for t in d["targets"]
+            for i, t in enumerate(d["targets"])
         ),
         host_network=d.get("hostNetwork", False),
         termination_grace_seconds=d.get(

@@ -84,3 +84,18 @@ def test_interrupted_write_keeps_previous_output(
         render_write.write(scratch, files)
     assert tree(scratch) == before
     assert not list(scratch.glob(".trainops-render-*"))
+
+
+def test_env_values_are_rendered_as_written(scratch: Path) -> None:
+    """YAML reads `2.10` as 2.1 and `1.0e-3` as 0.001; an environment variable is text."""
+    job = scratch / "jobs" / "resnet50-ddp.yaml"
+    text = job.read_text()
+    assert "\nenv:\n" in text
+    job.write_text(
+        text.replace("\nenv:\n", "\nenv:\n  NCCL_VERSION_WANT: 2.10\n  LR_FLOOR: 1.0e-3\n", 1)
+    )
+    [loaded] = [j for j in load_repository(scratch).jobs if j.name == "resnet50-ddp"]
+    assert loaded.env["NCCL_VERSION_WANT"] == "2.10"
+    assert loaded.env["LR_FLOOR"] == "1.0e-3"
+    rendered = "".join(render_repository(load_repository(scratch)).values())
+    assert "value: '2.10'" in rendered or 'value: "2.10"' in rendered
