@@ -102,6 +102,10 @@ class TrainConfig:
     """Prometheus port served by LOCAL_RANK 0 of each pod; 0 disables the endpoint."""
     log_interval: int = 10
     """Emit a structured `step` log line every N steps on rank 0."""
+    check_ranks: bool = False
+    """At the end, hash the parameters on every rank and log whether all ranks agree (a test
+    and debugging aid: under ZeRO-3 it gathers every parameter, which for a large model takes
+    longer than a SIGTERM grace period)."""
     engine: str = "ddp"
     """`ddp` (PyTorch DistributedDataParallel) or `deepspeed` (ZeRO from its JSON config)."""
     deepspeed_config: str | None = None
@@ -184,6 +188,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--metrics-port", type=_nonneg_int, help=f"default: ${METRICS_PORT_ENV}, else 9090"
     )
     p.add_argument("--log-interval", type=_positive_int)
+    p.add_argument(
+        "--check-ranks",
+        action=argparse.BooleanOptionalAction,
+        help="log a parameter digest at the end and whether all ranks hold the same parameters",
+    )
     p.add_argument("--engine", choices=ENGINES)
     p.add_argument("--deepspeed-config", help="DeepSpeed JSON config (engine deepspeed)")
     return p

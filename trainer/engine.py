@@ -64,11 +64,8 @@ def lr_lambda(cfg: TrainConfig, total_steps: int) -> Callable[[int], float]:
     return factor
 
 
-def _digest(params: list[nn.Parameter]) -> str:
-    h = hashlib.sha256()
-    for p in params:
-        h.update(p.detach().float().cpu().contiguous().numpy().tobytes())
-    return h.hexdigest()
+def _update_digest(h: Any, param: torch.Tensor) -> None:
+    h.update(param.detach().float().cpu().contiguous().numpy().tobytes())
 
 
 class Engine(abc.ABC):
@@ -91,7 +88,8 @@ class Engine(abc.ABC):
 
     @abc.abstractmethod
     def param_digest(self) -> str:
-        """SHA-256 of all parameters (collective under ZeRO-3, which must gather them)."""
+        """SHA-256 of all parameters (collective under ZeRO-3, which must gather them; only
+        called with `--check-ranks`)."""
 
 
 class DDPEngine(Engine):
@@ -160,7 +158,10 @@ class DDPEngine(Engine):
         self.scaler.load_state_dict(state["scaler"])
 
     def param_digest(self) -> str:
-        return _digest(list(self.module.parameters()))
+        h = hashlib.sha256()
+        for param in self.module.parameters():
+            _update_digest(h, param)
+        return h.hexdigest()
 
 
 def import_deepspeed() -> Any:
@@ -279,9 +280,12 @@ class DeepSpeedEngine(Engine):
             torch.distributed.barrier()
 
     def param_digest(self) -> str:
-        params = list(self.engine.module.parameters())
-        with self.ds.zero.GatheredParameters(params, modifier_rank=None):
-            return _digest(params)
+        # One parameter at a time: ZeRO-3 never holds more than one gathered tensor at once.
+        h = hashlib.sha256()
+        for param in self.engine.module.parameters():
+            with self.ds.zero.GatheredParameters([param], modifier_rank=None):
+                _update_digest(h, param)
+        return h.hexdigest()
 
 
 def build_engine(

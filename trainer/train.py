@@ -311,14 +311,16 @@ class Trainer:
             )
 
     def _finish(self, stopped: bool) -> int:
-        digests = all_gather_str(self.env, self.engine.param_digest())
+        check: dict[str, Any] = {}
+        if self.cfg.check_ranks:  # opt-in: under ZeRO-3 this gathers the whole model
+            digests = all_gather_str(self.env, self.engine.param_digest())
+            check = {"param_digest": digests[0], "ranks_identical": len(set(digests)) == 1}
         if self.env.is_main:
             log_event(
                 "stopped" if stopped else "finished",
                 step=self.step,
-                param_digest=digests[0],
-                ranks_identical=len(set(digests)) == 1,
                 checkpointed=self.ckpt is not None,
+                **check,
             )
         if not stopped or self.stop.received is not None:
             return 0

@@ -33,6 +33,8 @@ pytestmark = pytest.mark.slow
 KILL_RUN_STEPS = 150
 # Kubernetes' default terminationGracePeriodSeconds.
 GRACE_SECONDS = 30
+# The end-of-run parameter digest and cross-rank comparison are opt-in.
+CHECK_RANKS = "--check-ranks"
 
 
 def assert_learned(out: str, factor: float = 0.9) -> None:
@@ -53,8 +55,8 @@ def finished(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
 def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """An uninterrupted DDP run (the baseline of the restart test)."""
     ckpt = tmp_path_factory.mktemp("ddp-ref")
-    args = [*TINY_GPT, "--steps", str(KILL_RUN_STEPS), "--checkpoint-dir", str(ckpt),
-            "--checkpoint-interval", "10", "--keep-checkpoints", "2"]  # fmt: skip
+    args = [*TINY_GPT, CHECK_RANKS, "--steps", str(KILL_RUN_STEPS), "--checkpoint-dir",
+            str(ckpt), "--checkpoint-interval", "10", "--keep-checkpoints", "2"]  # fmt: skip
     result = run_torchrun(args)
     return {"result": result, "args": args, "ckpt": ckpt}
 
@@ -148,6 +150,8 @@ def test_sigterm_checkpoints_and_exits_within_grace_and_serves_metrics(tmp_path:
             proc.kill()
     assert elapsed < GRACE_SECONDS
     stopped = one(out, "stopped")
+    # Without --check-ranks no rank gathers or hashes the model on the way out.
+    assert "param_digest" not in stopped and "ranks_identical" not in stopped, stopped
     assert [e["code"] for e in events(out, "exit")] == [0, 0], out[-3000:]
     assert "DataLoader worker" not in out, out[-3000:]
     # torchrun re-raises the signal it got (SignalException, exit 1) although every worker
@@ -223,7 +227,7 @@ def test_deepspeed_zero_loss_falls_and_ranks_stay_identical(tmp_path: Path, stag
     pytest.importorskip("deepspeed")
     accum = 2 if stage == 2 else 1
     ckpt = tmp_path / "ckpt"
-    args = [*DS_ARGS, "--engine", "deepspeed", "--deepspeed-config",
+    args = [*DS_ARGS, CHECK_RANKS, "--engine", "deepspeed", "--deepspeed-config",
             str(ds_config(tmp_path, stage, accum)), "--steps", "30",
             "--checkpoint-dir", str(ckpt), "--checkpoint-interval", "15"]  # fmt: skip
     result = run_torchrun(args)
