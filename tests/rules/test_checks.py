@@ -90,3 +90,64 @@ def test_defaulted_policy_is_reported_as_the_default() -> None:
         "      replicas: 2\n", "      replicas: 2\n      restartPolicy: OnFailure\n"
     )
     assert not _of(run(manifests_from_text(explicit)), "restart-policy-unsafe")
+
+
+# --- volume-access-mode: writes into read-only mounts ---------------------------------------
+
+WRITER_JOB = """\
+apiVersion: batch/v1
+kind: Job
+metadata: {name: prep, namespace: ml-train}
+spec:
+  template:
+    spec:
+      restartPolicy: OnFailure
+      containers:
+        - name: prep
+          image: registry.example/prep:1.0
+          workingDir: /work
+          command: [sh, -c, "SCRIPT"]
+          volumeMounts:
+            - {name: config, mountPath: /etc/train}
+            - {name: work, mountPath: /work}
+            - {name: work, mountPath: /work/out, subPath: out}
+      volumes:
+        - {name: config, configMap: {name: train-config}}
+        - {name: work, emptyDir: {}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("script", "written"),
+    [
+        ("cp defaults.json /etc/train/config.json", "/etc/train/config.json"),
+        ("cd /tmp && wget -O etc/train/x.json https://example.com/x", None),  # under /tmp
+        ("cd / && wget -O etc/train/x.json https://example.com/x", "/etc/train/x.json"),
+        ("tar -xzf /tmp/cfg.tgz -C /etc/train", "/etc/train"),
+        ("echo '{}' > /etc/train/override.json", "/etc/train/override.json"),
+        ("curl -o out/model.bin https://example.com/m", None),  # /work/out: writable
+        ("cat /etc/train/config.json", None),  # reads only
+    ],
+)
+def test_writes_into_a_configmap_mount(script: str, written: str | None) -> None:
+    found = _of(
+        run(manifests_from_text(WRITER_JOB.replace("SCRIPT", script))), "volume-access-mode"
+    )
+    if written is None:
+        assert not found
+    else:
+        assert [f.severity for f in found] == [Severity.ERROR]
+        assert f"writes to {written} " in found[0].message
+        assert "configMap volume" in found[0].message
+
+
+def test_relative_writes_resolve_against_the_working_directory() -> None:
+    text = WRITER_JOB.replace("SCRIPT", "wget -P sub https://example.com/x").replace(
+        "workingDir: /work", "workingDir: /etc/train"
+    )
+    found = _of(run(manifests_from_text(text)), "volume-access-mode")
+    assert [f.message.split(" (")[0] for f in found] == [
+        "container `prep` writes to /etc/train/sub"
+    ]
+    unknown = text.replace("          workingDir: /etc/train\n", "")
+    assert not _of(run(manifests_from_text(unknown)), "volume-access-mode")

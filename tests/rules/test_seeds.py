@@ -119,6 +119,14 @@ def test_seed000() -> None:
     assert [f.severity for f in job["rdma-incomplete"]] == ["warning", "warning"]
     assert all("falls back to TCP" in f.message for f in job["rdma-incomplete"])
     assert "amazon/aws-cli" in job["image-unpinned"][0].message
+    # The article's init container syncs the dataset into the ReadOnlyMany claim: an error
+    # (the download fails where the driver mounts ROX read-only, else every pod writes the
+    # shared volume); the training containers mounting it read-write are warnings.
+    volumes = sorted((f.severity, f.message.split(" ")[0]) for f in job["volume-access-mode"])
+    assert volumes == [("error", "init"), ("warning", "container"), ("warning", "container")]
+    write = next(f for f in job["volume-access-mode"] if f.severity == "error")
+    assert "`data-downloader` writes to /data (`aws`)" in write.message
+    assert "ReadOnlyMany" in write.message
     service = _by(findings, "training-metrics")
     assert "training.kubeflow.org/job-name" in service["metrics-port-mismatch"][0].message
     assert "gang-scheduling-inconsistent" in rules_of(
