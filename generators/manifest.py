@@ -18,6 +18,9 @@ class Manifest:
     """File shown in findings (a manifest file, or the rendered file the object came from)."""
     document: Document | None = None
     """Parsed document, when `file` holds this object's YAML: gives lines for paths."""
+    source_line: int | None = None
+    """Line for every path when there is no document: `file` only declares the object
+    (e.g. the kustomization entry of a configMapGenerator that produced it)."""
     cluster: str | None = None
     """Cluster whose overlay produced it, for rendered output."""
 
@@ -51,5 +54,5 @@ class Manifest:
     def line_of(self, path: Sequence[str | int] = ()) -> int | None:
         """1-based line of `path` inside the object, when we have its document."""
         if self.document is None:
-            return None
+            return self.source_line
         return self.document.line_of(path)

@@ -162,6 +162,6 @@ def _validate(args: argparse.Namespace) -> tuple[list[Finding], int]:
             clusters = load_repository(args.root).clusters
             for name, text in result.built.items():
                 findings += _run_kubeconform(
-                    {f"overlays/{name}": text}, clusters[name].kubernetes_version
+                    {f"overlays/{name}/kustomization.yaml": text}, clusters[name].kubernetes_version
                 )
     return findings, resources

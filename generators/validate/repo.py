@@ -3,12 +3,15 @@
 The rendered files are written to a temporary directory only so the real
 kustomize can build each `overlays/<cluster>`; nothing in the repository is
 touched. Built objects are mapped back to the rendered file that defines them
-(by kind and name), so findings name a file a reviewer can open.
+(by kind and name), or to the kustomization entry of the generator that made
+them, so every finding names a file in the repository a reviewer can open (and
+a SARIF upload or a GitHub annotation can point at).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -43,27 +46,72 @@ class RepoResult:
     """cluster -> `kustomize build` output (for kubeconform)."""
 
 
-def _source_index(files: dict[str, str]) -> dict[tuple[str, str], yamlio.Document]:
-    """(kind, name) -> the rendered document defining it (first one wins)."""
-    index: dict[tuple[str, str], yamlio.Document] = {}
+# kustomize generators and the kind of object each produces.
+_GENERATORS = {"configMapGenerator": "ConfigMap", "secretGenerator": "Secret"}
+# kustomize appends `-` and a 10-character content hash to a generated object's name.
+_HASH_SUFFIX = re.compile(r"-[a-z0-9]{10}$")
+
+
+@dataclass
+class _Sources:
+    """Where built objects come from in the rendered files."""
+
+    objects: dict[tuple[str, str], yamlio.Document] = field(default_factory=dict)
+    """(kind, name) -> the rendered document defining it (first one wins: base/ sorts first)."""
+    generated: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)
+    """(kind, generator name) -> (kustomization file, line of the generator's `name`)."""
+
+
+def _source_index(files: dict[str, str]) -> _Sources:
+    sources = _Sources()
     for rel, text in files.items():
-        if not rel.endswith((".yaml", ".yml")) or rel.endswith("kustomization.yaml"):
+        if not rel.endswith((".yaml", ".yml")):
             continue
-        for doc in yamlio.load_text(text, rel):
+        documents = yamlio.load_text(text, rel)
+        if rel.endswith("kustomization.yaml"):
+            for doc in documents:
+                _index_generators(doc, sources.generated)
+            continue
+        for doc in documents:
             if isinstance(doc.data, dict):
                 meta = doc.data.get("metadata") or {}
                 key = (str(doc.data.get("kind")), str(meta.get("name")))
-                index.setdefault(key, doc)
-    return index
+                sources.objects.setdefault(key, doc)
+    return sources
 
 
-def _attach_sources(
-    manifests: list[Manifest], index: dict[tuple[str, str], yamlio.Document]
-) -> None:
+def _index_generators(doc: yamlio.Document, out: dict[tuple[str, str], tuple[str, int]]) -> None:
+    if not isinstance(doc.data, dict):
+        return
+    for field_name, kind in _GENERATORS.items():
+        entries = doc.data.get(field_name)
+        for index, entry in enumerate(entries if isinstance(entries, list) else []):
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+                where = (doc.file, doc.line_of([field_name, index, "name"]))
+                out.setdefault((kind, entry["name"]), where)
+
+
+def _attach_sources(manifests: list[Manifest], sources: _Sources, overlay: str) -> None:
+    """Point every built object at a file in the repository (never at the build output).
+
+    An object defined in a rendered file gets that file and its lines; one made by a
+    configMapGenerator/secretGenerator gets the kustomization entry that declares it;
+    anything else the overlay's kustomization.yaml, with no line.
+    """
     for m in manifests:
-        doc = index.get((m.kind, m.name or ""))
+        name = m.name or ""
+        doc = sources.objects.get((m.kind, name))
         if doc is not None:
             m.file, m.document = doc.file, doc
+            continue
+        m.document = None
+        generated = sources.generated.get((m.kind, name)) or sources.generated.get(
+            (m.kind, _HASH_SUFFIX.sub("", name))
+        )
+        if generated is not None:
+            m.file, m.source_line = generated
+        else:
+            m.file, m.source_line = f"{overlay}/kustomization.yaml", None
 
 
 def _store_for(
@@ -137,12 +185,24 @@ def _validate_repository(
                         )
                     )
                     continue
+                try:
+                    docs = yamlio.load_text(built, f"kustomize build {overlay}")
+                    manifests, problems = documents_to_manifests(docs, name)
+                    if problems:
+                        raise InputError(problems)
+                except InputError as err:
+                    result.findings.append(
+                        Finding(
+                            RULE_BUILD,
+                            Severity.ERROR,
+                            f"kustomize build printed what is not Kubernetes objects: {err}",
+                            file=f"{overlay}/kustomization.yaml",
+                            cluster=name,
+                        )
+                    )
+                    continue
                 result.built[name] = built
-                docs = yamlio.load_text(built, f"kustomize build {overlay}")
-                manifests, problems = documents_to_manifests(docs, name)
-                if problems:
-                    raise InputError(problems)
-                _attach_sources(manifests, index)
+                _attach_sources(manifests, index, overlay)
                 result.resources += len(manifests)
                 store = _store_for(cluster, root, crds, stores)
                 result.findings += validate_manifests(
