@@ -23,9 +23,45 @@ def elastic_range(obj: Object) -> tuple[int, int] | None:
     return (low if low is not None else replicas, high if high is not None else replicas)
 
 
+def _nnodes_range(value: str) -> tuple[int, int] | None:
+    """torchrun's `--nnodes`: `N` or `MIN:MAX`; None for what we cannot read (`$(PET_NNODES)`)."""
+    low, _, high = value.partition(":")
+    a, b = as_int(low), as_int(high or low)
+    return (a, b) if a is not None and b is not None else None
+
+
+def _fixed_world(obj: Object) -> Iterator[Violation]:
+    """A non-elastic PyTorchJob: torchrun's --nnodes must admit exactly its pods."""
+    if obj.kind != "PyTorchJob" or not obj.is_kubeflow_job:
+        return
+    pods = obj.pod_count()
+    shape = " + ".join(f"{p.replica_type} {p.replicas}" for p in obj.pods)
+    for pod in obj.pods:
+        for c in pod.containers():
+            for launch in launches(c):
+                if launch.tool not in {TORCHRUN, LEGACY_LAUNCH}:
+                    continue
+                nnodes = launch.option("nnodes")
+                span = _nnodes_range(nnodes[0]) if nnodes is not None else None
+                if nnodes is None or span is None or span[0] <= pods <= span[1]:
+                    continue
+                outcome = (
+                    "node ranks past it do not fit the world and the rendezvous fails or hangs"
+                    if span[1] < pods
+                    else "the rendezvous waits for nodes that never come and the job hangs"
+                )
+                yield Violation(
+                    f"{pod.replica_type}: torchrun --nnodes={nnodes[0]} but the job runs {pods}"
+                    f" pods ({shape}): {outcome}; drop --nnodes (the operator sets"
+                    f" PET_NNODES={pods})",
+                    nnodes[1],
+                )
+
+
 def _inconsistent(obj: Object, ctx: Context) -> Iterator[Violation]:
     policy = obj.elastic_policy
     if policy is None:
+        yield from _fixed_world(obj)
         return
     base = ("spec", "elasticPolicy")
     low, high = elastic_range(obj) or (1, 1)
@@ -101,12 +137,16 @@ RULES = (
         slug="elastic-inconsistent",
         severity=Severity.ERROR,
         summary="elasticPolicy with min > max, replicas outside [min, max], a fixed `--nnodes`"
-        " where min != max, or an unsupported rendezvous backend.",
+        " where min != max, or an unsupported rendezvous backend; in a non-elastic PyTorchJob,"
+        " a torchrun `--nnodes` other than its pod count (Master + Workers).",
         why="torchrun takes its node range from `--nnodes` (or PET_NNODES, which the operator"
-        " sets from elasticPolicy); a fixed count waits for exactly that many nodes, so the job"
-        " neither scales nor survives losing a pod.",
-        fix="Drop `--nnodes` from the command and let the operator set PET_NNODES=min:max; keep"
-        " Worker replicas inside [min, max]; use rdzvBackend c10d.",
+        " sets from elasticPolicy, or to the pod count); a fixed count waits for exactly that"
+        " many nodes, so the job neither scales nor survives losing a pod, and a count that"
+        " differs from the pods the job runs leaves nodes outside the world: the rendezvous"
+        " hangs or fails.",
+        fix="Drop `--nnodes` from the command and let the operator set PET_NNODES (min:max for"
+        " elastic jobs, the pod count otherwise); keep Worker replicas inside [min, max]; use"
+        " rdzvBackend c10d.",
         example="elasticPolicy: {minReplicas: 2, maxReplicas: 8}\n"
         "command: [torchrun, --nnodes=4, train.py]",
         check=_inconsistent,
