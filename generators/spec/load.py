@@ -42,6 +42,7 @@ RESERVED_ENV = frozenset(
 )
 T = TypeVar("T")
 PYTHON_LAUNCHERS = ("python", "python3")
+SINGLE_NODE_MODES = frozenset({"ReadWriteOnce", "ReadWriteOncePod"})
 DISTRIBUTED_LAUNCHERS = ("torchrun", "deepspeed", "mpirun", "horovodrun")
 
 
@@ -301,6 +302,16 @@ def _job_structure(d: dict[str, Any], out: _Collector, stem: str) -> None:
             )
         if has_claim and ("storageClass" in vol or "accessMode" in vol):
             out.add(["volumes", name], "`storageClass`/`accessMode` only apply to a new claim")
+        most_pods = max(d["replicas"], (d.get("elastic") or {}).get("maxReplicas", 0))
+        for t in d["targets"]:
+            most_pods = max(most_pods, t.get("replicas", 0))
+        if vol.get("accessMode") in SINGLE_NODE_MODES and most_pods > 1:
+            out.add(
+                ["volumes", name, "accessMode"],
+                f"`{vol['accessMode']}` mounts on one node, but this job runs up to {most_pods}"
+                " pods on different nodes: the others never start; use ReadWriteMany"
+                " (or ReadOnlyMany for a dataset)",
+            )
     sync = d.get("dataSync")
     if sync and sync["volume"] not in volumes:
         out.add(["dataSync", "volume"], f"no volume named {sync['volume']!r} in `volumes`")

@@ -235,3 +235,17 @@ def test_deepspeed_settings_that_the_trainer_or_deepspeed_would_refuse(
         _edit(job, "      offload_optimizer", "      stage: 3\n      offload_optimizer")
     err = _fails(scratch)
     assert re.search(r"jobs/llm-finetune.yaml:\d+:\d+: " + re.escape(expected), err), err
+
+
+def test_single_node_claim_on_a_multi_pod_job(scratch: Path) -> None:
+    """Caught at the door, on the line the user wrote (not later on a generated file)."""
+    job = scratch / "jobs" / "llm-finetune.yaml"
+    _edit(
+        job,
+        "  checkpoints:\n    mountPath: /checkpoints\n    claimName: nfsordma-checkpoints",
+        "  checkpoints:\n    mountPath: /checkpoints\n    size: 1Ti\n    accessMode: ReadWriteOnce",
+    )
+    err = _fails(scratch)
+    line = _line_of(job, "accessMode: ReadWriteOnce")
+    assert f"llm-finetune.yaml:{line}:5: `ReadWriteOnce` mounts on one node" in err
+    assert "up to 8 pods" in err
