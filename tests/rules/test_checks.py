@@ -151,3 +151,53 @@ def test_relative_writes_resolve_against_the_working_directory() -> None:
     ]
     unknown = text.replace("          workingDir: /etc/train\n", "")
     assert not _of(run(manifests_from_text(unknown)), "volume-access-mode")
+
+
+# --- metrics-port-mismatch: PodMonitor -------------------------------------------------------
+
+PODMONITOR_FAIL = (FIXTURES / "metrics-port-mismatch" / "fail-podmonitor.yaml").read_text()
+
+
+def _podmonitor(text: str) -> list[Finding]:
+    return _of(run(manifests_from_text(text)), "metrics-port-mismatch")
+
+
+def test_podmonitor_outside_the_pods_namespace_needs_a_namespace_selector() -> None:
+    assert len(_podmonitor(PODMONITOR_FAIL)) == 1
+    elsewhere = PODMONITOR_FAIL.replace(
+        "{name: demo, namespace: ml-train}\nspec:\n  selector:",
+        "{name: demo, namespace: monitoring}\nspec:\n  selector:",
+    )
+    assert elsewhere != PODMONITOR_FAIL
+    assert not _podmonitor(elsewhere)  # looks in `monitoring`: selects none of our pods
+    for namespaces in ("{matchNames: [ml-train]}", "{any: true}"):
+        selected = elsewhere.replace(
+            "  selector:\n    matchLabels:",
+            f"  namespaceSelector: {namespaces}\n  selector:\n    matchLabels:",
+        )
+        assert selected.count("namespaceSelector") == 1
+        assert len(_podmonitor(selected)) == 1, namespaces
+
+
+def test_podmonitor_selects_by_operator_labels_only_where_they_match() -> None:
+    chief = PODMONITOR_FAIL.replace("replica-type: worker", "replica-type: master")
+    assert not _podmonitor(chief)  # the job has no Master: nothing selected, nothing to judge
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "bad"),
+    [
+        ("{portNumber: 9090}", None),
+        ("{portNumber: 8080}", "portNumber `8080`"),
+        ("{targetPort: metrics}", None),
+        ("{targetPort: 9091}", "targetPort `9091`"),
+        ("{port: metrics, portNumber: 8080}", None),  # port takes precedence
+    ],
+)
+def test_podmonitor_port_numbers(endpoint: str, bad: str | None) -> None:
+    text = PODMONITOR_FAIL.replace("{port: metrics-typo, interval: 30s}", endpoint)
+    found = _podmonitor(text)
+    if bad is None:
+        assert not found
+    else:
+        assert len(found) == 1 and bad in found[0].message

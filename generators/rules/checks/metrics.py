@@ -1,5 +1,6 @@
-"""Metrics wiring: ServiceMonitor -> Service port name -> pod container port, matching
-selectors against the labels the Training Operator puts on pods."""
+"""Metrics wiring: ServiceMonitor -> Service port name -> pod container port, and PodMonitor
+-> pod container port, matching selectors against the labels the Training Operator puts on
+pods."""
 
 from __future__ import annotations
 
@@ -49,23 +50,95 @@ def _pods_of(service: Object, ctx: Context) -> list[PodTemplate]:
     ]
 
 
-def _services_of(monitor: Object, ctx: Context) -> list[Object]:
-    selector = as_dict(monitor.spec.get("selector"))
+def _watched(monitor: Object, namespace: str | None) -> bool:
+    """Whether a ServiceMonitor/PodMonitor looks in `namespace` (its `namespaceSelector`:
+    `any`, `matchNames`, else its own namespace)."""
     namespaces = as_dict(monitor.spec.get("namespaceSelector"))
     names = {str(n) for n in as_list(namespaces.get("matchNames"))}
+    if namespaces.get("any") is True:
+        return True
+    if names:
+        return namespace is None or namespace in names
+    return same_namespace(namespace, monitor.namespace)
+
+
+def _services_of(monitor: Object, ctx: Context) -> list[Object]:
+    selector = as_dict(monitor.spec.get("selector"))
     required = {str(k): str(v) for k, v in as_dict(selector.get("matchLabels")).items()}
-    found = []
-    for svc, labels in ctx.labelled_services.candidates(required):
-        if namespaces.get("any") is True:
-            pass
-        elif names:
-            if svc.namespace not in names:
-                continue
-        elif not same_namespace(svc.namespace, monitor.namespace):
+    return [
+        svc
+        for svc, labels in ctx.labelled_services.candidates(required)
+        if _watched(monitor, svc.namespace) and selector_matches(selector, labels, wildcard=False)
+    ]
+
+
+def _monitored_pods(monitor: Object, ctx: Context) -> list[tuple[Object, PodTemplate]]:
+    """Pod templates a PodMonitor selects, by the labels their pods carry (the operator's
+    `training.kubeflow.org/*` included). An empty selector selects every pod of the
+    namespaces, ours or not: nothing to judge then."""
+    selector = as_dict(monitor.spec.get("selector"))
+    if not as_dict(selector.get("matchLabels")) and not as_list(selector.get("matchExpressions")):
+        return []
+    required = {
+        str(k): str(v)
+        for k, v in as_dict(selector.get("matchLabels")).items()
+        if k not in PER_POD_LABELS
+    }
+    return [
+        (obj, pod)
+        for (obj, pod), labels in ctx.labelled_pods.candidates(required)
+        if _watched(monitor, obj.namespace) and selector_matches(selector, labels, wildcard=True)
+    ]
+
+
+def _declared_ports(pod: PodTemplate) -> list[dict[str, Any]]:
+    """Container ports of a pod, sidecars (init containers with restartPolicy Always) too."""
+    return [
+        port
+        for c in pod.containers(init=True)
+        if not c.init or c.data.get("restartPolicy") == "Always"
+        for port in c.ports()
+    ]
+
+
+def _pod_monitor(obj: Object, ctx: Context) -> Iterator[Violation]:
+    selected = _monitored_pods(obj, ctx)
+    if not selected:
+        return
+    ports = [port for _, pod in selected for port in _declared_ports(pod)]
+    names = sorted({str(p.get("name")) for p in ports if p.get("name")})
+    numbers = {str(p.get("containerPort")) for p in ports}
+    where = ", ".join(
+        sorted({f"{o.kind} {o.name} {p.replica_type or ''}".strip() for o, p in selected})
+    )
+    declared = f"declared: {', '.join(names) or 'no named ports'}"
+    for i, raw in enumerate(as_list(obj.spec.get("podMetricsEndpoints"))):
+        endpoint = as_dict(raw)
+        base = ("spec", "podMetricsEndpoints", i)
+        # `port` (a name) takes precedence over `portNumber` and the deprecated `targetPort`.
+        if endpoint.get("port") is not None:
+            port = str(endpoint["port"])
+            if port not in names:
+                yield Violation(
+                    f"podMetricsEndpoints port `{port}` is not a container port name of the"
+                    f" pods it selects ({where}; {declared}): Prometheus discovers no target",
+                    (*base, "port"),
+                )
             continue
-        if selector_matches(selector, labels, wildcard=False):
-            found.append(svc)
-    return found
+        for key in ("portNumber", "targetPort"):
+            value = endpoint.get(key)
+            if value is None:
+                continue
+            text = str(value)
+            known = names if not text.isdigit() else sorted(numbers)
+            if text not in known:
+                yield Violation(
+                    f"podMetricsEndpoints {key} `{text}` is not a port the pods it selects"
+                    f" declare ({where}; ports: {', '.join(known) or 'none'}): Prometheus drops"
+                    " undeclared ports, so it scrapes nothing",
+                    (*base, key),
+                )
+            break
 
 
 def _monitor(obj: Object, ctx: Context) -> Iterator[Violation]:
@@ -132,6 +205,8 @@ def _service(obj: Object, ctx: Context) -> Iterator[Violation]:
 def _metrics(obj: Object, ctx: Context) -> Iterator[Violation]:
     if obj.kind == "ServiceMonitor" and obj.group == MONITORING_GROUP:
         yield from _monitor(obj, ctx)
+    elif obj.kind == "PodMonitor" and obj.group == MONITORING_GROUP:
+        yield from _pod_monitor(obj, ctx)
     elif obj.kind == "Service" and obj.group == "":
         yield from _service(obj, ctx)
 
@@ -140,14 +215,18 @@ RULES = (
     Rule(
         slug="metrics-port-mismatch",
         severity=Severity.ERROR,
-        summary="A ServiceMonitor endpoint port name not on the Service it selects, or a"
-        " Service whose named targetPort no selected container declares (warning: a numeric"
+        summary="A ServiceMonitor endpoint port name not on the Service it selects, a"
+        " PodMonitor endpoint port (name or number) no selected pod declares, or a Service"
+        " whose named targetPort no selected container declares (warning: a numeric"
         " targetPort not declared).",
         why="Prometheus resolves the chain ServiceMonitor -> Service port name -> endpoints ->"
-        " pod port; one broken link and the job's metrics silently never arrive.",
-        fix="Name the container port (e.g. `metrics`), target it by name from the Service, and"
-        " select pods by `training.kubeflow.org/job-name`.",
-        example="Service: {selector: {job-name: my-job}, ports: [{name: metrics, port: 8000}]}",
+        " pod port, or PodMonitor -> pod port (matching the pods' labels, the Training"
+        " Operator's `training.kubeflow.org/*` included); one broken link and the job's"
+        " metrics silently never arrive.",
+        fix="Name the container port (e.g. `metrics`), target it by name from the Service or"
+        " PodMonitor, and select pods by `training.kubeflow.org/job-name`.",
+        example="Service: {selector: {job-name: my-job}, ports: [{name: metrics, port: 8000}]}\n"
+        "PodMonitor: {podMetricsEndpoints: [{port: metrics-typo}]}",
         check=_metrics,
         references=("https://prometheus-operator.dev/docs/developer/getting-started/",),
     ),
