@@ -11,6 +11,10 @@ A save writes into `.tmp-step-N/`, every rank adds its files, then rank 0 writes
 crash (kill -9, node loss) at any point leaves `latest` naming the previous complete checkpoint;
 leftover `.tmp-*` folders are removed at the next save. Rank 0 alone purges old checkpoints,
 keeping the last `keep`.
+
+Rank 0 alone reads the shared directory for a decision and broadcasts it (which checkpoint to
+resume from, whether a step is already saved): on NFS, ranks reading `latest` each on their own
+can see different versions of it (attribute caching) and resume from different steps.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from trainer.dist import DistEnv, barrier
+from trainer.dist import DistEnv, barrier, broadcast_object
 
 LATEST = "latest"
 META = "meta.json"
@@ -53,8 +57,14 @@ def step_of(path: Path) -> int:
     return int(path.name.removeprefix(STEP_PREFIX))
 
 
+def _remove(folder: Path) -> None:
+    """Delete a checkpoint folder; it stops counting as complete first (meta.json goes first)."""
+    (folder / META).unlink(missing_ok=True)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 class CheckpointManager:
-    """`save` and `load_latest` are the public surface; both are collective calls."""
+    """`resume_point` and `save` are the public surface; both are collective calls."""
 
     def __init__(self, root: str | Path, keep: int, env: DistEnv) -> None:
         self.root = Path(root)
@@ -76,7 +86,9 @@ class CheckpointManager:
         return sorted(found, key=step_of)
 
     def latest(self) -> Path | None:
-        """The checkpoint `latest` names, else the newest complete one (pointer lost)."""
+        """The checkpoint `latest` names, else the newest complete one (pointer lost).
+
+        Reads shared storage on this rank alone; the ranks of a job use `resume_point`."""
         pointer = self.root / LATEST
         if pointer.is_file():
             name = pointer.read_text(encoding="utf-8").strip()
@@ -91,6 +103,28 @@ class CheckpointManager:
         meta: dict[str, Any] = json.loads((path / META).read_text(encoding="utf-8"))
         return meta
 
+    def resume_point(self) -> tuple[Path, dict[str, Any]] | None:
+        """Collective: the checkpoint to resume from and its metadata, as rank 0 finds them.
+
+        Rank 0 also removes complete `step-N` folders newer than the one chosen (a crash
+        between the folder rename and the `latest` write, or `latest` set back by hand): left
+        there, a later save of step N would take the stale folder for its own result and it
+        would hold one of the keep-last slots.
+        """
+        found: tuple[str, dict[str, Any]] | None = None
+        if self.env.is_main:
+            folder = self.latest()
+            if folder is not None:
+                found = (folder.name, self.read_meta(folder))
+                for newer in self.complete():
+                    if step_of(newer) > step_of(folder):
+                        _remove(newer)
+        found = broadcast_object(self.env, found)
+        if found is None:
+            return None
+        name, meta = found
+        return self.root / name, meta
+
     def save(self, step: int, write: Callable[[Path], None], meta: dict[str, Any]) -> Path:
         """Collective: every rank calls it; `write(folder)` adds this rank's files.
 
@@ -98,13 +132,15 @@ class CheckpointManager:
         followed by an immediate SIGTERM reaches the same state again).
         """
         final = self.root / f"{STEP_PREFIX}{step}"
-        if (final / META).is_file():
+        if broadcast_object(self.env, self.env.is_main and (final / META).is_file()):
             return final
         tmp = self.root / f"{TMP_PREFIX}{STEP_PREFIX}{step}"
         if self.env.is_main:
             self.root.mkdir(parents=True, exist_ok=True)
             for stale in self.root.glob(f"{TMP_PREFIX}{STEP_PREFIX}*"):
                 shutil.rmtree(stale, ignore_errors=True)
+            if final.exists():  # incomplete debris of an earlier attempt: the rename needs room
+                _remove(final)
             tmp.mkdir()
         barrier(self.env)
         write(tmp)

@@ -13,7 +13,7 @@ import os
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 import torch.distributed as dist
@@ -23,6 +23,8 @@ NAMESPACE_POLL_SECONDS = 0.05
 # Collective timeout: long enough for a checkpoint of a large model to reach shared storage
 # while other ranks wait in a barrier (torch's default for nccl is 10 minutes).
 COLLECTIVE_TIMEOUT = datetime.timedelta(minutes=30)
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -151,3 +153,17 @@ def all_gather_str(env: DistEnv, value: str) -> list[str]:
     out: list[object] = [None] * env.world_size
     dist.all_gather_object(out, value)
     return [str(v) for v in out]
+
+
+def broadcast_object(env: DistEnv, value: T) -> T:
+    """Rank 0's `value` on every rank (the other ranks' `value` is ignored).
+
+    For decisions about shared storage that one process must make for all: ranks that each
+    read a file on NFS can see different versions of it (attribute caching).
+    """
+    if not env.distributed:
+        return value
+    box: list[Any] = [value if env.is_main else None]
+    dist.broadcast_object_list(box, src=0)
+    out: T = box[0]
+    return out

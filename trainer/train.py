@@ -111,8 +111,10 @@ class Trainer:
             if cfg.checkpoint_dir
             else None
         )
-        self.resume_from = self.ckpt.latest() if self.ckpt else None
-        meta = CheckpointManager.read_meta(self.resume_from) if self.resume_from else None
+        # Collective: rank 0 picks the checkpoint, so every rank resumes from the same step.
+        found = self.ckpt.resume_point() if self.ckpt else None
+        self.resume_from: Path | None = found[0] if found is not None else None
+        meta = found[1] if found is not None else None
         if meta is not None:
             self._check_compatible(meta)
         model = build_model(cfg, num_classes, *self._hf_build_options())

@@ -48,8 +48,30 @@ def test_incomplete_folders_are_never_chosen(tmp_path: Path) -> None:
     assert mgr.latest() == tmp_path / "step-10"
     (tmp_path / "latest").unlink()  # pointer lost: newest complete folder
     assert mgr.latest() == tmp_path / "step-10"
+    (tmp_path / "step-30" / "state.pt").write_bytes(b"half")
+    mgr.save(30, write_value(30), {"step": 30})  # the incomplete folder makes room
+    assert mgr.latest() == tmp_path / "step-30"
+    assert torch.load(tmp_path / "step-30" / "state.pt")["value"] == 30
     mgr.save(40, write_value(40), {"step": 40})
     assert not (tmp_path / ".tmp-step-20").exists()  # stale temporaries are cleaned
+
+
+def test_resume_point_removes_complete_folders_newer_than_latest(tmp_path: Path) -> None:
+    mgr = CheckpointManager(tmp_path, keep=3, env=SINGLE)
+    assert mgr.resume_point() is None
+    for step in (10, 20, 30):
+        mgr.save(step, write_value(step), {"step": step})
+    # A crash after step-30 was renamed into place but before `latest` named it.
+    (tmp_path / "latest").write_text("step-20")
+    point = mgr.resume_point()
+    assert point == (tmp_path / "step-20", {"step": 20})
+    assert [p.name for p in mgr.complete()] == ["step-10", "step-20"]
+    # The resumed run reaches step 30 again: its save is a real one, not the stale folder.
+    mgr.save(30, write_value(300), {"step": 30})
+    assert torch.load(tmp_path / "step-30" / "state.pt")["value"] == 300
+    assert (tmp_path / "latest").read_text() == "step-30"
+    mgr.save(40, write_value(400), {"step": 40})
+    assert [p.name for p in mgr.complete()] == ["step-20", "step-30", "step-40"]
 
 
 SAVER = """
