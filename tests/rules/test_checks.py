@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from generators.findings import Finding, Severity
+from generators.rules.checks.env import says_secret
 from generators.rules.context import default_restart_policy
 from generators.spec.model import Network
 from tests.rules.conftest import make_cluster
@@ -201,3 +202,26 @@ def test_podmonitor_port_numbers(endpoint: str, bad: str | None) -> None:
         assert not found
     else:
         assert len(found) == 1 and bad in found[0].message
+
+
+# --- secret-in-plain-env: a path to a secret is not a secret ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("HF_TOKEN", True),
+        ("AWS_SECRET_ACCESS_KEY", True),
+        ("WANDB_API_KEY", True),
+        ("DB_PASSWORD", True),
+        ("TOKEN_FILE_CONTENT", True),  # the last word decides: content, not a location
+        ("PASSWORD_FILE", False),
+        ("HF_TOKEN_PATH", False),
+        ("SECRETS_DIR", False),
+        ("AWS_SHARED_CREDENTIALS_FILE", False),
+        ("GOOGLE_APPLICATION_CREDENTIALS", False),
+        ("TOKENIZERS_PARALLELISM", False),
+    ],
+)
+def test_says_secret(name: str, secret: bool) -> None:
+    assert says_secret(name) is secret

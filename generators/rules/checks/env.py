@@ -25,11 +25,24 @@ _SECRET_PAIRS = frozenset(
     {("API", "KEY"), ("ACCESS", "KEY"), ("PRIVATE", "KEY"), ("SECRET", "KEY")}
 )
 _APIKEY = frozenset({"APIKEY", "ACCESSKEY", "AUTHTOKEN"})
+# A last word that makes the variable a location, not the secret: `PASSWORD_FILE`,
+# `HF_TOKEN_PATH`, `SECRETS_DIR` hold where a secret is mounted (the `_FILE` convention of
+# official images), and a path to a secret is not a secret.
+_LOCATION_WORDS = frozenset(
+    {"FILE", "FILES", "FILENAME", "PATH", "PATHS", "DIR", "DIRS", "DIRECTORY", "LOCATION", "MOUNT"}
+)
+# Names that say secret but conventionally hold a file path.
+# https://cloud.google.com/docs/authentication/application-default-credentials
+_PATH_VALUED = frozenset({"GOOGLE_APPLICATION_CREDENTIALS"})
 
 
 def says_secret(name: str) -> bool:
-    """`HF_TOKEN`, `AWS_SECRET_ACCESS_KEY`, `WANDB_API_KEY` yes; `TOKENIZERS_PARALLELISM` no."""
-    parts = name.upper().split("_")
+    """`HF_TOKEN`, `AWS_SECRET_ACCESS_KEY`, `WANDB_API_KEY` yes; `TOKENIZERS_PARALLELISM`,
+    `PASSWORD_FILE`, `HF_TOKEN_PATH` no."""
+    upper = name.upper()
+    parts = upper.split("_")
+    if parts[-1] in _LOCATION_WORDS or upper in _PATH_VALUED:
+        return False
     if any(p in _SECRET_WORDS or p in _APIKEY for p in parts):
         return True
     return any(pair in _SECRET_PAIRS for pair in itertools.pairwise(parts))
@@ -122,7 +135,8 @@ RULES = (
         slug="secret-in-plain-env",
         severity=Severity.ERROR,
         summary="An env var whose name says secret (TOKEN, PASSWORD, SECRET, API_KEY,"
-        " ACCESS_KEY, ...) with a literal value instead of a secretKeyRef.",
+        " ACCESS_KEY, ...) with a literal value instead of a secretKeyRef (names ending in"
+        " _FILE, _PATH, _DIR, ... hold a path to a secret and are exempt).",
         why="A literal in a manifest lives in Git history, in `kubectl get -o yaml` and in every"
         " rendered diff.",
         fix="Store it in a Secret and use `valueFrom.secretKeyRef`.",
