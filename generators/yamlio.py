@@ -253,6 +253,28 @@ class Document:
     def line_of(self, path: Sequence[str | int]) -> int:
         return self.position(path)[0]
 
+    def part(self, path: Sequence[str | int], data: Any) -> Document | None:
+        """The node at exactly `path` as a document of its own (same file and index), whose
+        positions are relative to it; None when the path is not in the tree."""
+        node: yaml.Node | None = self.node
+        for part in path:
+            if isinstance(node, yaml.MappingNode):
+                node = next(
+                    (
+                        v
+                        for k, v in node.value
+                        if isinstance(k, yaml.ScalarNode) and k.value == part
+                    ),
+                    None,
+                )
+            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+                node = node.value[part] if 0 <= part < len(node.value) else None
+            else:
+                node = None
+            if node is None:
+                return None
+        return None if node is None else Document(self.file, self.index, data, node)
+
 
 class _RecursiveAlias(Exception):
     """`child` is an alias, inside `parent`, to a node that contains it."""

@@ -49,10 +49,16 @@ def _path_text(path: Sequence[str | int]) -> str:
 
 
 def _schema_findings(
-    manifest: Manifest, validator: jsonschema_rs.Validator, data: Any
+    manifest: Manifest, validator: jsonschema_rs.Validator, data: Any, *, unnamed: bool = False
 ) -> list[Finding]:
     findings: list[Finding] = []
-    for count, error in enumerate(validator.iter_errors(data)):
+    errors = validator.iter_errors(data)
+    if unnamed:
+        # Already reported as the missing name, which says what to add.
+        errors = (
+            e for e in errors if e.instance_path or getattr(e.kind, "property", None) != "metadata"
+        )
+    for count, error in enumerate(errors):
         if count == MAX_ERRORS_PER_OBJECT:
             findings.append(
                 Finding(
@@ -78,7 +84,8 @@ def _schema_findings(
 def check_schema(
     manifest: Manifest, store: SchemaStore, unknown_kind: Severity | None = Severity.ERROR
 ) -> list[Finding]:
-    """Schema findings for one object: committed status, unknown kind, schema violations."""
+    """Schema findings for one object: committed status, no name, unknown kind, schema
+    violations."""
     findings: list[Finding] = []
     data = manifest.data
     if "status" in data:
@@ -92,6 +99,18 @@ def check_schema(
             )
         )
         data = {k: v for k, v in data.items() if k != "status"}
+    meta = data.get("metadata")
+    unnamed = not (isinstance(meta, dict) and (meta.get("name") or meta.get("generateName")))
+    if unnamed:
+        findings.append(
+            Finding(
+                RULE_SCHEMA,
+                Severity.ERROR,
+                "metadata.name: required (or metadata.generateName): the API server rejects"
+                " an object without a name",
+                **_where(manifest, ["metadata"]),
+            )
+        )
     group, version = split_api_version(manifest.api_version)
     found = store.lookup((group, version, manifest.kind))
     if found is None:
@@ -109,7 +128,7 @@ def check_schema(
         return findings
     validator, _source = found
     if not validator.is_valid(data):
-        findings += _schema_findings(manifest, validator, data)
+        findings += _schema_findings(manifest, validator, data, unnamed=unnamed)
     return findings
 
 

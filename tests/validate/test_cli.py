@@ -225,6 +225,108 @@ def test_text_format_reports_bad_input_on_stderr_only(
     assert out == "" and f"{bad}:2:1: invalid YAML: duplicate key 'a'" in err
 
 
+V1_LIST = """apiVersion: v1
+kind: List
+metadata: {}
+items:
+  - apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: a}
+    datum: 1
+  - apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: d}
+    spec:
+      selector: {matchLabels: {app: d}}
+      template:
+        metadata: {labels: {app: d}}
+        spec:
+          containers: [{name: c, image: nginx, bogus: 1}]
+"""
+
+
+def test_list_items_are_validated_as_objects(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, "list.yaml", V1_LIST)
+    assert main(["validate", "--manifests", str(path), "--format", "json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["summary"]["resources"] == 2
+    found = [
+        (f["kind"], f["name"], f["line"], f["message"])
+        for f in out["findings"]
+        if f["rule"] == "schema"
+    ]
+    assert found == [
+        ("ConfigMap", "a", 8, "datum: unknown field (not in the schema)"),
+        (
+            "Deployment",
+            "d",
+            17,
+            "spec.template.spec.containers[0].bogus: unknown field (not in the schema)",
+        ),
+    ]
+    assert all(f["file"] == str(path) for f in out["findings"])
+
+
+def test_typed_list_items_take_the_list_kind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = "apiVersion: v1\nkind: ConfigMapList\nitems:\n  - metadata: {name: a}\n    datum: 1\n"
+    path = _write(tmp_path, "cms.yaml", text)
+    assert main(["validate", "--manifests", str(path), "--format", "json"]) == 1
+    [finding] = json.loads(capsys.readouterr().out)["findings"]
+    assert (finding["kind"], finding["name"], finding["line"]) == ("ConfigMap", "a", 5)
+
+
+@pytest.mark.parametrize(
+    "items,line,expected",
+    [
+        ("  - just a string\n", 4, "List item 1 is a str, not a Kubernetes object"),
+        ("  - {apiVersion: v1, metadata: {name: a}}\n", 4, "object has no `kind`"),
+    ],
+    ids=["not-a-mapping", "no-kind"],
+)
+def test_bad_list_item_exits_2_naming_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], items: str, line: int, expected: str
+) -> None:
+    path = _write(tmp_path, "list.yaml", "apiVersion: v1\nkind: List\nitems:\n" + items)
+    assert main(["validate", "--manifests", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:{line}: {expected}" in err
+
+
+@pytest.mark.parametrize(
+    "text,line",
+    [
+        ("apiVersion: v1\nkind: ConfigMap\ndata: {a: b}\n", 1),
+        ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  namespace: x\n", 3),
+        ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ''}\n", 3),
+        ("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nspec:\n  pytorchReplicaSpecs: {}\n", 1),
+    ],
+    ids=["core-no-metadata", "core-no-name", "core-empty-name", "crd-no-metadata"],
+)
+def test_object_without_a_name_is_a_schema_finding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, line: int
+) -> None:
+    path = _write(tmp_path, "x.yaml", text)
+    assert main(["validate", "--manifests", str(path), "--format", "json"]) == 1
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    named = [f for f in findings if "metadata" in f["message"] and f["rule"] == "schema"]
+    assert [(f["line"], f["message"]) for f in named] == [
+        (
+            line,
+            "metadata.name: required (or metadata.generateName): the API server rejects an"
+            " object without a name",
+        )
+    ], "exactly one finding about the missing name (no duplicate `metadata` required)"
+
+
+def test_generate_name_is_a_name(tmp_path: Path) -> None:
+    text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {generateName: cm-}\n"
+    assert main(["validate", "--manifests", str(_write(tmp_path, "g.yaml", text))]) == 0
+
+
 def test_unknown_kind_is_error_unless_downgraded(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
