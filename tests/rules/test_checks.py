@@ -225,3 +225,84 @@ def test_podmonitor_port_numbers(endpoint: str, bad: str | None) -> None:
 )
 def test_says_secret(name: str, secret: bool) -> None:
     assert says_secret(name) is secret
+
+
+# --- deepspeed-batch-mismatch: where the config file comes from -------------------------------
+
+DS_FAIL = (FIXTURES / "deepspeed-batch-mismatch" / "fail.yaml").read_text()
+DS_MOUNT = "                - {name: ds, mountPath: /config}\n"
+DS_VOLUME = "              configMap: {name: ds-config}\n"
+DS_CONFIGMAP = "  ds.json: '"
+
+
+@pytest.mark.parametrize(
+    ("mount", "volume", "key", "expected"),
+    [
+        (DS_MOUNT, DS_VOLUME, "ds.json", "ConfigMap `ds-config` key `ds.json`: train_batch_size"),
+        (
+            "                - {name: ds, mountPath: /config/ds.json, subPath: ds.json}\n",
+            DS_VOLUME,
+            "ds.json",
+            "ConfigMap `ds-config` key `ds.json`: train_batch_size",
+        ),
+        (
+            DS_MOUNT,
+            "              configMap: {name: ds-config, items: [{key: zero3, path: ds.json}]}\n",
+            "zero3",
+            "ConfigMap `ds-config` key `zero3`: train_batch_size",
+        ),
+        (
+            DS_MOUNT,
+            "              projected:\n"
+            "                sources:\n"
+            "                  - configMap: {name: other-config}\n"
+            "                  - configMap: {name: ds-config}\n",
+            "ds.json",
+            "ConfigMap `ds-config` key `ds.json`: train_batch_size",
+        ),
+        (
+            DS_MOUNT,
+            "              projected:\n"
+            "                sources:\n"
+            "                  - configMap:\n"
+            "                      name: ds-config\n"
+            "                      items: [{key: zero3, path: ds.json}]\n",
+            "zero3",
+            "ConfigMap `ds-config` key `zero3`: train_batch_size",
+        ),
+        (
+            DS_MOUNT,
+            "              projected:\n"
+            "                sources:\n"
+            "                  - configMap: {name: ds-config}\n",
+            "other.json",
+            "ConfigMap `ds-config` key `ds.json` does not exist",
+        ),
+        (  # a Secret we cannot see may provide the file: nothing to say
+            DS_MOUNT,
+            "              projected:\n"
+            "                sources:\n"
+            "                  - configMap: {name: ds-config}\n"
+            "                  - secret: {name: ds-secret}\n",
+            "other.json",
+            None,
+        ),
+    ],
+)
+def test_deepspeed_config_sources(mount: str, volume: str, key: str, expected: str | None) -> None:
+    other = (
+        "---\napiVersion: v1\nkind: ConfigMap\n"
+        "metadata: {name: other-config, namespace: ml-train}\ndata: {a.json: '{}'}\n"
+    )
+    text = (
+        DS_FAIL.replace(DS_MOUNT, mount)
+        .replace(DS_VOLUME, volume)
+        .replace(DS_CONFIGMAP, f"  {key}: '")
+        + other
+    )
+    assert mount in text and volume in text and f"  {key}: '" in text
+    found = _of(run(manifests_from_text(text)), "deepspeed-batch-mismatch")
+    if expected is None:
+        assert not found
+    else:
+        assert len(found) == 1 and expected in found[0].message, [f.message for f in found]

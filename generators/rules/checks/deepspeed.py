@@ -1,6 +1,6 @@
 """DeepSpeed rules: the config reachable from the pod (a `--deepspeed` path resolved through
-the volume mounts to a ConfigMap key in the same manifest set) against the job's world size,
-elasticity and the launcher's own flags."""
+the volume mounts, subPath, items and projected sources to a ConfigMap key in the same
+manifest set) against the job's world size, elasticity and the launcher's own flags."""
 
 from __future__ import annotations
 
@@ -13,7 +13,15 @@ from typing import Any
 from generators.findings import Severity
 from generators.rules.checks.elastic import elastic_range
 from generators.rules.checks.resources import nproc_per_pod
-from generators.rules.context import Container, Context, Object, PodTemplate, as_dict, as_int
+from generators.rules.context import (
+    Container,
+    Context,
+    Object,
+    PodTemplate,
+    as_dict,
+    as_int,
+    as_list,
+)
 from generators.rules.launch import Launch, launches
 from generators.rules.model import Path, Rule, Violation
 
@@ -46,6 +54,51 @@ def _config_flag(launch: Launch) -> tuple[str, Path] | None:
     return None
 
 
+def _projected_key(source: dict[str, Any], relative: str) -> str | None:
+    """The key a configMap/secret volume source projects at `relative`: with `items`, only the
+    keys they list (at their `path`); without, every key at its own name."""
+    items = [as_dict(raw) for raw in as_list(source.get("items"))]
+    if not items:
+        return relative
+    wanted = posixpath.normpath(relative)
+    for item in items:
+        if posixpath.normpath(str(item.get("path"))) == wanted:
+            return str(item.get("key"))
+    return None
+
+
+def _from_sources(
+    obj: Object, ctx: Context, sources: list[dict[str, Any]], relative: str
+) -> tuple[str, str | None] | None:
+    """(source, text) of the file `relative` inside a volume built from these sources (one
+    `configMap`, or a `projected` volume's list); None when we cannot see what provides it."""
+    missing: str | None = None
+    unseen = False
+    for source in sources:
+        cm = as_dict(source.get("configMap"))
+        if not cm:
+            # A secret, downwardAPI or token source may provide the file: we cannot see it.
+            unseen = unseen or any(
+                k in source for k in ("secret", "downwardAPI", "serviceAccountToken")
+            )
+            continue
+        key = _projected_key(cm, relative)
+        if key is None:
+            continue
+        configmap = ctx.find("ConfigMap", str(cm.get("name")), obj.namespace)
+        if configmap is None:
+            unseen = True
+            continue
+        described = f"ConfigMap `{configmap.name}` key `{key}`"
+        data = as_dict(configmap.data.get("data"))
+        if key in data:
+            return described, str(data[key])
+        missing = missing or described
+    if unseen or missing is None:
+        return None
+    return missing, None
+
+
 def _resolve(
     obj: Object, ctx: Context, pod: PodTemplate, c: Container, file: str
 ) -> tuple[str, str | None] | None:
@@ -63,20 +116,13 @@ def _resolve(
         else:
             continue
         volume, _ = pod.volumes.get(str(mount.get("name")), ({}, ()))
-        cm = as_dict(volume.get("configMap"))
-        if not cm:
-            return None
-        key = relative
-        for raw in cm.get("items") or []:
-            item = as_dict(raw)
-            if posixpath.normpath(str(item.get("path"))) == posixpath.normpath(relative):
-                key = str(item.get("key"))
-        configmap = ctx.find("ConfigMap", str(cm.get("name")), obj.namespace)
-        if configmap is None:
-            return None
-        source = f"ConfigMap `{configmap.name}` key `{key}`"
-        data = as_dict(configmap.data.get("data"))
-        return source, (str(data[key]) if key in data else None)
+        if "configMap" in volume:
+            return _from_sources(obj, ctx, [volume], relative)
+        projected = as_dict(volume.get("projected"))
+        if projected:
+            sources = [as_dict(raw) for raw in as_list(projected.get("sources"))]
+            return _from_sources(obj, ctx, sources, relative)
+        return None
     return None
 
 
