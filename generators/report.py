@@ -28,6 +28,36 @@ SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
 TOOL_URI = "https://github.com/example/trainops"
 
+# Where a rule's help lives: policy rules have a section each in docs/rules.md (generated
+# from their metadata); the built-in checks are described in docs/validate.md.
+RULES_DOC = f"{TOOL_URI}/blob/main/docs/rules.md"
+VALIDATE_DOC = f"{TOOL_URI}/blob/main/docs/validate.md"
+
+# The findings that are not policy rules: (one-line summary, what to do).
+BUILTIN_RULES: dict[str, tuple[str, str]] = {
+    "schema": (
+        "An object violates the strict JSON Schema of its kind (Kubernetes core, the project's"
+        " CRD schemas or --crds), has no name or schema, or carries a committed status.",
+        "Fix the field the message names: unknown fields are typos or belong elsewhere; a kind"
+        " with no schema needs --crds DIR with its CustomResourceDefinition.",
+    ),
+    "build": (
+        "`kustomize build` of an overlay failed or printed something that is not Kubernetes"
+        " objects.",
+        "Run `kustomize build overlays/<cluster>` to see kustomize's own error, fix the"
+        " inputs and re-run `trainops render`.",
+    ),
+    "spec": (
+        "Bad input: a job or cluster spec violating its schema, unreadable YAML, or a malformed"
+        " CustomResourceDefinition (exit code 2).",
+        "Fix the file and line the message names; nothing else was checked.",
+    ),
+    "drift": (
+        "Generated output (base/, overlays/, gitops/) is not what `trainops render` writes.",
+        "Run `trainops render` and commit the result.",
+    ),
+}
+
 _COLOURS = {Severity.ERROR: "\033[31m", Severity.WARNING: "\033[33m"}
 _BOLD, _DIM, _RESET = "\033[1m", "\033[2m", "\033[0m"
 
@@ -128,7 +158,7 @@ def to_sarif(findings: Sequence[Finding], resources: int) -> str:
         result: dict[str, Any] = {
             "ruleId": f.rule,
             "ruleIndex": rule_ids.index(f.rule),
-            "level": "error" if f.severity is Severity.ERROR else "warning",
+            "level": _sarif_level(f.severity),
             "message": {"text": f"{_object(f)}: {f.message}" if _object(f) else f.message},
         }
         if f.file:
@@ -147,7 +177,7 @@ def to_sarif(findings: Sequence[Finding], resources: int) -> str:
                         "name": "trainops",
                         "version": __version__,
                         "informationUri": TOOL_URI,
-                        "rules": [{"id": r, "name": r} for r in rule_ids],
+                        "rules": [sarif_rule(r) for r in rule_ids],
                     }
                 },
                 "results": results,
@@ -156,6 +186,41 @@ def to_sarif(findings: Sequence[Finding], resources: int) -> str:
         ],
     }
     return json.dumps(log, indent=2, sort_keys=True) + "\n"
+
+
+def _sarif_level(severity: Severity) -> str:
+    return "error" if severity is Severity.ERROR else "warning"
+
+
+def sarif_rule(rule_id: str) -> dict[str, Any]:
+    """SARIF `reportingDescriptor` for a rule id, from the policy rule's own metadata."""
+    from generators.rules import RULES_BY_SLUG
+
+    rule = RULES_BY_SLUG.get(rule_id)
+    if rule is not None:
+        markdown = f"{rule.why}\n\n**Fix:** {rule.fix}\n\n```yaml\n{rule.example.rstrip()}\n```"
+        if rule.references:
+            markdown += "\n\n" + "\n".join(f"- <{ref}>" for ref in rule.references)
+        return {
+            "id": rule_id,
+            "name": rule_id,
+            "shortDescription": {"text": rule.summary},
+            "fullDescription": {"text": rule.why},
+            "help": {"text": f"{rule.why}\n\nFix: {rule.fix}", "markdown": markdown},
+            "helpUri": f"{RULES_DOC}#{rule_id}",
+            "defaultConfiguration": {"level": _sarif_level(rule.severity)},
+        }
+    summary, fix = BUILTIN_RULES.get(rule_id, (f"trainops {rule_id}", ""))
+    descriptor: dict[str, Any] = {
+        "id": rule_id,
+        "name": rule_id,
+        "shortDescription": {"text": summary},
+    }
+    if fix:
+        descriptor["help"] = {"text": fix}
+        descriptor["helpUri"] = VALIDATE_DOC
+        descriptor["defaultConfiguration"] = {"level": "error"}
+    return descriptor
 
 
 def _escape_data(text: str) -> str:

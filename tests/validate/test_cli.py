@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from generators import report
@@ -541,3 +542,150 @@ def test_report_formats() -> None:
         "errors": 0,
         "warnings": 0,
     }
+
+
+# The parts of the SARIF 2.1.0 schema (sarif-schema-2.1.0.json) our log uses, as the OASIS
+# standard defines them: sarifLog (3.13), run (3.14), toolComponent (3.19), reportingDescriptor
+# (3.49: `id` required), multiformatMessageString (3.12: `text` required), reportingConfiguration
+# (3.50: level none|note|warning|error), result (3.27), physicalLocation (3.29), region (3.30:
+# startLine >= 1).
+_MESSAGE = {
+    "type": "object",
+    "required": ["text"],
+    "properties": {"text": {"type": "string", "minLength": 1}, "markdown": {"type": "string"}},
+    "additionalProperties": False,
+}
+_LEVEL = {"enum": ["none", "note", "warning", "error"]}
+SARIF_SUBSET = {
+    "type": "object",
+    "required": ["version", "runs"],
+    "properties": {
+        "$schema": {"type": "string", "format": "uri"},
+        "version": {"const": "2.1.0"},
+        "runs": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["tool"],
+                "properties": {
+                    "tool": {
+                        "type": "object",
+                        "required": ["driver"],
+                        "properties": {
+                            "driver": {
+                                "type": "object",
+                                "required": ["name"],
+                                "properties": {
+                                    "name": {"type": "string"},
+                                    "version": {"type": "string"},
+                                    "informationUri": {"type": "string", "format": "uri"},
+                                    "rules": {
+                                        "type": "array",
+                                        "items": {
+                                            "type": "object",
+                                            "required": ["id", "shortDescription"],
+                                            "properties": {
+                                                "id": {"type": "string"},
+                                                "name": {"type": "string"},
+                                                "shortDescription": _MESSAGE,
+                                                "fullDescription": _MESSAGE,
+                                                "help": _MESSAGE,
+                                                "helpUri": {"type": "string", "format": "uri"},
+                                                "defaultConfiguration": {
+                                                    "type": "object",
+                                                    "properties": {"level": _LEVEL},
+                                                    "additionalProperties": False,
+                                                },
+                                            },
+                                            "additionalProperties": False,
+                                        },
+                                    },
+                                },
+                                "additionalProperties": False,
+                            }
+                        },
+                    },
+                    "results": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["message"],
+                            "properties": {
+                                "ruleId": {"type": "string"},
+                                "ruleIndex": {"type": "integer", "minimum": -1},
+                                "level": _LEVEL,
+                                "message": _MESSAGE,
+                                "locations": {
+                                    "type": "array",
+                                    "items": {
+                                        "type": "object",
+                                        "properties": {
+                                            "physicalLocation": {
+                                                "type": "object",
+                                                "properties": {
+                                                    "artifactLocation": {
+                                                        "type": "object",
+                                                        "required": ["uri"],
+                                                        "properties": {
+                                                            "uri": {
+                                                                "type": "string",
+                                                                "format": "uri-reference",
+                                                            }
+                                                        },
+                                                    },
+                                                    "region": {
+                                                        "type": "object",
+                                                        "properties": {
+                                                            "startLine": {
+                                                                "type": "integer",
+                                                                "minimum": 1,
+                                                            }
+                                                        },
+                                                    },
+                                                },
+                                            }
+                                        },
+                                    },
+                                },
+                            },
+                        },
+                    },
+                    "properties": {"type": "object"},
+                },
+            },
+        },
+    },
+}
+
+
+def test_sarif_rules_carry_descriptions_from_rule_metadata() -> None:
+    from generators.rules import RULES
+
+    policy = RULES[0]
+    findings = [
+        Finding(rule, Severity.ERROR, "m", "a.yaml", 2) for rule in ("schema", "build", "spec")
+    ] + [
+        Finding("drift", Severity.ERROR, "stale", "base/x/kustomization.yaml"),
+        Finding(policy.slug, policy.severity, "m", "b.yaml", 3, "PyTorchJob", "j"),
+    ]
+    sarif = json.loads(report.render("sarif", findings, 2))
+    jsonschema.validate(sarif, SARIF_SUBSET, format_checker=jsonschema.FormatChecker())
+    run = sarif["runs"][0]
+    rules = {r["id"]: r for r in run["tool"]["driver"]["rules"]}
+    assert set(rules) == {"schema", "build", "spec", "drift", policy.slug}
+    for rule_id in ("schema", "build", "spec", "drift"):
+        assert rules[rule_id]["shortDescription"]["text"] == report.BUILTIN_RULES[rule_id][0]
+        assert rules[rule_id]["help"]["text"] == report.BUILTIN_RULES[rule_id][1]
+    described = rules[policy.slug]
+    assert described["shortDescription"] == {"text": policy.summary}
+    assert described["fullDescription"] == {"text": policy.why}
+    assert (
+        policy.fix in described["help"]["text"]
+        and policy.example.strip() in (described["help"]["markdown"])
+    )
+    assert described["defaultConfiguration"] == {"level": policy.severity.value}
+    # The help anchor is a real section of the generated rules page.
+    anchor = described["helpUri"].rpartition("#")[2]
+    assert f"## {anchor}\n" in (REPO / "docs/rules.md").read_text()
+    for result in run["results"]:
+        assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == result["ruleId"]
