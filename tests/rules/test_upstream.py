@@ -1,45 +1,77 @@
 """False-positive check: every upstream example (read from ../shared/upstream at test time).
 
-No errors from rules that cannot apply. The errors we keep are true findings on demo
-manifests, listed here with the reason; anything else fails the test.
+Every finding, of either severity, on every example is listed here, and each kept
+(rule, severity) has the reason it is a true finding on a demo manifest rather than a false
+positive; anything else fails the test. The examples are checked once without a cluster
+profile and once with each shipped profile (`clusters/*.yaml`), whose findings are listed
+the same way.
 """
 
 from __future__ import annotations
 
-from generators.findings import Severity
-from tests.rules.helpers import manifests_from_file, run
-from tests.tools import require_upstream
+from functools import cache
+from pathlib import Path
 
-# rule -> why an error from it on an upstream example is right, not a false positive.
-KEPT_REASONS = {
-    "resources-unbounded": "the upstream demos omit memory limits / CPU requests; a real"
-    " cluster should not run them as they are",
-    "image-unpinned": "the upstream demos use `:latest` or untagged images",
+import pytest
+
+from generators.findings import Severity
+from generators.rules import RULES_BY_SLUG
+from generators.spec.load import load_repository
+from generators.spec.model import ClusterProfile
+from tests.rules.helpers import manifests_from_file, run
+from tests.tools import REPO, require_upstream
+
+E, W = Severity.ERROR, Severity.WARNING
+Kept = tuple[str, Severity]
+
+UNBOUNDED: Kept = ("resources-unbounded", E)
+UNPINNED: Kept = ("image-unpinned", E)
+TTL: Kept = ("ttl-missing", W)
+SHM: Kept = ("shm-missing", W)
+RESTART: Kept = ("restart-policy-unsafe", W)
+NAMESPACE: Kept = ("namespace-not-allowed", E)
+GANG: Kept = ("gang-scheduling-inconsistent", E)
+RERUN: Kept = ("gitops-rerun-risk", E)
+
+# (rule, severity) -> why it is right on the upstream demos, not a false positive.
+REASONS: dict[Kept, str] = {
+    UNBOUNDED: "the demos omit memory limits and CPU requests; a shared cluster should not"
+    " run them as they are",
+    UNPINNED: "the demos use `:latest` or untagged images",
+    TTL: "the demos set neither ttlSecondsAfterFinished nor cleanPodPolicy All (MPI Operator"
+    " ones even ask for Running): their finished pods stay behind",
+    SHM: "the PyTorch CPU demo runs nprocPerNode 2 processes per pod with the container's"
+    " 64Mi /dev/shm, which DataLoader workers and NCCL's shm transport outgrow",
+    RESTART: "the TFJob and XGBoostJob demos set restartPolicy Never on the workers of a"
+    " non-elastic job: one preempted worker fails the whole job",
+    # With a cluster profile:
+    NAMESPACE: "these demos name the `kubeflow` namespace, which neither shipped profile lists"
+    " among its training namespaces",
+    GANG: "Volcano Jobs and Volcano-scheduled jobs on cloud-h100, which queues with Kueue and"
+    " runs no Volcano scheduler: the pods would wait for a scheduler that is not there",
+    RERUN: "pi.yaml sets ttlSecondsAfterFinished: the job is deleted when done and Flux/Argo CD"
+    " re-creates it from Git, running it again",
 }
-# file (relative to upstream/examples) -> the error rules kept on it (reasons above).
-KEPT: dict[str, set[str]] = {
-    "mpi-operator/examples__v2beta1__horovod__tensorflow-mnist.yaml": {"image-unpinned"},
+
+# file (relative to upstream/examples) -> every (rule, severity) found on it, no cluster.
+# Files not listed (the v2 TrainJob examples and runtimes, pi.yaml, three Volcano samples)
+# have no finding.
+KEPT: dict[str, set[Kept]] = {
+    "mpi-operator/examples__v2beta1__horovod__tensorflow-mnist.yaml": {TTL, UNPINNED},
+    "mpi-operator/examples__v2beta1__pi__pi-intel.yaml": {TTL},
+    "mpi-operator/examples__v2beta1__pi__pi-mpich.yaml": {TTL},
     "mpi-operator/examples__v2beta1__tensorflow-benchmarks__tensorflow-benchmarks.yaml": {
-        "image-unpinned",
-        "resources-unbounded",
+        TTL,
+        UNBOUNDED,
+        UNPINNED,
     },
-    "training-operator/examples__paddlepaddle__simple-cpu.yaml": {"resources-unbounded"},
-    "training-operator/examples__paddlepaddle__simple-gpu.yaml": {"resources-unbounded"},
-    "training-operator/examples__pytorch__cpu-demo__demo.yaml": {"resources-unbounded"},
-    "training-operator/examples__pytorch__simple.yaml": {"resources-unbounded"},
-    "volcano/docs__user-guide__how_to_use_pytorch_plugin.md.example.yaml": {"resources-unbounded"},
-    "volcano/example__integrations__mpi__mpi-example.yaml": {"resources-unbounded"},
-    "volcano/example__integrations__tensorflow__benchmark__tf-example.yaml": {
-        "resources-unbounded"
-    },
-    "volcano/example__integrations__tensorflow__dist-mnist__tf-dist-mnist-example.yaml": {
-        "resources-unbounded"
-    },
-    "volcano/example__job.yaml": {"image-unpinned", "resources-unbounded"},
-    "volcano/example__kubecon-2019-china__gang__mpi-example.yaml": {"resources-unbounded"},
-    "volcano/example__task-start-dependency__mpi.yaml": {"resources-unbounded"},
+    "training-operator/examples__mpi__tensorflow-mnist-elastic.yaml": {TTL},
+    "training-operator/examples__mpi__tensorflow-mnist.yaml": {TTL},
+    "training-operator/examples__paddlepaddle__simple-cpu.yaml": {TTL, UNBOUNDED},
+    "training-operator/examples__paddlepaddle__simple-gpu.yaml": {TTL, UNBOUNDED},
+    "training-operator/examples__pytorch__cpu-demo__demo.yaml": {SHM, TTL, UNBOUNDED},
+    "training-operator/examples__pytorch__simple.yaml": {TTL, UNBOUNDED},
 }
-BOTH = {"image-unpinned", "resources-unbounded"}
 for _name in (
     "examples__jax__cpu-demo__demo.yaml",
     "examples__jax__jax-dist-spmd-mnist__jaxjob_dist_spmd_mnist_gloo.yaml",
@@ -50,31 +82,116 @@ for _name in (
     "examples__pytorch__mnist__v1__pytorch_job_mnist_mpi.yaml",
     "examples__pytorch__mnist__v1__pytorch_job_mnist_nccl.yaml",
     "examples__pytorch__smoke-dist__pytorch_job_sendrecv.yaml",
-    "examples__tensorflow__dist-mnist__tf_job_mnist.yaml",
-    "examples__tensorflow__distribution_strategy__multi_worker_tfjob.yaml",
-    "examples__tensorflow__mnist_with_summaries__tf_job_mnist.yaml",
     "examples__tensorflow__simple.yaml",
     "examples__xgboost__lightgbm-dist__xgboostjob_v1_lightgbm_dist_training.yaml",
-    "examples__xgboost__smoke-dist__xgboostjob_v1_rabit_test.yaml",
-    "examples__xgboost__smoke-dist__xgboostjob_v1alpha1_rabit_test.yaml",
     "examples__xgboost__xgboost-dist__xgboostjob_v1_iris_predict.yaml",
     "examples__xgboost__xgboost-dist__xgboostjob_v1_iris_predict_local.yaml",
     "examples__xgboost__xgboost-dist__xgboostjob_v1_iris_train.yaml",
     "examples__xgboost__xgboost-dist__xgboostjob_v1_iris_train_local.yaml",
     "examples__xgboost__xgboostjob.yaml",
 ):
-    KEPT[f"training-operator/{_name}"] = BOTH
+    KEPT[f"training-operator/{_name}"] = {TTL, UNBOUNDED, UNPINNED}
+for _name in (
+    "examples__tensorflow__dist-mnist__tf_job_mnist.yaml",
+    "examples__tensorflow__distribution_strategy__multi_worker_tfjob.yaml",
+    "examples__tensorflow__mnist_with_summaries__tf_job_mnist.yaml",
+    "examples__xgboost__smoke-dist__xgboostjob_v1_rabit_test.yaml",
+    "examples__xgboost__smoke-dist__xgboostjob_v1alpha1_rabit_test.yaml",
+):
+    KEPT[f"training-operator/{_name}"] = {RESTART, TTL, UNBOUNDED, UNPINNED}
+for _name in (
+    "docs__user-guide__how_to_use_pytorch_plugin.md.example.yaml",
+    "example__integrations__mpi__mpi-example.yaml",
+    "example__integrations__tensorflow__benchmark__tf-example.yaml",
+    "example__integrations__tensorflow__dist-mnist__tf-dist-mnist-example.yaml",
+    "example__kubecon-2019-china__gang__mpi-example.yaml",
+    "example__task-start-dependency__mpi.yaml",
+):
+    KEPT[f"volcano/{_name}"] = {UNBOUNDED}
+KEPT["volcano/example__job.yaml"] = {UNBOUNDED, UNPINNED}
+
+# What each shipped cluster profile adds to the findings above (it removes none).
+IN_KUBEFLOW_NAMESPACE = {
+    f"training-operator/{name}"
+    for name in (
+        "examples__jax__cpu-demo__demo.yaml",
+        "examples__jax__jax-dist-spmd-mnist__jaxjob_dist_spmd_mnist_gloo.yaml",
+        "examples__paddlepaddle__simple-cpu.yaml",
+        "examples__paddlepaddle__simple-gpu.yaml",
+        "examples__pytorch__simple.yaml",
+        "examples__tensorflow__mnist_with_summaries__tf_job_mnist.yaml",
+        "examples__tensorflow__simple.yaml",
+    )
+}
+ON_VOLCANO = {
+    f"volcano/{name}"
+    for name in (
+        "docs__user-guide__how_to_use_pytorch_plugin.md.example.yaml",
+        "example__integrations__mpi__mpi-example.yaml",
+        "example__integrations__tensorflow__benchmark__tf-example.yaml",
+        "example__integrations__tensorflow__dist-mnist__tf-dist-mnist-example.yaml",
+        "example__job.yaml",
+        "example__kubecon-2019-china__gang__mpi-example.yaml",
+        "example__kubecon-2019-china__horovod-sample__lm-horovod-tf-mnist-v0.5.yaml",
+        "example__kubecon-2019-china__mpi-sample__mpi-example.yaml",
+        "example__kubecon-2019-china__tf-sample__tf-example.yaml",
+        "example__task-start-dependency__mpi.yaml",
+    )
+}
+WITH_TTL = "mpi-operator/examples__v2beta1__pi__pi.yaml"
+ADDED_BY_CLUSTER: dict[str, set[tuple[str, Kept]]] = {
+    "cloud-h100": {(f, NAMESPACE) for f in IN_KUBEFLOW_NAMESPACE}
+    | {(f, GANG) for f in ON_VOLCANO}
+    | {(WITH_TTL, RERUN)},
+    "onprem-a100": {(f, NAMESPACE) for f in IN_KUBEFLOW_NAMESPACE} | {(WITH_TTL, RERUN)},
+}
 
 
-def test_upstream_examples_have_no_unexpected_errors() -> None:
+def _examples() -> list[tuple[str, Path]]:
     root = require_upstream() / "examples"
     files = sorted(root.rglob("*.yaml"))
     assert len(files) > 40
-    errors: dict[str, set[str]] = {}
-    for path in files:
-        name = str(path.relative_to(root))
-        for f in run(manifests_from_file(path, name)):
-            if f.severity == Severity.ERROR:
-                errors.setdefault(name, set()).add(f.rule)
-    assert errors == KEPT
-    assert {rule for rules in KEPT.values() for rule in rules} <= set(KEPT_REASONS)
+    return [(str(path.relative_to(root)), path) for path in files]
+
+
+@cache
+def _clusters() -> dict[str, ClusterProfile]:
+    return load_repository(REPO).clusters
+
+
+@cache
+def _findings(cluster: str | None) -> frozenset[tuple[str, Kept]]:
+    """(file, (rule, severity)) of every finding, with the named shipped profile or none."""
+    profile = _clusters()[cluster] if cluster is not None else None
+    return frozenset(
+        (name, (f.rule, f.severity))
+        for name, path in _examples()
+        for f in run(manifests_from_file(path, name), profile)
+    )
+
+
+def test_every_kept_finding_has_a_reason() -> None:
+    listed = {k for kept in KEPT.values() for k in kept}
+    listed |= {k for added in ADDED_BY_CLUSTER.values() for _, k in added}
+    assert listed == set(REASONS)
+    assert all(rule in RULES_BY_SLUG for rule, _ in REASONS)
+
+
+def test_upstream_examples_have_only_the_kept_findings() -> None:
+    found: dict[str, set[Kept]] = {}
+    for name, kept in _findings(None):
+        found.setdefault(name, set()).add(kept)
+    assert found == KEPT
+
+
+def test_shipped_cluster_profiles_are_listed() -> None:
+    assert sorted(_clusters()) == sorted(ADDED_BY_CLUSTER)
+
+
+@pytest.mark.parametrize("name", sorted(ADDED_BY_CLUSTER))
+def test_upstream_examples_with_each_cluster_profile(name: str) -> None:
+    if name not in _clusters():
+        pytest.fail(f"clusters/{name}.yaml is not a shipped cluster profile any more")
+    without, with_cluster = _findings(None), _findings(name)
+    assert without - with_cluster == set(), "a cluster profile hid findings"
+    assert with_cluster - without == ADDED_BY_CLUSTER[name]
