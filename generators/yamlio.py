@@ -118,7 +118,8 @@ class _StrictLoader(_BaseLoader):  # type: ignore[misc, valid-type]
                 rewrite = True
                 if key_node.tag == _MERGE_TAG:
                     continue
-            key = _key_text(node, key_node)
+            # The common case inline: a scalar key is its text.
+            key = key_node.value if type(key_node) is yaml.ScalarNode else _key_text(node, key_node)
             first = seen.get(key)
             if first is not None:
                 raise _DuplicateKeyError(
