@@ -67,7 +67,8 @@ class TrainConfig:
     grad_accum: int = 1
     """Micro batches accumulated per optimizer step."""
     epochs: int = 1
-    """Passes over the data set; ignored when `steps` is set."""
+    """Passes over the data set; ignored when `steps` is set. Counted in samples, so a restart
+    at another world size still trains exactly this many epochs."""
     steps: int | None = None
     """Optimizer steps to run in total (wins over `epochs`)."""
     lr: float = 1e-3
@@ -77,9 +78,10 @@ class TrainConfig:
     weight_decay: float = 0.0
     """Decoupled weight decay (AdamW) or L2 (SGD)."""
     schedule: str = "constant"
-    """Learning-rate schedule after warm-up."""
+    """Learning-rate schedule after warm-up (`epochs` runs: over samples consumed)."""
     warmup_steps: int = 0
-    """Linear warm-up steps."""
+    """Linear warm-up steps (`epochs` runs: the samples of that many steps at the first
+    launch's global batch)."""
     precision: str = "fp32"
     """Autocast dtype on the accelerator; fp16 adds a gradient scaler."""
     grad_clip: float | None = None

@@ -13,6 +13,7 @@ import hashlib
 import math
 import os
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,16 +50,47 @@ def build_optimizer(cfg: TrainConfig, params: Iterator[nn.Parameter]) -> torch.o
     return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
 
 
-def lr_lambda(cfg: TrainConfig, total_steps: int) -> Callable[[int], float]:
-    """Linear warm-up, then constant or cosine decay to zero over the run (as a factor)."""
+@dataclass(frozen=True)
+class ScheduleClock:
+    """Where the learning-rate schedule stands after the scheduler's k-th step.
+
+    `--steps` runs measure the schedule in optimizer steps (the defaults: position k). `--epochs`
+    runs measure it in samples consumed globally, laid out with the first launch's global batch:
+    after an elastic restart at another world size each step moves the position by the new
+    global batch from where the checkpoint left it, so the curve continues instead of jumping
+    and ends where the data does.
+    """
+
+    total: float
+    """Position at which the schedule ends (decay reaches zero)."""
+    warmup: float
+    """Position at which the linear warm-up ends."""
+    per_step: float = 1.0
+    """Position gained per optimizer step (the current global batch for `--epochs` runs)."""
+    base_step: int = 0
+    """Scheduler step count at the checkpoint this process resumed from (0 on a fresh start)."""
+    base_position: float = 0.0
+    """Position at that checkpoint (samples consumed globally for `--epochs` runs)."""
+
+    def position(self, step: int) -> float:
+        return self.base_position + (step - self.base_step) * self.per_step
+
+
+def lr_lambda(cfg: TrainConfig, clock: ScheduleClock) -> Callable[[int], float]:
+    """Linear warm-up, then constant or cosine decay to zero over the run (as a factor).
+
+    `factor(k)` is the factor of the step after k completed ones: warm-up climbs to 1 at the
+    step that ends it ((k + 1) / warmup_steps in step units).
+    """
 
     def factor(step: int) -> float:
-        if cfg.warmup_steps and step < cfg.warmup_steps:
-            return (step + 1) / cfg.warmup_steps
+        here = clock.position(step)
+        if clock.warmup and here < clock.warmup:
+            return min(1.0, clock.position(step + 1) / clock.warmup)
         if cfg.schedule == "constant":
             return 1.0
-        span = max(1, total_steps - cfg.warmup_steps)
-        progress = min(1.0, (step - cfg.warmup_steps) / span)
+        span = max(1.0, clock.total - clock.warmup)
+        progress = min(1.0, (here - clock.warmup) / span)
         return 0.5 * (1.0 + math.cos(math.pi * progress))
 
     return factor
@@ -95,7 +127,9 @@ class Engine(abc.ABC):
 class DDPEngine(Engine):
     """DistributedDataParallel with autocast, gradient accumulation (no_sync) and clipping."""
 
-    def __init__(self, cfg: TrainConfig, env: DistEnv, model: nn.Module, total_steps: int) -> None:
+    def __init__(
+        self, cfg: TrainConfig, env: DistEnv, model: nn.Module, clock: ScheduleClock
+    ) -> None:
         self.cfg = cfg
         self.env = env
         model = model.to(env.device)
@@ -107,7 +141,7 @@ class DDPEngine(Engine):
             ids = [env.local_rank] if env.device.type == "cuda" else None
             self.wrapped = DistributedDataParallel(model, device_ids=ids)
         self.optimizer = build_optimizer(cfg, model.parameters())
-        self.scheduler = LambdaLR(self.optimizer, lr_lambda(cfg, total_steps))
+        self.scheduler = LambdaLR(self.optimizer, lr_lambda(cfg, clock))
         self.dtype = DTYPES[cfg.precision]
         self.scaler = torch.amp.GradScaler(env.device.type, enabled=cfg.precision == "fp16")
 
@@ -187,7 +221,7 @@ class DeepSpeedEngine(Engine):
         cfg: TrainConfig,
         env: DistEnv,
         model: nn.Module,
-        total_steps: int,
+        clock: ScheduleClock,
         resume_world_size: int | None = None,
     ) -> None:
         assert cfg.deepspeed_config is not None  # validate() guarantees it
@@ -211,7 +245,7 @@ class DeepSpeedEngine(Engine):
             # ZeRO refuses client optimizers it has not tested unless told (AdamW/SGD are fine).
             config.setdefault("zero_allow_untested_optimizer", True)
         if "scheduler" not in config:
-            factor = lr_lambda(cfg, total_steps)
+            factor = lr_lambda(cfg, clock)
 
             def scheduler(opt: torch.optim.Optimizer) -> LambdaLR:
                 return LambdaLR(opt, factor)
@@ -292,9 +326,9 @@ def build_engine(
     cfg: TrainConfig,
     env: DistEnv,
     model: nn.Module,
-    total_steps: int,
+    clock: ScheduleClock,
     resume_world_size: int | None,
 ) -> Engine:
     if cfg.engine == "deepspeed":
-        return DeepSpeedEngine(cfg, env, model, total_steps, resume_world_size)
-    return DDPEngine(cfg, env, model, total_steps)
+        return DeepSpeedEngine(cfg, env, model, clock, resume_world_size)
+    return DDPEngine(cfg, env, model, clock)

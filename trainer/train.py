@@ -29,7 +29,7 @@ from trainer.checkpoint import CheckpointManager
 from trainer.config import ConfigError, TrainConfig, load_deepspeed_config
 from trainer.data import EpochLoader, ResumableDistributedSampler, build_dataset, steps_per_epoch
 from trainer.dist import DistEnv, all_gather_str, all_reduce_sum, setup, teardown
-from trainer.engine import Engine, build_engine
+from trainer.engine import Engine, ScheduleClock, build_engine
 from trainer.metrics import TrainerMetrics
 from trainer.models import build_model
 
@@ -105,7 +105,6 @@ class Trainer:
                 f"data set of {len(self.dataset)} samples is smaller than one global batch "  # type: ignore[arg-type]
                 f"({cfg.batch_size} x {cfg.grad_accum} x {env.world_size} processes)"
             )
-        self.total_steps = cfg.steps if cfg.steps is not None else cfg.epochs * self.steps_per_epoch
         self.ckpt = (
             CheckpointManager(cfg.checkpoint_dir, cfg.keep_checkpoints, env)
             if cfg.checkpoint_dir
@@ -117,16 +116,55 @@ class Trainer:
         meta = found[1] if found is not None else None
         if meta is not None:
             self._check_compatible(meta)
+        # The global batch the LR schedule of an `--epochs` run was laid out with: the first
+        # launch's, carried from checkpoint to checkpoint across world-size changes.
+        self.schedule_batch = (
+            int(meta.get("schedule_global_batch", meta["global_batch"]))
+            if meta is not None
+            else self.global_batch
+        )
         model = build_model(cfg, num_classes, *self._hf_build_options())
         self.engine: Engine = build_engine(
-            cfg, env, model, self.total_steps, meta["world_size"] if meta else None
+            cfg, env, model, self._schedule_clock(meta), meta["world_size"] if meta else None
         )
         self.step = 0
         self.epoch = 0
         self.consumed = 0  # samples consumed globally in the current epoch
-        self.samples_total = 0
+        self.samples_total = 0  # samples consumed globally since the run began
         if self.resume_from is not None and meta is not None:
             self._resume(self.resume_from, meta)
+        self.total_steps = self._total_steps()
+
+    def _schedule_clock(self, meta: dict[str, Any] | None) -> ScheduleClock:
+        """`--steps` runs schedule the LR by optimizer steps; `--epochs` runs by samples
+        consumed, so a restart at another world size continues the same curve."""
+        cfg = self.cfg
+        if cfg.steps is not None:
+            return ScheduleClock(total=cfg.steps, warmup=cfg.warmup_steps)
+        batch = self.schedule_batch
+        length = len(self.dataset)  # type: ignore[arg-type]
+        return ScheduleClock(
+            total=cfg.epochs * steps_per_epoch(length, batch) * batch,
+            warmup=cfg.warmup_steps * batch,
+            per_step=self.global_batch,
+            base_step=int(meta["step"]) if meta is not None else 0,
+            base_position=int(meta["samples_total"]) if meta is not None else 0,
+        )
+
+    def _total_steps(self) -> int:
+        """The step count at which the run ends: `--steps`, or for `--epochs` the steps done
+        plus those that finish the current and remaining epochs at this global batch (the
+        restored position counts samples, so a restart at another world size trains exactly
+        the epochs asked for)."""
+        cfg = self.cfg
+        if cfg.steps is not None:
+            return cfg.steps
+        if self.epoch >= cfg.epochs:
+            return self.step
+        length = len(self.dataset)  # type: ignore[arg-type]
+        left_in_epoch = (length - self.consumed) // self.global_batch  # 0 once exhausted
+        later_epochs = (cfg.epochs - 1 - self.epoch) * self.steps_per_epoch
+        return self.step + left_in_epoch + later_epochs
 
     def _hf_build_options(self) -> tuple[torch.dtype | None, dict[str, Any] | None]:
         """For the Hugging Face path: load in the training dtype, and under ZeRO-3 partitioned
@@ -182,6 +220,7 @@ class Trainer:
                 step=self.step,
                 epoch=self.epoch,
                 samples_in_epoch=self.consumed,
+                samples_total=self.samples_total,
                 saved_world_size=meta["world_size"],
                 world_size=self.env.world_size,
                 exact=exact,
@@ -205,6 +244,7 @@ class Trainer:
             "samples_total": self.samples_total,
             "world_size": self.env.world_size,
             "global_batch": self.global_batch,
+            "schedule_global_batch": self.schedule_batch,
             "engine": self.cfg.engine,
             "config": self.cfg.to_dict(),
         }
@@ -321,6 +361,7 @@ class Trainer:
             log_event(
                 "stopped" if stopped else "finished",
                 step=self.step,
+                samples_total=self.samples_total,
                 checkpointed=self.ckpt is not None,
                 **check,
             )

@@ -249,3 +249,35 @@ def test_deepspeed_zero_loss_falls_and_ranks_stay_identical(tmp_path: Path, stag
     assert resumed["step"] == 15 and not resumed["exact"] and resumed["saved_world_size"] == 2
     assert (ckpt / "step-15" / "deepspeed-universal").is_dir()
     assert one(again.stdout, "finished")["step"] == 20
+
+
+def test_epoch_run_resumed_at_another_world_size_trains_the_same_samples(tmp_path: Path) -> None:
+    """`--epochs 2` over 256 samples: 512 samples whatever the world size, on one LR curve."""
+    args = [*TINY_GPT, "--dataset-size", "256", "--epochs", "2", "--schedule", "cosine",
+            "--warmup-steps", "4", "--log-interval", "1", "--checkpoint-dir", str(tmp_path),
+            "--checkpoint-interval", "4", "--keep-checkpoints", "20"]  # fmt: skip
+    first = run_torchrun(args)  # 2 processes x micro batch 8: 16 samples per step
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    assert one(first.stdout, "finished")["step"] == 32
+    lr_at = {16 * e["step"]: e["lr"] for e in events(first.stdout, "step")}  # by samples seen
+    # Back to step 8 (128 samples into epoch 0), then one process: 8 samples per step.
+    (tmp_path / "latest").write_text("step-8")
+    again = run_torchrun(args, nproc=1)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    resumed = one(again.stdout, "resumed")
+    assert (resumed["step"], resumed["exact"], resumed["saved_world_size"]) == (8, False, 2)
+    done = one(again.stdout, "finished")
+    assert done["step"] == 8 + (256 - 128) // 8 + 256 // 8
+    meta = json.loads((tmp_path / f"step-{done['step']}" / "meta.json").read_text())
+    assert (meta["samples_total"], meta["epoch"]) == (2 * 256, 1)
+    # The schedule follows samples consumed: same LR as the 2-process run at the same sample.
+    steps = events(again.stdout, "step")
+    assert steps[0]["step"] == 9
+    compared = 0
+    for e in steps:
+        seen = 128 + 8 * (e["step"] - 8)
+        if seen in lr_at:
+            assert e["lr"] == pytest.approx(lr_at[seen], rel=1e-9, abs=1e-15), e
+            compared += 1
+    assert compared == 24  # every 16 samples from 144 to 512
+    assert steps[-1]["lr"] < 1e-4 * steps[0]["lr"]  # the cosine reached its end with the data
