@@ -18,6 +18,16 @@ NO_WORKER_RESTART_KINDS = frozenset({"PyTorchJob", "TFJob", "XGBoostJob", "Paddl
 ARGO_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 # https://fluxcd.io/flux/components/kustomize/kustomizations/#force
 FLUX_FORCE = "kustomize.toolkit.fluxcd.io/force"
+RECREATE_OPTIONS = frozenset({"Replace=true", "Force=true"})
+# Argo CD runs hooks (its own, and Helm's, which it maps to its own) anew on every sync.
+# https://argo-cd.readthedocs.io/en/stable/user-guide/resource_hooks/
+HOOK_ANNOTATIONS = ("argocd.argoproj.io/hook", "helm.sh/hook")
+# Where the delivery objects keep the sync options that apply to everything they sync.
+DELIVERY_SETTINGS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("argoproj.io", "Application"): ("spec", "syncPolicy", "syncOptions"),
+    ("argoproj.io", "ApplicationSet"): ("spec", "template", "spec", "syncPolicy", "syncOptions"),
+    ("kustomize.toolkit.fluxcd.io", "Kustomization"): ("spec", "force"),
+}
 
 
 def _restart_policy(obj: Object, ctx: Context) -> Iterator[Violation]:
@@ -65,23 +75,66 @@ def _ttl_missing(obj: Object, ctx: Context) -> Iterator[Violation]:
         )
 
 
+def _sync_options(value: object) -> set[str]:
+    """Argo CD sync options from an annotation string or a `syncOptions` list."""
+    items = value.split(",") if isinstance(value, str) else value if isinstance(value, list) else []
+    return {str(item).replace(" ", "") for item in items}
+
+
 def _gitops_rerun(obj: Object, ctx: Context) -> Iterator[Violation]:
-    if ctx.cluster is None or not (obj.is_training_job or obj.kind == "Job"):
+    if (obj.group, obj.kind) in DELIVERY_SETTINGS:
+        yield from _delivery_rerun(obj)
         return
-    delivery = ctx.cluster.delivery
-    options = obj.annotations.get(ARGO_SYNC_OPTIONS, "")
-    for option in ("Replace=true", "Force=true"):
-        if option in options.replace(" ", "").split(","):
-            yield Violation(
-                f"sync option {option} makes Argo CD delete and re-create this job: a finished"
-                " job runs again",
-                ("metadata", "annotations", ARGO_SYNC_OPTIONS),
-            )
-    if obj.annotations.get(FLUX_FORCE) == "enabled":
+    if not (obj.is_training_job or obj.kind == "Job"):
+        return
+    options = _sync_options(obj.annotations.get(ARGO_SYNC_OPTIONS, ""))
+    for option in sorted(RECREATE_OPTIONS & options):
+        yield Violation(
+            f"sync option {option} makes Argo CD delete and re-create this job: a finished"
+            " job runs again",
+            ("metadata", "annotations", ARGO_SYNC_OPTIONS),
+        )
+    # Flux compares the value case-insensitively (fluxcd/pkg ssa: strings.EqualFold).
+    if str(obj.annotations.get(FLUX_FORCE, "")).lower() == "enabled":
         yield Violation(
             "Flux force: enabled re-creates this job when it changes: a finished job runs again",
             ("metadata", "annotations", FLUX_FORCE),
         )
+    for hook in HOOK_ANNOTATIONS:
+        if hook in obj.annotations:
+            yield Violation(
+                f"`{hook}: {obj.annotations[hook]}` makes this job a hook, which Argo CD"
+                " creates anew on every sync: the training runs again each time",
+                ("metadata", "annotations", hook),
+            )
+    if ctx.cluster is not None:
+        yield from _ttl_rerun(obj, ctx)
+
+
+def _delivery_rerun(obj: Object) -> Iterator[Violation]:
+    """Settings of the delivery objects themselves that re-create every job they deliver."""
+    path = DELIVERY_SETTINGS[obj.group, obj.kind]
+    node: object = obj.data
+    for part in path:
+        node = node.get(part) if isinstance(node, dict) else None
+    for option in sorted(RECREATE_OPTIONS & _sync_options(node)):
+        yield Violation(
+            f"{obj.kind} sync option {option}: Argo CD deletes and re-creates every changed"
+            " job it syncs, and a finished job runs again",
+            path,
+        )
+    if obj.kind == "Kustomization" and obj.spec.get("force") is True:
+        yield Violation(
+            "Flux `force: true` deletes and re-creates every job whose immutable spec changed:"
+            " a finished job runs again; set it per object (the force annotation) only on"
+            " jobs meant to be replaced",
+            ("spec", "force"),
+        )
+
+
+def _ttl_rerun(obj: Object, ctx: Context) -> Iterator[Violation]:
+    assert ctx.cluster is not None
+    delivery = ctx.cluster.delivery
     if obj.is_kubeflow_job:
         ttl_path: tuple[str | int, ...] = ("spec", "runPolicy", "ttlSecondsAfterFinished")
         ttl = obj.run_policy.get("ttlSecondsAfterFinished")
@@ -131,15 +184,16 @@ RULES = (
         slug="gitops-rerun-risk",
         severity=Severity.ERROR,
         summary="A job that GitOps delivery would run again: TTL-deleted jobs re-created by"
-        " Argo CD / Flux, or Replace/Force sync options on a job.",
+        " Argo CD / Flux (with a cluster profile), Replace/Force sync options on a job or its"
+        " Application(Set), Flux force, or a job used as an Argo CD hook.",
         why="A TTL deletes the finished job; Argo CD (automated sync, self-heal) or Flux"
         " (every interval) sees it missing from the cluster and applies it again, re-running"
         " hours of training and overwriting checkpoints.",
         fix="Drop `ttlSecondsAfterFinished` and use `cleanPodPolicy: All`; remove Replace/Force"
-        " sync options from jobs.",
+        " sync options and hook annotations from jobs and their Applications; keep Flux"
+        " `force` off (per-object annotation only where a job is meant to be replaced).",
         example="runPolicy: {ttlSecondsAfterFinished: 3600}  # on an Argo CD self-heal cluster",
         check=_gitops_rerun,
-        needs_cluster=True,
         references=(
             "https://argo-cd.readthedocs.io/en/stable/user-guide/auto_sync/",
             "https://fluxcd.io/flux/components/kustomize/kustomizations/",
