@@ -27,6 +27,8 @@ SYNTHETIC_NOISE = 0.5
 
 # The signals that ask the trainer to checkpoint and stop (Kubernetes eviction, Ctrl-C).
 STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})
+# Tags the DataLoader's seed stream apart from the sampler's (seed + epoch) and the samples'.
+LOADER_STREAM = 0x10AD
 
 Sample = tuple[torch.Tensor, torch.Tensor]
 
@@ -241,8 +243,19 @@ def ignore_stop_signals(worker_id: int) -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
 
+def loader_seed(seed: int, epoch: int) -> int:
+    """Seed of the DataLoader's own generator for an epoch (worker base seeds derive from it)."""
+    state = np.random.SeedSequence([seed, epoch, LOADER_STREAM]).generate_state(1, np.uint64)
+    return int(state[0])
+
+
 class EpochLoader:
     """The rank's DataLoader, started once per epoch (or at the resume position).
+
+    The loader draws from its own generator, seeded from (seed, epoch), never from the global
+    torch RNG (a DataLoader without one takes its worker base seed from the global RNG at every
+    `iter()`): a mid-epoch resume starts one more iterator than the uninterrupted run did, and
+    the restored global RNG stream must not move for it.
 
     It holds the only reference to the running iterator, so `close()` shuts the worker
     processes down at once (CPython frees the iterator, whose destructor joins them).
@@ -256,9 +269,12 @@ class EpochLoader:
         batch_size: int,
         num_workers: int,
         pin_memory: bool,
+        seed: int,
     ) -> None:
         self.sampler = sampler
         self.num_workers = num_workers
+        self.seed = seed
+        self.generator = torch.Generator()
         self.loader = DataLoader(
             dataset,
             batch_size=batch_size,
@@ -266,6 +282,7 @@ class EpochLoader:
             num_workers=num_workers,
             pin_memory=pin_memory,
             drop_last=True,
+            generator=self.generator,
             worker_init_fn=ignore_stop_signals if num_workers else None,
         )
         self._it: Iterator[Any] | None = None
@@ -274,6 +291,7 @@ class EpochLoader:
         """Begin `epoch` after `consumed` globally consumed samples (new worker processes)."""
         self.close()
         self.sampler.set_epoch(epoch, consumed)
+        self.generator.manual_seed(loader_seed(self.seed, epoch))
         if not self.num_workers:
             self._it = iter(self.loader)
             return

@@ -277,6 +277,7 @@ class Trainer:
             batch_size=cfg.batch_size,
             num_workers=cfg.num_workers,
             pin_memory=cfg.pin_memory and env.device.type == "cuda",
+            seed=cfg.seed,
         )
         tokens_per_sample = 1 if cfg.is_image else cfg.seq_len
         if env.is_main:

@@ -10,7 +10,12 @@ import pytest
 import torch
 
 from trainer.config import ConfigError, parse_args
-from trainer.data import ResumableDistributedSampler, SyntheticImages, SyntheticTokens
+from trainer.data import (
+    EpochLoader,
+    ResumableDistributedSampler,
+    SyntheticImages,
+    SyntheticTokens,
+)
 from trainer.models import build_model
 
 
@@ -21,6 +26,37 @@ def draw(length: int, world: int, epoch: int, start: int) -> list[list[int]]:
         s.set_epoch(epoch, start)
         out.append(list(s))
     return out
+
+
+class WorkerSeeds(torch.utils.data.Dataset[tuple[torch.Tensor, torch.Tensor]]):
+    """Sample i is (i, the torch seed of the worker process that loaded it)."""
+
+    def __len__(self) -> int:
+        return 8
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.tensor(index), torch.tensor(torch.initial_seed())
+
+
+def test_loader_leaves_the_global_rng_alone_and_seeds_workers_by_epoch() -> None:
+    def epoch_seeds(epoch: int, start: int) -> tuple[list[int], set[int]]:
+        sampler = ResumableDistributedSampler(8, 0, 1, seed=5)
+        loader = EpochLoader(
+            WorkerSeeds(), sampler, batch_size=2, num_workers=1, pin_memory=False, seed=5
+        )
+        loader.start(epoch, start)
+        batches = [loader.next() for _ in range(sampler.per_rank() // 2)]
+        loader.close()
+        return [int(i) for x, _ in batches for i in x], {int(s) for _, y in batches for s in y}
+
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    order, seeds = epoch_seeds(epoch=2, start=0)
+    # A mid-epoch resume starts another iterator: the global RNG stream must not move.
+    rest, resumed_seeds = epoch_seeds(epoch=2, start=4)
+    assert torch.equal(torch.get_rng_state(), before)
+    assert rest == order[4:] and resumed_seeds == seeds and len(seeds) == 1
+    assert epoch_seeds(epoch=3, start=0)[1] != seeds  # fresh worker seeds per epoch
 
 
 def test_ranks_partition_the_epoch_and_epochs_differ() -> None:
