@@ -257,24 +257,8 @@ class Document:
     def part(self, path: Sequence[str | int], data: Any) -> Document | None:
         """The node at exactly `path` as a document of its own (same file and index), whose
         positions are relative to it; None when the path is not in the tree."""
-        node: yaml.Node | None = self.node
-        for part in path:
-            if isinstance(node, yaml.MappingNode):
-                node = next(
-                    (
-                        v
-                        for k, v in node.value
-                        if isinstance(k, yaml.ScalarNode) and k.value == part
-                    ),
-                    None,
-                )
-            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
-                node = node.value[part] if 0 <= part < len(node.value) else None
-            else:
-                node = None
-            if node is None:
-                return None
-        return None if node is None else Document(self.file, self.index, data, node)
+        _, node, found = self._walk(path)
+        return Document(self.file, self.index, data, node) if found else None
 
 
 class _RecursiveAlias(Exception):
