@@ -313,18 +313,23 @@ class Trainer:
                 self.step += 1
                 self.consumed += self.global_batch
                 self.samples_total += self.global_batch
-                loss_sum, votes = all_reduce_sum(
-                    env, [loss, 1.0 if self.stop.received is not None else 0.0]
-                )
+                loss_sum, votes = all_reduce_sum(env, [loss, self._stop_vote()])
                 seconds = time.perf_counter() - start
                 self._observe(loss_sum / env.world_size, seconds, tokens_per_sample)
                 stopped = votes > 0
                 last = self.step >= self.total_steps
                 if stopped or last or self.step % cfg.checkpoint_interval == 0:
                     self.save()
+                    if not (stopped or last):
+                        # A signal that arrived during the save: this checkpoint is the one to
+                        # stop on, not another step and another save inside the grace period.
+                        stopped = all_reduce_sum(env, [self._stop_vote()])[0] > 0
                 if stopped or last:
                     break
         return stopped
+
+    def _stop_vote(self) -> float:
+        return 1.0 if self.stop.received is not None else 0.0
 
     def _observe(self, loss: float, seconds: float, tokens_per_sample: int) -> None:
         rate = self.global_batch / seconds if seconds > 0 else 0.0

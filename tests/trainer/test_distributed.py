@@ -209,6 +209,34 @@ def test_single_process_sigterm_exits_zero_with_checkpoint(tmp_path: Path) -> No
     assert (tmp_path / "latest").read_text() == f"step-{step}"
 
 
+def test_sigterm_during_a_periodic_save_stops_on_that_checkpoint(tmp_path: Path) -> None:
+    """A signal that lands while step 20 is being saved: stop there, no extra step or save."""
+    import sys
+
+    # A 32k vocabulary makes the checkpoint ~50 MB: its save takes ~0.1 s here, a wide window.
+    args = [*TINY_GPT, "--steps", "100000", "--checkpoint-dir", str(tmp_path),
+            "--checkpoint-interval", "20", "--vocab-size", "32768"]  # fmt: skip
+    clean = {k: v for k, v in env().items() if k not in {"RANK", "MASTER_ADDR", "WORLD_SIZE"}}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trainer", *args], cwd=REPO, env=clean,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    saving = tmp_path / ".tmp-step-20"
+    try:
+        deadline = time.monotonic() + 120
+        while not saving.exists():  # tight poll: the save takes tens of milliseconds
+            assert proc.poll() is None and time.monotonic() < deadline, "no save of step 20"
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=GRACE_SECONDS)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out[-3000:]
+    assert one(out, "stopped")["step"] == 20, out[-3000:]
+    assert [e["step"] for e in events(out, "checkpoint")] == [20]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latest", "step-20"]
+
+
 def ds_config(tmp_path: Path, stage: int, accum: int) -> Path:
     path = tmp_path / f"ds-zero{stage}.json"
     path.write_text(json.dumps({
