@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -128,26 +129,53 @@ class TrainConfig:
 
 _FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig) if f.name != "explicit"}
 
+# Allowed range of every numeric field, checked in `validate` for flags, YAML and the
+# environment alike: (lowest, lowest is allowed, highest or None). Unset optional fields (None)
+# are not checked. A test fails when a numeric field is missing here.
+RANGES: dict[str, tuple[float, bool, float | None]] = {
+    "dataset_size": (1, True, None),
+    "num_classes": (1, True, None),
+    "image_size": (1, True, None),
+    "seq_len": (1, True, None),
+    "vocab_size": (1, True, None),
+    "batch_size": (1, True, None),
+    "grad_accum": (1, True, None),
+    "epochs": (1, True, None),
+    "steps": (1, True, None),
+    "lr": (0, False, None),
+    "weight_decay": (0, True, None),
+    "warmup_steps": (0, True, None),
+    "grad_clip": (0, False, None),  # unset disables clipping
+    "checkpoint_interval": (1, True, None),
+    "keep_checkpoints": (1, True, None),
+    "seed": (0, True, None),
+    "num_workers": (0, True, None),
+    "metrics_port": (0, True, 65535),  # 0 disables the endpoint
+    "log_interval": (1, True, None),
+}
+
+
+def _check_range(name: str, value: float | None) -> None:
+    if value is None:
+        return
+    low, inclusive, high = RANGES[name]
+    flag = "--" + name.replace("_", "-")
+    if not math.isfinite(value):
+        raise ConfigError(f"`{name}` ({flag}) must be a finite number, got {value}")
+    if value < low or (value == low and not inclusive):
+        rule = f">= {low}" if inclusive else f"> {low}"
+        if name == "grad_clip":
+            rule += " (leave it unset to disable)"
+        raise ConfigError(f"`{name}` ({flag}) must be {rule}, got {value}")
+    if high is not None and value > high:
+        raise ConfigError(f"`{name}` ({flag}) must be {low}..{high}, got {value}")
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse that raises `ConfigError` instead of printing and exiting (library code)."""
 
     def error(self, message: str) -> NoReturn:
         raise ConfigError(message)
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def _nonneg_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -163,33 +191,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", choices=DATASETS)
     p.add_argument("--data-path")
     p.add_argument("--token-dtype", choices=TOKEN_DTYPES)
-    p.add_argument("--dataset-size", type=_positive_int)
-    p.add_argument("--num-classes", type=_positive_int)
-    p.add_argument("--image-size", type=_positive_int)
-    p.add_argument("--seq-len", type=_positive_int)
-    p.add_argument("--vocab-size", type=_positive_int)
-    p.add_argument("--batch-size", type=_positive_int, help="micro batch per process")
-    p.add_argument("--grad-accum", type=_positive_int)
-    p.add_argument("--epochs", type=_positive_int)
-    p.add_argument("--steps", type=_positive_int)
+    p.add_argument("--dataset-size", type=int)
+    p.add_argument("--num-classes", type=int)
+    p.add_argument("--image-size", type=int)
+    p.add_argument("--seq-len", type=int)
+    p.add_argument("--vocab-size", type=int)
+    p.add_argument("--batch-size", type=int, help="micro batch per process")
+    p.add_argument("--grad-accum", type=int)
+    p.add_argument("--epochs", type=int)
+    p.add_argument("--steps", type=int)
     p.add_argument("--lr", type=float)
     p.add_argument("--optimizer", choices=OPTIMIZERS)
     p.add_argument("--weight-decay", type=float)
     p.add_argument("--schedule", choices=SCHEDULES)
-    p.add_argument("--warmup-steps", type=_nonneg_int)
+    p.add_argument("--warmup-steps", type=int)
     p.add_argument("--precision", choices=PRECISIONS)
     p.add_argument("--grad-clip", type=float)
     p.add_argument("--channels-last", action=argparse.BooleanOptionalAction)
     p.add_argument("--checkpoint-dir")
-    p.add_argument("--checkpoint-interval", type=_positive_int)
-    p.add_argument("--keep-checkpoints", type=_positive_int)
-    p.add_argument("--seed", type=_nonneg_int)
-    p.add_argument("--num-workers", type=_nonneg_int)
+    p.add_argument("--checkpoint-interval", type=int)
+    p.add_argument("--keep-checkpoints", type=int)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--num-workers", type=int)
     p.add_argument("--pin-memory", action=argparse.BooleanOptionalAction)
-    p.add_argument(
-        "--metrics-port", type=_nonneg_int, help=f"default: ${METRICS_PORT_ENV}, else 9090"
-    )
-    p.add_argument("--log-interval", type=_positive_int)
+    p.add_argument("--metrics-port", type=int, help=f"default: ${METRICS_PORT_ENV}, else 9090")
+    p.add_argument("--log-interval", type=int)
     p.add_argument(
         "--check-ranks",
         action=argparse.BooleanOptionalAction,
@@ -247,7 +273,8 @@ def _check_types(values: Mapping[str, Any], source: str) -> None:
 
 
 def validate(cfg: TrainConfig) -> None:
-    """Cross-field checks; messages say which field and what is allowed."""
+    """Every value check in one place (choices, ranges, cross-field rules), whatever set the
+    value; messages say which field and what is allowed."""
     choices = {
         "model": MODELS,
         "data": DATASETS,
@@ -261,19 +288,8 @@ def validate(cfg: TrainConfig) -> None:
         value = getattr(cfg, name)
         if value not in allowed:
             raise ConfigError(f"`{name}` must be one of {', '.join(allowed)}, got {value!r}")
-    for name in ("batch_size", "grad_accum", "epochs", "checkpoint_interval", "keep_checkpoints"):
-        if getattr(cfg, name) < 1:
-            raise ConfigError(f"`{name}` must be >= 1, got {getattr(cfg, name)}")
-    if cfg.steps is not None and cfg.steps < 1:
-        raise ConfigError(f"`steps` must be >= 1, got {cfg.steps}")
-    if cfg.lr <= 0:
-        raise ConfigError(f"`lr` must be > 0, got {cfg.lr}")
-    if cfg.grad_clip is not None and cfg.grad_clip <= 0:
-        raise ConfigError(
-            f"`grad_clip` must be > 0 (leave it unset to disable), got {cfg.grad_clip}"
-        )
-    if not 0 <= cfg.metrics_port <= 65535:
-        raise ConfigError(f"`metrics_port` must be 0..65535, got {cfg.metrics_port}")
+    for name in RANGES:
+        _check_range(name, getattr(cfg, name))
     if cfg.model == "hf-causal-lm" and not cfg.hf_model:
         raise ConfigError("`--model hf-causal-lm` needs `--hf-model DIR` (a dir with config.json)")
     if cfg.hf_model and cfg.model != "hf-causal-lm":

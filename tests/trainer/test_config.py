@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
 from trainer.cli import build_parser, main
-from trainer.config import ConfigError, TrainConfig, parse_args
+from trainer.config import RANGES, ConfigError, TrainConfig, parse_args
 
 # The renderer's contract (issue 5): these flags must keep their names.
 FROZEN_FLAGS = {
@@ -114,7 +115,7 @@ def test_bad_yaml_names_file_and_field(tmp_path: Path, yaml_text: str, message: 
         (["--data", "image-folder"], "needs `--data-path"),
         (["--engine", "deepspeed"], "needs `--deepspeed-config"),
         (["--model", "hf-causal-lm", "--data", "tokens", "--data-path", "x"], "--hf-model"),
-        (["--grad-clip", "-1"], "`grad_clip` must be > 0"),
+        (["--grad-clip", "-1"], r"`grad_clip` \(--grad-clip\) must be > 0"),
     ],
 )
 def test_bad_flags_raise_config_error(argv: list[str], message: str) -> None:
@@ -161,3 +162,38 @@ def test_deepspeed_config_is_the_source_of_truth(tmp_path: Path) -> None:
 def test_config_round_trips_through_checkpoint_dict() -> None:
     cfg = parse_args(["--seed", "3"], env={})
     assert TrainConfig(**cfg.to_dict()) == cfg
+
+
+def test_every_numeric_field_has_a_range() -> None:
+    numeric = {
+        f.name
+        for f in dataclasses.fields(TrainConfig)
+        if ("int" in str(f.type) or "float" in str(f.type)) and "frozenset" not in str(f.type)
+    }
+    assert numeric == set(RANGES)
+
+
+@pytest.mark.parametrize("name", sorted(RANGES))
+def test_yaml_values_out_of_range_name_the_field(tmp_path: Path, name: str) -> None:
+    """YAML goes through the same range checks as flags (log_interval: 0 used to divide by 0)."""
+    low, inclusive, high = RANGES[name]
+    bad = low - 1 if inclusive else low
+    file = tmp_path / "train.yaml"
+    file.write_text(f"{name}: {bad}\n")
+    with pytest.raises(ConfigError, match=f"`{name}` .* must be"):
+        parse_args(["--config", str(file)], env={})
+    flag = "--" + name.replace("_", "-")
+    with pytest.raises(ConfigError, match=f"`{name}` \\({flag}\\) must be"):
+        parse_args([flag, str(bad)], env={})
+    if high is not None:
+        file.write_text(f"{name}: {int(high) + 1}\n")
+        with pytest.raises(ConfigError, match=f"`{name}` .* must be {low}..{high}"):
+            parse_args(["--config", str(file)], env={})
+
+
+@pytest.mark.parametrize("text", ["log_interval: 0", "lr: .nan", "weight_decay: .inf"])
+def test_yaml_degenerate_numbers_are_config_errors(tmp_path: Path, text: str) -> None:
+    file = tmp_path / "train.yaml"
+    file.write_text(text + "\n")
+    with pytest.raises(ConfigError, match=f"`{text.split(':', maxsplit=1)[0]}`"):
+        parse_args(["--config", str(file)], env={})
