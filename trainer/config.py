@@ -41,7 +41,7 @@ class ConfigError(ValueError):
 
 @dataclass
 class TrainConfig:
-    """Everything a run needs. Saved inside every checkpoint (as `config.json`)."""
+    """Everything a run needs. Saved inside every checkpoint (`meta.json`, key `config`)."""
 
     model: str = "resnet18"
     """Model family: ResNet-18/50 (images), GPT (tokens), or a Hugging Face causal LM."""
