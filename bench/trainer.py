@@ -9,7 +9,8 @@ bookkeeping. Each side reports the median seconds per optimizer step after a war
 With a GPU (the `device` machine) it also runs ResNet-50 (bf16, channels-last, synthetic 224 px
 images) and GPT-small through our trainer on one GPU, for images/s and tokens/s with MFU.
 
-Results: bench/results/trainer.json.
+Results: bench/results/trainer.json, rewritten as each section finishes (`"complete": true` once
+all have), so a run cut short still leaves what it measured.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +54,20 @@ CPU_CASES: dict[str, dict[str, Any]] = {
 RESNET50_A100_AMP_IMG_S = 2470
 RESNET50_H100_GOAL_IMG_S = 3500
 GPT_MFU_GOAL = 0.40
-# Dense bf16 peak FLOP/s by device name (NVIDIA data sheets: A100 312 TFLOPS, H100 SXM 989 TFLOPS,
-# H200 same silicon as H100 SXM).
-PEAK_BF16 = {"A100": 312e12, "H100": 989e12, "H200": 989e12}
+# Dense bf16 peak FLOP/s by the full name torch.cuda.get_device_name() reports (NVIDIA data
+# sheets, dense = half the "with sparsity" figure): the H100 variants differ (SXM 989, NVL 835,
+# PCIe 756 TFLOPS), so a substring such as "H100" would overstate the PCIe card's MFU by 30 %.
+# A name not listed gets no MFU (null) rather than a guess; add it here.
+PEAK_BF16 = {
+    "NVIDIA H100 80GB HBM3": 989e12,  # H100 SXM5
+    "NVIDIA H100 NVL": 835e12,
+    "NVIDIA H100 PCIe": 756e12,
+    "NVIDIA H200": 989e12,  # H200 SXM: the H100 SXM tensor cores
+    "NVIDIA A100-SXM4-40GB": 312e12,
+    "NVIDIA A100-SXM4-80GB": 312e12,
+    "NVIDIA A100-PCIE-40GB": 312e12,
+    "NVIDIA A100 80GB PCIe": 312e12,
+}
 
 
 def _cli_args(case: dict[str, Any]) -> list[str]:
@@ -167,8 +180,8 @@ def plain_worker(argv: list[str]) -> None:
     dist.destroy_process_group()
 
 
-def cpu_comparison(repeats: int) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def cpu_comparison(repeats: int, out: dict[str, Any], publish: Callable[[], None]) -> None:
+    """Fills `out` case by case, calling `publish` after each."""
     nproc = 2
     for name, case in CPU_CASES.items():
         global_batch = case["batch_size"] * nproc
@@ -187,16 +200,18 @@ def cpu_comparison(repeats: int) -> dict[str, Any]:
             "ratio_ours_over_plain": round(ours_rate / plain_rate, 4),
             "median_step_seconds": {"ours": ours, "plain": plain},
         }
-    return out
+        publish()
 
 
-def gpu_throughput() -> dict[str, Any] | None:
+def gpu_throughput(out: dict[str, Any], publish: Callable[[], None]) -> None:
+    """Fills `out` model by model (empty without a GPU), calling `publish` after each."""
     import torch
 
     if not torch.cuda.is_available():
-        return None
+        return
     name = torch.cuda.get_device_name(0)
-    peak = next((v for k, v in PEAK_BF16.items() if k in name), None)
+    peak = PEAK_BF16.get(name)
+    out.update({"device": name, "peak_bf16_flops": peak, "gpt_mfu_goal": GPT_MFU_GOAL})
     resnet: dict[str, Any] = {
         "model": "resnet50",
         "data": "synthetic-image",
@@ -210,6 +225,16 @@ def gpu_throughput() -> dict[str, Any] | None:
         run_ours(resnet, 1, ["--precision", "bf16", "--channels-last", "--num-workers", "8"])
     )
     images = resnet["batch_size"] / seconds
+    out.update(
+        {
+            "resnet50_bf16_channels_last_images_per_second": round(images, 1),
+            "resnet50_vs_nvidia_a100_amp": round(images / RESNET50_A100_AMP_IMG_S, 3),
+            "resnet50_h100_goal_met": (
+                images >= RESNET50_H100_GOAL_IMG_S if "H100" in name else None
+            ),
+        }
+    )
+    publish()
     from trainer.models.gpt import GPT
 
     gpt: dict[str, Any] = {
@@ -224,15 +249,13 @@ def gpu_throughput() -> dict[str, Any] | None:
     seconds = statistics.median(run_ours(gpt, 1, ["--precision", "bf16", "--num-workers", "4"]))
     tokens = gpt["batch_size"] * gpt["seq_len"] / seconds
     flops = GPT("gpt-small", gpt["vocab_size"], gpt["seq_len"]).flops_per_token(gpt["seq_len"])
-    return {
-        "device": name,
-        "resnet50_bf16_channels_last_images_per_second": round(images, 1),
-        "resnet50_vs_nvidia_a100_amp": round(images / RESNET50_A100_AMP_IMG_S, 3),
-        "resnet50_h100_goal_met": images >= RESNET50_H100_GOAL_IMG_S if "H100" in name else None,
-        "gpt_small_tokens_per_second": round(tokens, 1),
-        "gpt_small_mfu": round(tokens * flops / peak, 4) if peak else None,
-        "gpt_mfu_goal": GPT_MFU_GOAL,
-    }
+    out.update(
+        {
+            "gpt_small_tokens_per_second": round(tokens, 1),
+            "gpt_small_mfu": round(tokens * flops / peak, 4) if peak else None,
+        }
+    )
+    publish()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -248,17 +271,30 @@ def main(argv: list[str] | None = None) -> int:
 
     result: dict[str, Any] = {
         "benchmark": "trainer",
+        "complete": False,
         "machine": {
             "cpus": os.cpu_count(),
             "platform": platform.platform(),
             "torch": torch.__version__,
         },
         "warmup_steps": WARMUP_STEPS,
-        "cpu": cpu_comparison(opts.repeats),
-        "gpu": gpu_throughput(),
+        "cpu": {},
+        "gpu": {},
     }
     opts.output.parent.mkdir(parents=True, exist_ok=True)
-    opts.output.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+
+    def publish() -> None:
+        """Write what is measured so far (atomically): a run cut short keeps its sections."""
+        tmp = opts.output.with_name(opts.output.name + ".tmp")
+        tmp.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+        os.replace(tmp, opts.output)
+
+    cpu_comparison(opts.repeats, result["cpu"], publish)
+    gpu_throughput(result["gpu"], publish)
+    if not result["gpu"]:
+        result["gpu"] = None
+    result["complete"] = True
+    publish()
     for name, row in result["cpu"].items():
         print(
             f"{name}: ours {row['ours_samples_per_second']} samples/s, plain "
