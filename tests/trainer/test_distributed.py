@@ -210,31 +210,52 @@ def test_single_process_sigterm_exits_zero_with_checkpoint(tmp_path: Path) -> No
 
 
 def test_sigterm_during_a_periodic_save_stops_on_that_checkpoint(tmp_path: Path) -> None:
-    """A signal that lands while step 20 is being saved: stop there, no extra step or save."""
+    """A signal that lands while step N is being saved: stop there, no extra step or save.
+
+    To land it inside the save without depending on timing, the process is frozen (SIGSTOP)
+    as soon as the save's temporary folder appears; only if that folder is still there while
+    the process is frozen is SIGTERM sent, then SIGCONT. Otherwise the save finished first:
+    let it run on and try the next checkpoint.
+    """
     import sys
 
-    # A 32k vocabulary makes the checkpoint ~50 MB: its save takes ~0.1 s here, a wide window.
+    interval = 20
     args = [*TINY_GPT, "--steps", "100000", "--checkpoint-dir", str(tmp_path),
-            "--checkpoint-interval", "20", "--vocab-size", "32768"]  # fmt: skip
+            "--checkpoint-interval", str(interval), "--keep-checkpoints", "100",
+            "--vocab-size", "32768"]  # fmt: skip
     clean = {k: v for k, v in env().items() if k not in {"RANK", "MASTER_ADDR", "WORLD_SIZE"}}
     proc = subprocess.Popen(
         [sys.executable, "-m", "trainer", *args], cwd=REPO, env=clean,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
-    saving = tmp_path / ".tmp-step-20"
+    caught = None
     try:
-        deadline = time.monotonic() + 120
-        while not saving.exists():  # tight poll: the save takes tens of milliseconds
-            assert proc.poll() is None and time.monotonic() < deadline, "no save of step 20"
-        proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 180
+        step = interval
+        while caught is None:
+            saving = tmp_path / f".tmp-step-{step}"
+            while not saving.exists() and not (tmp_path / f"step-{step}").exists():
+                assert proc.poll() is None and time.monotonic() < deadline, f"no save of {step}"
+            os.kill(proc.pid, signal.SIGSTOP)
+            while Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
+                time.sleep(0.001)
+            if saving.exists():
+                caught = step
+                os.kill(proc.pid, signal.SIGTERM)
+            os.kill(proc.pid, signal.SIGCONT)
+            step += interval
         out, _ = proc.communicate(timeout=GRACE_SECONDS)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, out[-3000:]
-    assert one(out, "stopped")["step"] == 20, out[-3000:]
-    assert [e["step"] for e in events(out, "checkpoint")] == [20]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["latest", "step-20"]
+    assert one(out, "stopped")["step"] == caught, out[-3000:]
+    saved = list(range(interval, caught + 1, interval))
+    assert [e["step"] for e in events(out, "checkpoint")] == saved
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["latest", *(f"step-{n}" for n in saved)]
+    )
+    assert (tmp_path / "latest").read_text() == f"step-{caught}"
 
 
 def ds_config(tmp_path: Path, stage: int, accum: int) -> Path:
