@@ -355,7 +355,15 @@ def gc_paused() -> Iterator[None]:
     kept for positions); the cyclic GC would rescan them over and over, which
     triples load time on a large multi-document stream and, later, slows whatever
     code happens to trigger a full collection. Reference counting still frees
-    everything that is not in a cycle; cycles are collected once it is resumed.
+    everything that is not in a cycle.
+
+    When the outermost pause ends, what exists is moved to the permanent generation
+    (`gc.freeze`) before the collector resumes: otherwise the first
+    collection after the pause walks every object built during it (a quarter of the
+    load time of 5,000 documents). Those objects hold no reference cycles, so
+    reference counting still frees them when they are dropped; what the freeze costs
+    is that a cycle made during a pause is never collected — fine for a command
+    that validates and exits.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -363,6 +371,7 @@ def gc_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
+            gc.freeze()
             gc.enable()
 
 
