@@ -93,3 +93,12 @@ def worker_pids(parent: int) -> dict[int, int]:
             if item.startswith(b"RANK="):
                 out[int(item[5:])] = int(proc.name)
     return out
+
+
+def start_single_process(args: list[str]) -> subprocess.Popen[str]:
+    """`python -m trainer` without torchrun (no process group), output captured as text."""
+    clean = {k: v for k, v in env().items() if k not in {"RANK", "MASTER_ADDR", "WORLD_SIZE"}}
+    return subprocess.Popen(
+        [sys.executable, "-m", "trainer", *args], cwd=REPO, env=clean,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip

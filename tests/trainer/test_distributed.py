@@ -22,6 +22,7 @@ from tests.trainer.launch import (
     free_port,
     one,
     run_torchrun,
+    start_single_process,
     torchrun_cmd,
     worker_pids,
 )
@@ -185,15 +186,9 @@ def scrape_until(proc: subprocess.Popen[str], port: int, ready: Any) -> dict[str
 
 def test_single_process_sigterm_exits_zero_with_checkpoint(tmp_path: Path) -> None:
     """`python -m trainer` without torchrun (no process group) handles SIGTERM the same way."""
-    import sys
-
     args = [*TINY_GPT, "--steps", "100000", "--checkpoint-dir", str(tmp_path),
             "--checkpoint-interval", "100000"]  # fmt: skip
-    clean = {k: v for k, v in env().items() if k not in {"RANK", "MASTER_ADDR", "WORLD_SIZE"}}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "trainer", *args], cwd=REPO, env=clean,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+    proc = start_single_process(args)
     assert proc.stdout is not None
     try:
         for line in proc.stdout:  # wait for training to be under way
@@ -217,17 +212,11 @@ def test_sigterm_during_a_periodic_save_stops_on_that_checkpoint(tmp_path: Path)
     the process is frozen is SIGTERM sent, then SIGCONT. Otherwise the save finished first:
     let it run on and try the next checkpoint.
     """
-    import sys
-
     interval = 20
     args = [*TINY_GPT, "--steps", "100000", "--checkpoint-dir", str(tmp_path),
             "--checkpoint-interval", str(interval), "--keep-checkpoints", "100",
             "--vocab-size", "32768"]  # fmt: skip
-    clean = {k: v for k, v in env().items() if k not in {"RANK", "MASTER_ADDR", "WORLD_SIZE"}}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "trainer", *args], cwd=REPO, env=clean,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+    proc = start_single_process(args)
     caught = None
     try:
         deadline = time.monotonic() + 180
