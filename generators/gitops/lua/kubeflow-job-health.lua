@@ -1,6 +1,6 @@
 -- Argo CD health check for Kubeflow training jobs (PyTorchJob, TFJob, MPIJob).
 --
--- Generated into argocd-cm by trainops (generators/gitops/lua/kubeflow-job-health.lua).
+-- Generated into argocd-cm by trainops (kubeflow-job-health.lua in the trainops package).
 -- Argo CD runs it in gopher-lua (Lua 5.1) with the live object as `obj`.
 --
 -- The training operator keeps one condition per type (Created, Running,
