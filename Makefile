@@ -32,13 +32,13 @@ check: setup
 	$(TRAINOPS) render --check
 
 lint: setup
-	$(PY) -m ruff check generators trainer tests
-	$(PY) -m ruff format --check generators trainer tests
+	$(PY) -m ruff check trainops trainer tests
+	$(PY) -m ruff format --check trainops trainer tests
 	$(PY) -m mypy
 
 format: setup
-	$(PY) -m ruff check --fix generators trainer tests
-	$(PY) -m ruff format generators trainer tests
+	$(PY) -m ruff check --fix trainops trainer tests
+	$(PY) -m ruff format trainops trainer tests
 
 ## test: set up, lint, type-check, then the whole pytest suite.
 test: lint

@@ -36,12 +36,12 @@ from unittest import mock
 import kubernetes_validate
 import yaml
 
-from generators import kustomize, yamlio
-from generators.validate import pipeline, repo
-from generators.validate.load import documents_to_manifests
-from generators.validate.pipeline import validate_manifests
-from generators.validate.repo import validate_repository
-from generators.validate.schemas import DEFAULT_KUBERNETES_VERSION, SchemaStore
+from trainops import kustomize, yamlio
+from trainops.validate import pipeline, repo
+from trainops.validate.load import documents_to_manifests
+from trainops.validate.pipeline import validate_manifests
+from trainops.validate.repo import validate_repository
+from trainops.validate.schemas import DEFAULT_KUBERNETES_VERSION, SchemaStore
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "validate.json"
@@ -251,11 +251,8 @@ def generated_repository(dest: Path) -> None:
     """500 copies of a shipped job, each on 4 clusters (two copies of each shipped profile)."""
     (dest / "jobs").mkdir(parents=True)
     (dest / "clusters").mkdir()
-    for extra in ("trainops.yaml", "schemas"):
-        if (ROOT / extra).is_file():
-            shutil.copy(ROOT / extra, dest / extra)
-        elif (ROOT / extra).is_dir():
-            shutil.copytree(ROOT / extra, dest / extra)
+    if (ROOT / "trainops.yaml").is_file():
+        shutil.copy(ROOT / "trainops.yaml", dest / "trainops.yaml")
     clusters: list[str] = []
     for path in sorted((ROOT / "clusters").glob("*.yaml")):
         text = path.read_text()

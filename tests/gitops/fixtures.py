@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from generators.spec.model import (
+from trainops.spec.model import (
     ClusterProfile,
     Delivery,
     GpuProduct,

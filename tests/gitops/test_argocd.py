@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 import yaml
 
-from generators.gitops import render_gitops
-from generators.gitops.argocd import SYNC_OPTIONS, app_project, application_set
-from generators.gitops.kinds import NAMESPACED_KINDS
 from tests.gitops.crdschema import crd_validator, errors
 from tests.gitops.fixtures import flux_only_repo, mixed_repo
 from tests.tools import require_upstream
+from trainops.gitops import render_gitops
+from trainops.gitops.argocd import SYNC_OPTIONS, app_project, application_set
+from trainops.gitops.kinds import NAMESPACED_KINDS
 
 
 def test_render_gitops_layout() -> None:
@@ -184,10 +184,10 @@ def test_appproject_allows_every_kind_the_renderer_builds(tmp_path: Path) -> Non
     in them would make Argo CD re-run a finished job (no TTL, no Replace, no suspend)."""
     import shutil
 
-    from generators.gitops.diff import build_overlays, write_files
-    from generators.render import render_repository
-    from generators.spec.load import load_repository
     from tests.tools import REPO, require_tool
+    from trainops.gitops.diff import build_overlays, write_files
+    from trainops.render import render_repository
+    from trainops.spec.load import load_repository
 
     if not shutil.which("kustomize"):
         require_tool("kubectl")

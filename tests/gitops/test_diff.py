@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from generators.cli import main
-from generators.gitops.diff import (
+from tests.tools import REPO, require_tool
+from trainops.cli import main
+from trainops.gitops.diff import (
     COMMENT_MARKER,
     IMMUTABLE_JOB,
     compare,
     gpu_count,
     object_key,
 )
-from generators.render import render_repository
-from generators.spec.load import load_repository
-from tests.tools import REPO, require_tool
+from trainops.render import render_repository
+from trainops.spec.load import load_repository
 
 JOB = "resnet50-ddp"
 

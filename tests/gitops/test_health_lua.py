@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 import yaml
 
-from generators.gitops.health import argocd_cm_patch, health_key, lua_source
-from generators.gitops.kinds import KUBEFLOW_GROUP, TRAINING_JOB_KINDS
 from tests.gitops.fixtures import SETTINGS
 from tests.tools import in_ci
+from trainops.gitops.health import argocd_cm_patch, health_key, lua_source
+from trainops.gitops.kinds import KUBEFLOW_GROUP, TRAINING_JOB_KINDS
 
 try:
     import lupa.lua51 as lupa

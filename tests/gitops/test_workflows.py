@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from generators.cli import COMMANDS, build_parser
 from tests.tools import REPO, require_tool
+from trainops.cli import COMMANDS, build_parser
 
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.y*ml"))
 FULL_SHA_WITH_VERSION = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+$")
@@ -105,12 +105,12 @@ def test_pr_and_main_jobs() -> None:
 
 
 def trainops_commands() -> list[tuple[str, list[str]]]:
-    """Every `trainops ...` / `python -m generators ...` invocation in workflows and hooks."""
+    """Every `trainops ...` / `python -m trainops ...` invocation in workflows and hooks."""
     found: list[tuple[str, list[str]]] = []
     sources = [*WORKFLOWS, REPO / ".pre-commit-hooks.yaml", REPO / ".pre-commit-config.yaml"]
     for path in sources:
         for line in path.read_text().splitlines():
-            match = re.search(r"(?:^|[\s:])(?:trainops|python -m generators)\s+([a-z].*)$", line)
+            match = re.search(r"(?:^|[\s:])(?:trainops|python -m trainops)\s+([a-z].*)$", line)
             if not match or line.lstrip(" -").startswith(("#", "name:", "description:")):
                 continue
             words = shlex.split(match.group(1).split(">")[0].split("||")[0])

@@ -52,7 +52,9 @@ def _as_text(files: dict[str, bytes]) -> str:
 def _check(expected_file: Path, actual: str) -> None:
     if UPDATE:
         expected_file.write_text(actual)
-    assert expected_file.exists(), f"{expected_file.name} missing: run with TRAINOPS_UPDATE_GOLDEN=1"
+    assert expected_file.exists(), (
+        f"{expected_file.name} missing: run with TRAINOPS_UPDATE_GOLDEN=1"
+    )
     assert actual == expected_file.read_text(), f"{expected_file.name} differs"
 
 

@@ -29,7 +29,7 @@ def scratch(tmp_path: Path) -> Path:
 def trainops(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Run the real CLI in a subprocess, as a user would."""
     return subprocess.run(
-        [sys.executable, "-m", "generators", "--root", str(root), *args],
+        [sys.executable, "-m", "trainops", "--root", str(root), *args],
         capture_output=True,
         text=True,
         cwd=REPO,

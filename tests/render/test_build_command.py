@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from generators import kustomize
 from tests.render.conftest import trainops
 from tests.tools import REPO, require_tool
+from trainops import kustomize
 
 
 def _needs_kustomize() -> None:

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from generators.render import deepspeed as ds_config
-from generators.render import objects
-from generators.spec.load import load_repository, world_sizes
 from tests.tools import REPO, in_ci
+from trainops.render import deepspeed as ds_config
+from trainops.render import objects
+from trainops.spec.load import load_repository, world_sizes
 
 SCRIPT = Path(__file__).with_name("ds_world_sizes.py")
 

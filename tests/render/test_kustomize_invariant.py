@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 import yaml
 
-from generators import kustomize
-from generators.render import expected_objects, objects, render_repository
-from generators.render import write as render_write
-from generators.spec.load import load_repository
 from tests.tools import REPO, require_tool
+from trainops import kustomize
+from trainops.render import expected_objects, objects, render_repository
+from trainops.render import write as render_write
+from trainops.spec.load import load_repository
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPOS = {"shipped": REPO, "variety": FIXTURES / "variety"}

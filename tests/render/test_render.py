@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from generators.render import render_repository
-from generators.render import write as render_write
-from generators.spec.load import load_repository
 from tests.render.conftest import trainops, tree
 from tests.tools import REPO
+from trainops.render import render_repository
+from trainops.render import write as render_write
+from trainops.spec.load import load_repository
 
 
 def test_committed_output_is_current() -> None:

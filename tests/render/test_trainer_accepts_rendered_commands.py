@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from generators.render import deepspeed as ds_config
-from generators.render import expected_objects
-from generators.spec.load import load_repository
 from tests.tools import REPO
 from trainer import config as trainer_config
+from trainops.render import deepspeed as ds_config
+from trainops.render import expected_objects
+from trainops.spec.load import load_repository
 
 
 def _placements() -> list[tuple[str, str]]:

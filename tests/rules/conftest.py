@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from generators.spec.model import (
+from trainops.spec.model import (
     ClusterProfile,
     Delivery,
     GpuProduct,

@@ -6,12 +6,12 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from generators.findings import Finding
-from generators.manifest import Manifest
-from generators.rules import check
-from generators.spec.model import ClusterProfile
-from generators.yamlio import load_file, load_text
 from tests.tools import SEEDS, require_shared
+from trainops.findings import Finding
+from trainops.manifest import Manifest
+from trainops.rules import check
+from trainops.spec.model import ClusterProfile
+from trainops.yamlio import load_file, load_text
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from generators.findings import Finding, Severity
-from generators.rules.checks.env import says_secret
-from generators.rules.context import default_restart_policy
-from generators.spec.model import Network
 from tests.rules.conftest import make_cluster
 from tests.rules.helpers import FIXTURES, manifests_from_file, manifests_from_text, run
+from trainops.findings import Finding, Severity
+from trainops.rules.checks.env import says_secret
+from trainops.rules.context import default_restart_policy
+from trainops.spec.model import Network
 
 
 def _of(findings: list[Finding], rule: str) -> list[Finding]:

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from generators.cli import main
-from generators.rules import RULES
-from generators.rules.docs import as_markdown
 from tests.rules.conftest import make_cluster
 from tests.rules.helpers import FIXTURES, manifests_from_file, manifests_from_text, run
+from trainops.cli import main
+from trainops.rules import RULES
+from trainops.rules.docs import as_markdown
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
 UNPINNED = (FIXTURES / "image-unpinned" / "fail.yaml").read_text()
@@ -70,7 +70,7 @@ def test_cluster_rules_skip_without_cluster() -> None:
 
 def test_docs_rules_md_is_current() -> None:
     assert DOCS.read_text(encoding="utf-8") == as_markdown(), (
-        "docs/rules.md is stale: run `python -m generators rules --format markdown > docs/rules.md`"
+        "docs/rules.md is stale: run `python -m trainops rules --format markdown > docs/rules.md`"
     )
 
 

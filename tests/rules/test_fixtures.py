@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from generators.findings import Severity
-from generators.rules import RULES, RULES_BY_SLUG
-from generators.spec.model import ClusterProfile
 from tests.rules.helpers import FIXTURES, manifests_from_file, run
+from trainops.findings import Severity
+from trainops.rules import RULES, RULES_BY_SLUG
+from trainops.spec.model import ClusterProfile
 
 # Fail fixtures that trip a rule's milder variant, and the severities their findings have;
 # the findings of every other fail fixture have the rule's default severity.

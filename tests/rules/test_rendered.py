@@ -6,13 +6,13 @@ import shutil
 
 import pytest
 
-from generators import kustomize
-from generators.findings import Severity
-from generators.manifest import Manifest
-from generators.rules import check
-from generators.spec.load import load_repository
-from generators.yamlio import load_text
 from tests.tools import REPO, require_tool
+from trainops import kustomize
+from trainops.findings import Severity
+from trainops.manifest import Manifest
+from trainops.rules import check
+from trainops.spec.load import load_repository
+from trainops.yamlio import load_text
 
 
 def test_rendered_overlays_have_no_rule_errors() -> None:

@@ -9,9 +9,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from generators.findings import Finding
-from generators.manifest import Manifest
-from generators.rules import check
 from tests.rules.conftest import make_cluster
 from tests.rules.helpers import (
     json_block,
@@ -22,6 +19,9 @@ from tests.rules.helpers import (
     seed_text,
     yaml_blocks,
 )
+from trainops.findings import Finding
+from trainops.manifest import Manifest
+from trainops.rules import check
 
 SEED000 = Path(__file__).parent / "seeds" / "seed000.yaml"
 
@@ -136,7 +136,7 @@ def test_seed000() -> None:
 
 
 def test_seed000_on_a_tcp_cluster_without_volcano() -> None:
-    from generators.spec.model import Network, Scheduler
+    from trainops.spec.model import Network, Scheduler
 
     cluster = make_cluster(
         network=Network(transport="tcp", socket_interface="eth0"),

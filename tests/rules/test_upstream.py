@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from generators.findings import Severity
-from generators.rules import RULES_BY_SLUG
-from generators.spec.load import load_repository
-from generators.spec.model import ClusterProfile
 from tests.rules.helpers import manifests_from_file, run
 from tests.tools import REPO, require_upstream
+from trainops.findings import Severity
+from trainops.rules import RULES_BY_SLUG
+from trainops.spec.load import load_repository
+from trainops.spec.model import ClusterProfile
 
 E, W = Severity.ERROR, Severity.WARNING
 Kept = tuple[str, Severity]

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from generators.validate.crd import load_crd_dir
-from generators.validate.schemas import SchemaStore
 from tests.tools import require_upstream
+from trainops.validate.crd import load_crd_dir
+from trainops.validate.schemas import SchemaStore
 
 
 @pytest.fixture(scope="session")

@@ -9,11 +9,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from generators import report
-from generators.cli import main
-from generators.findings import Finding, Severity
-from generators.validate.crd import convert_schema
 from tests.tools import REPO, require_tool, require_upstream
+from trainops import report
+from trainops.cli import main
+from trainops.findings import Finding, Severity
+from trainops.validate.crd import convert_schema
 
 GOOD = """apiVersion: v1
 kind: ConfigMap
@@ -659,7 +659,7 @@ SARIF_SUBSET = {
 
 
 def test_sarif_rules_carry_descriptions_from_rule_metadata() -> None:
-    from generators.rules import RULES
+    from trainops.rules import RULES
 
     policy = RULES[0]
     findings = [

@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 import yaml
 
-from generators.findings import Finding
-from generators.manifest import Manifest
-from generators.validate.load import load_manifests
-from generators.validate.pipeline import validate_manifests
-from generators.validate.schemas import CRD_SCHEMA_DIR, SchemaStore, crd_schema_file
 from tests.tools import UPSTREAM, require_upstream
+from trainops.findings import Finding
+from trainops.manifest import Manifest
+from trainops.validate.load import load_manifests
+from trainops.validate.pipeline import validate_manifests
+from trainops.validate.schemas import CRD_SCHEMA_DIR, SchemaStore, crd_schema_file
 
 EXAMPLE_DIRS = ("training-operator", "mpi-operator")
 

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 import yaml
 
-from generators.cli import main
-from generators.validate.load import load_manifests
-from generators.validate.pipeline import validate_manifests
-from generators.validate.schemas import SchemaStore
 from tests.tools import REPO, require_tool
+from trainops.cli import main
+from trainops.validate.load import load_manifests
+from trainops.validate.pipeline import validate_manifests
+from trainops.validate.schemas import SchemaStore
 
 APPLICATIONSET = REPO / "gitops" / "argocd" / "applicationset.yaml"
 APPPROJECT = REPO / "gitops" / "argocd" / "appproject.yaml"

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 import yaml
 
-from generators.validate import kubeconform
-from generators.validate.schemas import DEFAULT_KUBERNETES_VERSION
 from tests.tools import REPO
+from trainops.validate import kubeconform
+from trainops.validate.schemas import DEFAULT_KUBERNETES_VERSION
 
 
 def _template_paths(obj: dict[str, Any], schema_dir: Path) -> list[Path]:
@@ -119,6 +119,6 @@ def test_every_rendered_object_finds_a_schema_whose_refs_resolve(layout: Path) -
 def test_the_check_sees_a_dangling_ref(layout: Path) -> None:
     """The same walk over `schemas/crds` as committed (no core definitions beside it) fails,
     which is why the workflow must not point kubeconform at `schemas/crds` directly."""
-    committed = REPO / "schemas" / "crds" / "kubeflow.org" / "pytorchjob_v1.json"
+    committed = REPO / "trainops" / "schemas" / "crds" / "kubeflow.org" / "pytorchjob_v1.json"
     assert any("_definitions.json" in ref for ref in _dangling_refs(committed))
     assert _dangling_refs(layout / "kubeflow.org" / "pytorchjob_v1.json") == []

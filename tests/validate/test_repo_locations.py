@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from generators import kustomize, report
-from generators.cli import main
-from generators.validate.repo import validate_repository
 from tests.tools import REPO, require_tool
+from trainops import kustomize, report
+from trainops.cli import main
+from trainops.validate.repo import validate_repository
 
 STRAY = "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: stray}\nbogus: 1\n"
 

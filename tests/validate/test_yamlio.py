@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
-from generators import yamlio
-from generators.errors import InputError
 from tests.tools import require_upstream
+from trainops import yamlio
+from trainops.errors import InputError
 
 CASES = {
     "scalars": """

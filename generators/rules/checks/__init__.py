@@ -1,1 +1,0 @@
-"""The rules, one module per small family; `generators.rules.registry` lists them in order."""

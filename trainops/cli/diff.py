@@ -1,0 +1,64 @@
+"""Show the rendered diff: every overlay built at a base ref and at the working tree.
+
+Prints, per cluster, a unified diff of each added, changed or removed object of
+the fully built manifests (real kustomize), and a summary: object counts and the
+GPU count change. `--format markdown` is for a pull-request comment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from trainops.errors import InputError, Problem
+from trainops.gitops import diff
+from trainops.kustomize import KustomizeError
+from trainops.render import render_repository
+from trainops.spec.load import load_repository
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--base",
+        metavar="REF",
+        help="git ref to compare with (default: the merge base of HEAD with main)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("text", "markdown"),
+        default="text",
+        help="text (default) or markdown for a pull-request comment",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    root: Path = args.root
+    try:
+        base_ref = args.base or diff.default_base(root)
+        files = render_repository(load_repository(root))
+        with tempfile.TemporaryDirectory(prefix="trainops-diff-") as tmp:
+            base_tree, head_tree = Path(tmp, "base"), Path(tmp, "head")
+            base_tree.mkdir()
+            diff.extract_ref(root, base_ref, base_tree)
+            diff.write_files(files, head_tree)
+            try:
+                base = diff.build_overlays(base_tree)
+            except KustomizeError as err:
+                print(f"error: kustomize build failed at {base_ref}: {err}", file=sys.stderr)
+                return 1
+            try:
+                head = diff.build_overlays(head_tree)
+            except KustomizeError as err:
+                print(f"error: kustomize build failed for the working tree: {err}", file=sys.stderr)
+                return 1
+    except diff.GitError as err:
+        raise InputError(Problem(str(root), None, None, f"git: {err}")) from None
+    changes = diff.compare(base, head)
+    shown = base_ref if args.base else f"merge base {base_ref[:12]}"
+    if args.format == "markdown":
+        sys.stdout.write(diff.format_markdown(changes, shown))
+    else:
+        sys.stdout.write(diff.format_text(changes, shown))
+    return 0

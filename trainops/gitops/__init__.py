@@ -1,0 +1,29 @@
+"""GitOps delivery objects for the rendered overlays: Argo CD and Flux.
+
+`render_gitops(repo)` is a pure function: the repository model in, a mapping of
+relative output paths under `gitops/` to one object or a list of objects out.
+The renderer writes them with the generated-file header. Argo CD files appear
+only when a cluster uses Argo CD, Flux files only for clusters using Flux.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainops.gitops.argocd import app_project, application_set
+from trainops.gitops.flux import flux_files
+from trainops.gitops.health import argocd_cm_patch
+from trainops.spec.model import Repository
+
+__all__ = ["render_gitops"]
+
+
+def render_gitops(repo: Repository) -> dict[str, Any]:
+    """Every gitops/ file: relative path -> object (or list of objects)."""
+    files: dict[str, Any] = {}
+    if repo.delivered_by("argocd"):
+        files["gitops/argocd/appproject.yaml"] = app_project(repo)
+        files["gitops/argocd/applicationset.yaml"] = application_set(repo)
+        files["gitops/argocd/argocd-cm-health.yaml"] = argocd_cm_patch(repo.settings)
+    files.update(flux_files(repo))
+    return dict(sorted(files.items()))

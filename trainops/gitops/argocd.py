@@ -1,0 +1,192 @@
+"""Argo CD objects: the AppProject that fences training apps in, and the ApplicationSet.
+
+Every setting here is chosen for batch training jobs rather than services;
+docs/gitops.md explains each one. The short version:
+
+- no TTL on jobs (the renderer uses `cleanPodPolicy: All`), so a finished job
+  stays in the cluster as the record and self-heal has nothing to re-create
+  (argo-cd#8586: a TTL-deleted job is OutOfSync/Missing and would train again);
+- never `Replace=true`: job specs are immutable in practice, a changed job is
+  a new run name, so a sync never deletes and re-creates a job;
+- server-side apply and server-side diff, plus ignoreDifferences (respected at
+  sync) for what Kueue owns, so operator defaults, status and Kueue's
+  `runPolicy.suspend` flip are not drift and a sync never undoes them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainops.gitops.kinds import KUBEFLOW_GROUP, NAMESPACED_KINDS, TRAINING_JOB_KINDS
+from trainops.spec.model import ClusterProfile, Repository
+
+ARGOCD_API = "argoproj.io/v1alpha1"
+APPLICATIONSET_NAME = "trainops"
+APP_LABEL = "trainops.dev/cluster"
+PART_OF = {"app.kubernetes.io/part-of": "trainops"}
+
+# Order matters only for reading; each option is explained in docs/gitops.md.
+SYNC_OPTIONS: tuple[str, ...] = (
+    "ServerSideApply=true",
+    "RespectIgnoreDifferences=true",
+    "ApplyOutOfSyncOnly=true",
+    "PruneLast=true",
+    "PrunePropagationPolicy=foreground",
+    "FailOnSharedResource=true",
+    "CreateNamespace=false",
+)
+
+# Server-side diff: the API server (schema defaults, defaulting webhooks) predicts
+# the live object, so operator-defaulted fields are not drift.
+# https://argo-cd.readthedocs.io/en/stable/user-guide/diff-strategies/
+COMPARE_OPTIONS = "ServerSideDiff=true"
+
+# Retries for transient failures (operator webhook restarting, Kueue webhook not
+# ready). 5 tries, 30s doubling to at most 10m: about 15 minutes before giving up,
+# shorter than a training job's image pull on a cold node would make a human wait.
+RETRY: dict[str, Any] = {
+    "limit": 5,
+    "backoff": {"duration": "30s", "factor": 2, "maxDuration": "10m"},
+}
+
+# Sync history kept per Application; each entry is small, 10 is Argo CD's default.
+REVISION_HISTORY_LIMIT = 10
+
+
+def _destination(cluster: ClusterProfile) -> dict[str, str]:
+    """Argo CD destination: by cluster name when the profile gives one, else by server URL."""
+    if cluster.delivery.destination_name:
+        return {"name": cluster.delivery.destination_name}
+    return {"server": cluster.delivery.destination_server}
+
+
+def app_project(repo: Repository) -> dict[str, Any]:
+    """The AppProject: our repo only, each cluster's own namespaces only, our kinds only."""
+    settings = repo.settings
+    destinations = [
+        {**_destination(cluster), "namespace": namespace}
+        for cluster in repo.delivered_by("argocd")
+        for namespace in sorted(cluster.namespaces)
+    ]
+    return {
+        "apiVersion": ARGOCD_API,
+        "kind": "AppProject",
+        "metadata": {
+            "name": settings.argocd_project,
+            "namespace": settings.argocd_namespace,
+            "labels": dict(PART_OF),
+        },
+        "spec": {
+            "description": "Training jobs rendered by trainops: namespaced training kinds only.",
+            "sourceRepos": [settings.repo_url],
+            "destinations": destinations,
+            # Nothing cluster-scoped: namespaces, CRDs, RBAC and queues are the platform's.
+            "clusterResourceWhitelist": [],
+            "namespaceResourceWhitelist": [
+                {"group": gk.group, "kind": gk.kind} for gk in sorted(NAMESPACED_KINDS)
+            ],
+        },
+    }
+
+
+def ignore_differences(cluster: ClusterProfile) -> list[dict[str, Any]]:
+    """Fields of the job kinds that others own on `cluster`: never drift, never overwritten.
+
+    - `/status`: the operator's (Argo CD 3 ignores status already; stated for 2.x too).
+    - `/spec/runPolicy/suspend`: Kueue creates jobs suspended and flips it on admission;
+      syncing it back would suspend (stop) a running job. We never set it from Git.
+    - pod-template `nodeSelector` / `tolerations`, on Kueue clusters only: Kueue injects its
+      ResourceFlavor's node labels and tolerations on admission and removes them on
+      suspension. Elsewhere they are ours, and a change to them must show as drift.
+    """
+    entries: list[dict[str, Any]] = []
+    for job in TRAINING_JOB_KINDS:
+        entry: dict[str, Any] = {
+            "group": KUBEFLOW_GROUP,
+            "kind": job.kind,
+            "jsonPointers": ["/status", "/spec/runPolicy/suspend"],
+        }
+        if cluster.scheduler.kind == "kueue":
+            template = f".spec.{job.replica_specs}[]?.template.spec"
+            entry["jqPathExpressions"] = [f"{template}.nodeSelector", f"{template}.tolerations"]
+        entries.append(entry)
+    return entries
+
+
+def _element(cluster: ClusterProfile) -> dict[str, Any]:
+    """One list-generator element: everything that differs between clusters."""
+    delivery = cluster.delivery
+    return {
+        "cluster": cluster.name,
+        "destinationName": delivery.destination_name or "",
+        "destinationServer": delivery.destination_server,
+        "prune": delivery.prune,
+        "selfHeal": delivery.self_heal,
+        "ignoreDifferences": ignore_differences(cluster),
+    }
+
+
+# Booleans, the either/or destination and the per-cluster ignoreDifferences cannot be
+# templated inside `template` (its fields are typed), so they go through `templatePatch`,
+# a Go template that renders to YAML and is merged over the template.
+# https://argo-cd.readthedocs.io/en/stable/operator-manual/applicationset/Template/#template-patch
+TEMPLATE_PATCH = """\
+spec:
+  destination:
+    {{- if .destinationName }}
+    name: {{ .destinationName | toJson }}
+    {{- else }}
+    server: {{ .destinationServer | toJson }}
+    {{- end }}
+  syncPolicy:
+    automated:
+      prune: {{ .prune }}
+      selfHeal: {{ .selfHeal }}
+      allowEmpty: false
+  ignoreDifferences: {{ .ignoreDifferences | toJson }}
+"""
+
+
+def application_set(repo: Repository) -> dict[str, Any]:
+    """One ApplicationSet generating an Application per Argo CD cluster (`overlays/<cluster>`)."""
+    settings = repo.settings
+    elements = [_element(c) for c in repo.delivered_by("argocd")]
+    return {
+        "apiVersion": ARGOCD_API,
+        "kind": "ApplicationSet",
+        "metadata": {
+            "name": APPLICATIONSET_NAME,
+            "namespace": settings.argocd_namespace,
+            "labels": dict(PART_OF),
+        },
+        "spec": {
+            "goTemplate": True,
+            "goTemplateOptions": ["missingkey=error"],
+            "generators": [{"list": {"elements": elements}}],
+            # Deleting an Application (cluster dropped from the list, ApplicationSet
+            # re-created) must not kill the training jobs it managed.
+            "syncPolicy": {"preserveResourcesOnDeletion": True},
+            "template": {
+                "metadata": {
+                    "name": "training-{{ .cluster }}",
+                    "labels": {**PART_OF, APP_LABEL: "{{ .cluster }}"},
+                    "annotations": {"argocd.argoproj.io/compare-options": COMPARE_OPTIONS},
+                },
+                "spec": {
+                    "project": settings.argocd_project,
+                    "source": {
+                        "repoURL": settings.repo_url,
+                        "targetRevision": settings.revision,
+                        "path": "overlays/{{ .cluster }}",
+                    },
+                    "destination": {},
+                    "syncPolicy": {
+                        "syncOptions": list(SYNC_OPTIONS),
+                        "retry": RETRY,
+                    },
+                    "revisionHistoryLimit": REVISION_HISTORY_LIMIT,
+                },
+            },
+            "templatePatch": TEMPLATE_PATCH,
+        },
+    }

@@ -1,0 +1,290 @@
+"""The rendered diff of a change: every overlay built at a base ref and at the working tree.
+
+Base side: the committed `base/` and `overlays/` at the ref (the rendered-manifests
+pattern: that is what the clusters sync today), extracted with `git archive`.
+Head side: the working tree's jobs/ and clusters/ rendered in memory, so a PR that
+forgot to run `trainops render` still shows what it will deliver. Both sides go
+through the real kustomize, then objects are matched by kind, namespace and name
+(configMapGenerator's hash suffix removed, so a changed ConfigMap is "changed",
+not "removed + added").
+"""
+
+from __future__ import annotations
+
+import difflib
+import io
+import re
+import subprocess
+import tarfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainops import kustomize
+from trainops.errors import InputError, Problem
+from trainops.gitops.kinds import TRAINING_JOB_KINDS
+from trainops.yamlio import dump, load_text
+
+OVERLAYS = "overlays"
+BUILD_INPUTS = ("base", OVERLAYS)
+DEFAULT_MAIN = ("main", "origin/main")
+
+# kustomize's name hash: 10 characters from its encoding alphabet
+# (sigs.k8s.io/kustomize/api/hasher: encode() maps the hex digits 0,1,3,a,e to g,h,k,m,t).
+HASH_SUFFIX = re.compile(r"-[2456789bcdfghkmt]{10}$")
+HASHED_KINDS = frozenset({"ConfigMap", "Secret"})
+
+# The job kinds whose replicas hold GPUs, and the resources that count as GPUs.
+JOB_GROUP = "kubeflow.org"
+GPU_RESOURCE = re.compile(r"(^|\.|/)gpu$")
+
+JOB_KINDS = frozenset(k.kind for k in TRAINING_JOB_KINDS)
+IMMUTABLE_JOB = (
+    "a job's pods are created from the spec it had when it started, so the running or"
+    " finished job keeps its old spec and a finished one does not run again: to run the"
+    " change, give the job a new name (a new name is a new run)"
+)
+
+# GitHub rejects comments over 65,536 characters; leave room for the summary.
+MARKDOWN_DIFF_BUDGET = 60_000
+COMMENT_MARKER = "<!-- trainops-diff -->"
+
+
+class GitError(Exception):
+    """git failed or the ref is unknown (the message is git's own)."""
+
+
+def git(root: Path, *args: str) -> bytes:
+    proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, check=False)
+    if proc.returncode != 0:
+        raise GitError(proc.stderr.decode("utf-8", "replace").strip() or f"git {args[0]} failed")
+    return proc.stdout
+
+
+def default_base(root: Path) -> str:
+    """The merge base of HEAD with `main` (or `origin/main` in a CI checkout)."""
+    for branch in DEFAULT_MAIN:
+        try:
+            return git(root, "merge-base", "HEAD", branch).decode().strip()
+        except GitError:
+            continue
+    raise InputError(
+        Problem(
+            str(root),
+            None,
+            None,
+            "no merge base with `main` or `origin/main`: pass --base REF"
+            " (fetch the base branch first in a shallow CI clone)",
+        )
+    )
+
+
+def extract_ref(root: Path, ref: str, dest: Path) -> None:
+    """Write the committed base/ and overlays/ at `ref` under `dest` (none there: nothing)."""
+    try:
+        commit = git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").decode().strip()
+    except GitError:
+        raise InputError(
+            Problem(str(root), None, None, f"unknown git ref `{ref}`: pass a branch, tag or commit")
+        ) from None
+    prefix = git(root, "rev-parse", "--show-prefix").decode().strip()
+    tree = f"{commit}:{prefix}"
+    present = git(root, "ls-tree", "--name-only", tree).decode().split()
+    paths = [p for p in BUILD_INPUTS if p in present]
+    if not paths:
+        return
+    archive = git(root, "archive", "--format=tar", tree, *paths)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(dest, filter="data")
+        else:  # Python before 3.11.4 has no filters; this is git's archive of our own repo
+            tar.extractall(dest)
+
+
+def write_files(files: Mapping[str, str], dest: Path) -> None:
+    """Write the rendered base/ and overlays/ files under `dest`."""
+    for rel, text in files.items():
+        if rel.split("/", 1)[0] not in BUILD_INPUTS:
+            continue
+        path = dest / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    """`Kind/namespace/name`, hash suffix of generated ConfigMaps and Secrets removed."""
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name", ""))
+    kind = str(obj.get("kind", ""))
+    if kind in HASHED_KINDS:
+        name = HASH_SUFFIX.sub("", name)
+    return f"{kind}/{meta.get('namespace') or '_'}/{name}"
+
+
+def build_overlays(tree: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """cluster -> object key -> object, for every `overlays/<cluster>` under `tree`."""
+    built: dict[str, dict[str, dict[str, Any]]] = {}
+    overlays = tree / OVERLAYS
+    if not overlays.is_dir():
+        return built
+    for overlay in sorted(p for p in overlays.iterdir() if (p / "kustomization.yaml").is_file()):
+        stream = kustomize.build(overlay)
+        docs = load_text(stream, f"kustomize build {OVERLAYS}/{overlay.name}")
+        built[overlay.name] = {object_key(d.data): d.data for d in docs}
+    return built
+
+
+def gpu_count(objects: Iterable[Mapping[str, Any]]) -> int:
+    """GPUs the training jobs ask for: replicas x GPU limits (else requests) per replica type."""
+    total = 0
+    for obj in objects:
+        if str(obj.get("apiVersion", "")).split("/")[0] != JOB_GROUP:
+            continue
+        spec = obj.get("spec") or {}
+        for key, replica_specs in spec.items():
+            if not key.endswith("ReplicaSpecs") or not isinstance(replica_specs, dict):
+                continue
+            for replica in replica_specs.values():
+                replicas = int(replica.get("replicas", 1))
+                pod = ((replica.get("template") or {}).get("spec")) or {}
+                per_pod = 0
+                for container in pod.get("containers") or []:
+                    resources = container.get("resources") or {}
+                    amounts = resources.get("limits") or resources.get("requests") or {}
+                    per_pod += sum(
+                        int(v) for k, v in amounts.items() if GPU_RESOURCE.search(str(k))
+                    )
+                total += replicas * per_pod
+    return total
+
+
+@dataclass
+class ClusterDiff:
+    cluster: str
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    gpus_base: int = 0
+    gpus_head: int = 0
+    patches: dict[str, str] = field(default_factory=dict)
+    """object key -> unified diff text, for every added, changed or removed object."""
+
+    @property
+    def gpu_delta(self) -> int:
+        return self.gpus_head - self.gpus_base
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.added or self.changed or self.removed)
+
+    @property
+    def changed_jobs(self) -> list[str]:
+        """Changed training jobs: their spec is fixed once created (see `IMMUTABLE_JOB`)."""
+        return [key for key in self.changed if key.split("/", 1)[0] in JOB_KINDS]
+
+
+def _unified(cluster: str, key: str, old: Any, new: Any) -> str:
+    before = dump(old).splitlines(keepends=True) if old is not None else []
+    after = dump(new).splitlines(keepends=True) if new is not None else []
+    return "".join(
+        difflib.unified_diff(
+            before,
+            after,
+            fromfile=f"a/{cluster}/{key}" if old is not None else "/dev/null",
+            tofile=f"b/{cluster}/{key}" if new is not None else "/dev/null",
+        )
+    )
+
+
+def compare(
+    base: Mapping[str, Mapping[str, dict[str, Any]]],
+    head: Mapping[str, Mapping[str, dict[str, Any]]],
+) -> list[ClusterDiff]:
+    """Per cluster (union of both sides, by name): what was added, changed, removed."""
+    result: list[ClusterDiff] = []
+    for cluster in sorted(set(base) | set(head)):
+        old, new = base.get(cluster, {}), head.get(cluster, {})
+        diff = ClusterDiff(
+            cluster, gpus_base=gpu_count(old.values()), gpus_head=gpu_count(new.values())
+        )
+        for key in sorted(set(old) | set(new)):
+            if key not in old:
+                diff.added.append(key)
+            elif key not in new:
+                diff.removed.append(key)
+            elif old[key] != new[key]:
+                diff.changed.append(key)
+            else:
+                continue
+            diff.patches[key] = _unified(cluster, key, old.get(key), new.get(key))
+        result.append(diff)
+    return result
+
+
+def _counts(d: ClusterDiff) -> str:
+    return f"{len(d.added)} added, {len(d.changed)} changed, {len(d.removed)} removed"
+
+
+def _gpus(d: ClusterDiff) -> str:
+    return f"{d.gpus_base} -> {d.gpus_head} ({d.gpu_delta:+d})"
+
+
+def format_text(diffs: list[ClusterDiff], base_ref: str) -> str:
+    lines = [f"trainops diff: {base_ref} -> working tree"]
+    for d in diffs:
+        lines.append(f"cluster {d.cluster}: {_counts(d)}; GPUs {_gpus(d)}")
+    if not any(d.has_changes for d in diffs):
+        lines.append("no changes to the built manifests")
+    for d in diffs:
+        for key in d.changed_jobs:
+            lines.append(f"warning: {d.cluster}: changed {key}: {IMMUTABLE_JOB}")
+    out = "\n".join(lines) + "\n"
+    for d in diffs:
+        for key in [*d.removed, *d.changed, *d.added]:
+            out += "\n" + d.patches[key]
+    return out
+
+
+def format_markdown(diffs: list[ClusterDiff], base_ref: str) -> str:
+    """A PR comment: a summary table, then one collapsed diff per cluster (size-capped)."""
+    lines = [
+        COMMENT_MARKER,
+        "### trainops diff",
+        "",
+        f"Built manifests at `{base_ref}` compared with this change.",
+        "",
+        "| cluster | added | changed | removed | GPUs (base → head) |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
+    for d in diffs:
+        gpus = f"{d.gpus_base} → {d.gpus_head} ({d.gpu_delta:+d})"
+        lines.append(
+            f"| `{d.cluster}` | {len(d.added)} | {len(d.changed)} | {len(d.removed)} | {gpus} |"
+        )
+    if not any(d.has_changes for d in diffs):
+        lines += ["", "No changes to the built manifests."]
+    jobs = [f"`{d.cluster}/{key}`" for d in diffs for key in d.changed_jobs]
+    if jobs:
+        lines += ["", "> [!WARNING]", f"> Changed training jobs: {', '.join(jobs)}.", ">"]
+        lines.append(f"> {IMMUTABLE_JOB[0].upper()}{IMMUTABLE_JOB[1:]}.")
+    budget = MARKDOWN_DIFF_BUDGET
+    for d in diffs:
+        if not d.has_changes:
+            continue
+        body = "".join(d.patches[k] for k in [*d.removed, *d.changed, *d.added])
+        fence = "````" if "```" in body else "```"
+        if len(body) > budget:
+            body = body[: max(budget, 0)] + "\n… diff truncated: run `trainops diff` locally\n"
+        budget -= len(body)
+        lines += [
+            "",
+            f"<details><summary><code>{d.cluster}</code>: {_counts(d)}</summary>",
+            "",
+            f"{fence}diff",
+            body.rstrip("\n"),
+            fence,
+            "",
+            "</details>",
+        ]
+    return "\n".join(lines) + "\n"

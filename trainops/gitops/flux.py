@@ -1,0 +1,123 @@
+"""Flux objects: per cluster, a GitRepository and a Kustomization syncing `overlays/<cluster>`.
+
+Layout (what `flux bootstrap --path` or a fleet repository's Kustomization points at):
+
+    gitops/flux/<cluster>/source.yaml     GitRepository (this repository, base/ + overlays/ only)
+    gitops/flux/<cluster>/training.yaml   Kustomization (./overlays/<cluster>)
+
+No kustomization.yaml is written there: kustomize-controller generates one
+that includes every manifest in the directory. docs/gitops.md explains each
+setting.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainops.gitops.kinds import TRAINING_JOB_KINDS
+from trainops.spec.model import ClusterProfile, Repository
+
+SOURCE_API = "source.toolkit.fluxcd.io/v1"
+KUSTOMIZE_API = "kustomize.toolkit.fluxcd.io/v1"
+SOURCE_NAME = "trainops"
+PART_OF = {"app.kubernetes.io/part-of": "trainops"}
+
+# How often source-controller polls Git; a webhook Receiver makes it immediate.
+SOURCE_INTERVAL = "5m"
+# How often the overlay is re-applied (drift correction) when nothing changed.
+INTERVAL = "10m"
+# How soon a failed apply or health check is retried.
+RETRY_INTERVAL = "2m"
+# Apply plus health wait. A job counts as healthy once it runs, is suspended by
+# Kueue, or succeeded; 15 minutes covers pulling a multi-GB training image on a
+# cold node. A job still only Created after that (e.g. gang scheduling waiting
+# for GPUs) marks the Kustomization not Ready, which is the signal we want.
+TIMEOUT = "15m"
+
+# The artifact holds only what the overlays need: not trainer/, tests/, docs/.
+SOURCE_IGNORE = "/*\n!/base/\n!/overlays/\n"
+
+
+def git_repository(repo: Repository) -> dict[str, Any]:
+    """The GitRepository every Flux cluster reads this repository through."""
+    settings = repo.settings
+    return {
+        "apiVersion": SOURCE_API,
+        "kind": "GitRepository",
+        "metadata": {
+            "name": SOURCE_NAME,
+            "namespace": settings.flux_namespace,
+            "labels": dict(PART_OF),
+        },
+        "spec": {
+            "interval": SOURCE_INTERVAL,
+            "url": settings.repo_url,
+            "ref": {"branch": settings.revision},
+            "ignore": SOURCE_IGNORE,
+        },
+    }
+
+
+def _has_true(types: list[str]) -> str:
+    """CEL: one of the condition `types` is True. `has()` guards a job with no status yet,
+    as Flux's CEL cheatsheet recommends (https://fluxcd.io/flux/cheatsheets/cel-healthchecks/)."""
+    quoted = ", ".join(f"'{t}'" for t in types)
+    return (
+        "has(status.conditions) && status.conditions.exists(c, "
+        f"c.type in [{quoted}] && c.status == 'True')"
+    )
+
+
+def health_check_exprs() -> list[dict[str, str]]:
+    """CEL health for the Kubeflow job kinds (kstatus does not understand their conditions).
+
+    Delivered means started: Running, Succeeded, or Suspended (queued by Kueue) is
+    current; Failed is failed. Anything else (Created, Restarting, no status yet) matches
+    neither and Flux reads it as in progress, so no `inProgress` expression is given:
+    Flux evaluates `inProgress` first, and a job keeps Created=True while it runs.
+    """
+    return [
+        {
+            "apiVersion": job.api_version,
+            "kind": job.kind,
+            "current": _has_true(["Running", "Succeeded", "Suspended"]),
+            "failed": _has_true(["Failed"]),
+        }
+        for job in TRAINING_JOB_KINDS
+    ]
+
+
+def kustomization(repo: Repository, cluster: ClusterProfile) -> dict[str, Any]:
+    """The Kustomization that syncs `./overlays/<cluster>` onto that cluster."""
+    settings = repo.settings
+    return {
+        "apiVersion": KUSTOMIZE_API,
+        "kind": "Kustomization",
+        "metadata": {
+            "name": f"training-{cluster.name}",
+            "namespace": settings.flux_namespace,
+            "labels": dict(PART_OF),
+        },
+        "spec": {
+            "interval": INTERVAL,
+            "retryInterval": RETRY_INTERVAL,
+            "timeout": TIMEOUT,
+            "sourceRef": {"kind": "GitRepository", "name": SOURCE_NAME},
+            "path": f"./overlays/{cluster.name}",
+            "prune": cluster.delivery.prune,
+            "wait": True,
+            # Never recreate objects on an immutable-field change: that re-runs a job.
+            # A deliberate replacement is a new run name (docs/gitops.md).
+            "force": False,
+            "healthCheckExprs": health_check_exprs(),
+        },
+    }
+
+
+def flux_files(repo: Repository) -> dict[str, Any]:
+    """Relative path -> object, for every Flux cluster."""
+    files: dict[str, Any] = {}
+    for cluster in repo.delivered_by("flux"):
+        files[f"gitops/flux/{cluster.name}/source.yaml"] = git_repository(repo)
+        files[f"gitops/flux/{cluster.name}/training.yaml"] = kustomization(repo, cluster)
+    return files

@@ -1,0 +1,53 @@
+"""Argo CD resource health checks for Kubeflow jobs: Lua scripts and the argocd-cm patch.
+
+The Lua lives in `lua/*.lua` beside this module (a real file: editors, linters
+and the lupa tests read the same bytes Argo CD runs), and is embedded in an
+`argocd-cm` patch under the `resource.customizations.health.<group>_<kind>` keys
+Argo CD reads: https://argo-cd.readthedocs.io/en/stable/operator-manual/health/
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+
+from trainops.gitops.kinds import KUBEFLOW_GROUP, TRAINING_JOB_KINDS
+from trainops.spec.model import RepoSettings
+
+# One script serves all three kinds: they share the operator's condition types.
+JOB_HEALTH_SCRIPT = "kubeflow-job-health.lua"
+
+# Argo CD's own ConfigMap; its name is fixed by Argo CD.
+ARGOCD_CM = "argocd-cm"
+
+
+def lua_source(name: str = JOB_HEALTH_SCRIPT) -> str:
+    """Text of a packaged Lua script."""
+    return resources.files("trainops.gitops").joinpath("lua", name).read_text("utf-8")
+
+
+def health_key(group: str, kind: str) -> str:
+    """The argocd-cm key of a health customization (`/` is not allowed in keys, hence `_`)."""
+    return f"resource.customizations.health.{group}_{kind}"
+
+
+def argocd_cm_patch(settings: RepoSettings) -> dict[str, Any]:
+    """A patch for Argo CD's `argocd-cm` adding the Kubeflow job health checks.
+
+    It holds only our keys: apply it as a kustomize patch on the Argo CD
+    install (or with server-side apply), never as a replacement of argocd-cm.
+    """
+    script = lua_source()
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": ARGOCD_CM,
+            "namespace": settings.argocd_namespace,
+            "labels": {
+                "app.kubernetes.io/name": ARGOCD_CM,
+                "app.kubernetes.io/part-of": "argocd",
+            },
+        },
+        "data": {health_key(KUBEFLOW_GROUP, job.kind): script for job in TRAINING_JOB_KINDS},
+    }

@@ -1,0 +1,105 @@
+"""DeepSpeed config: generated from the job spec, and batch sizes that hold at every world size.
+
+DeepSpeed asserts at start-up that
+    train_batch_size == train_micro_batch_size_per_gpu * gradient_accumulation_steps * dp_world
+and derives whichever of the three is missing (deepspeed/runtime/config.py,
+`_set_batch_related_parameters`). An elastic job restarts at another world size,
+so a config pinning all three breaks the first restart. We therefore never write
+train_batch_size ourselves: micro batch and accumulation are fixed, the global
+batch follows the world size. A user-supplied config is checked at every world
+size the job can run at.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from trainops.spec.model import DeepSpeed
+
+TRAIN_BATCH = "train_batch_size"
+MICRO_BATCH = "train_micro_batch_size_per_gpu"
+GRAD_ACCUM = "gradient_accumulation_steps"
+BATCH_KEYS = (TRAIN_BATCH, MICRO_BATCH, GRAD_ACCUM)
+
+CONFIG_DIR = "/etc/deepspeed"
+CONFIG_FILE = "ds_config.json"
+CONFIG_PATH = f"{CONFIG_DIR}/{CONFIG_FILE}"
+
+# Gradient clipping at 1.0 is DeepSpeed's and HF Trainer's usual default for LLM fine-tuning.
+DEFAULT_GRADIENT_CLIPPING = 1.0
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def build_config(ds: DeepSpeed) -> dict[str, Any]:
+    """The config written to the ConfigMap: generated settings, then the user's config over them."""
+    generated: dict[str, Any] = {
+        "zero_optimization": {"stage": ds.zero_stage},
+        "bf16": {"enabled": ds.precision == "bf16"},
+        "fp16": {"enabled": ds.precision == "fp16"},
+        "gradient_clipping": DEFAULT_GRADIENT_CLIPPING,
+        "steps_per_print": 100,
+        "wall_clock_breakdown": False,
+    }
+    user = ds.config or {}
+    if not any(key in user for key in BATCH_KEYS):
+        generated[MICRO_BATCH] = ds.micro_batch_per_gpu or 1
+        generated[GRAD_ACCUM] = ds.gradient_accumulation or 1
+    merged = _deep_merge(generated, user)
+    if ds.micro_batch_per_gpu is not None:
+        merged[MICRO_BATCH] = ds.micro_batch_per_gpu
+    if ds.gradient_accumulation is not None:
+        merged[GRAD_ACCUM] = ds.gradient_accumulation
+    return merged
+
+
+def config_json(config: dict[str, Any]) -> str:
+    """Compact, sorted JSON: the same bytes every time."""
+    return json.dumps(config, sort_keys=True, separators=(",", ":"))
+
+
+def batch_error(config: dict[str, Any], world_size: int) -> str | None:
+    """Why DeepSpeed would reject `config` at `world_size` (None when it accepts it).
+
+    Mirrors DeepSpeed's own derivation: missing values are derived by integer
+    division and the product is then asserted.
+    """
+    if isinstance(config.get("elasticity"), dict) and config["elasticity"].get("enabled"):
+        return None  # DeepSpeed's elasticity block computes the batch itself
+    tb, mb, gas = (config.get(k) for k in BATCH_KEYS)
+    for key, value in zip(BATCH_KEYS, (tb, mb, gas), strict=True):
+        if value is not None and (not isinstance(value, int) or value < 1):
+            return f"`{key}` must be a positive integer, got {value!r}"
+    if tb is None and mb is None:
+        return f"set `{MICRO_BATCH}` (or `{TRAIN_BATCH}`)"
+    if tb is not None and mb is not None and gas is not None:
+        pass
+    elif tb is not None and mb is not None:
+        gas = tb // (mb * world_size)
+    elif tb is not None and gas is not None:
+        mb = tb // (world_size * gas)
+    elif mb is not None and gas is not None:
+        tb = mb * gas * world_size
+    elif tb is not None:
+        gas = 1
+        mb = tb // world_size
+    else:
+        gas = 1
+        tb = (mb or 1) * world_size
+    assert tb is not None and mb is not None and gas is not None
+    if mb < 1 or gas < 1 or tb != mb * gas * world_size:
+        return (
+            f"at world size {world_size} DeepSpeed asserts {TRAIN_BATCH} ({tb}) =="
+            f" {MICRO_BATCH} ({mb}) x {GRAD_ACCUM} ({gas}) x {world_size}"
+        )
+    return None

@@ -1,0 +1,375 @@
+"""Pure functions: a job (and, for an overlay, one target cluster) to Kubernetes objects.
+
+`job_objects(job)` is the cluster-agnostic base; `job_objects(job, cluster, target)`
+is what must run on that cluster. The overlay is the difference between the two
+(`trainops.render.patch`), so overlays only patch and the invariant test can
+compare `kustomize build overlays/<cluster>` with `job_objects(job, cluster, target)`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainops.render import deepspeed as ds_config
+from trainops.spec.model import ClusterProfile, GpuProduct, Target, TrainingJob
+
+API_PYTORCHJOB = "kubeflow.org/v1"
+# The Training Operator finds the training container by this name (kubeflow.org/v1 PyTorchJob).
+CONTAINER_NAME = "pytorch"
+# Default GPU resource in the base; a cluster's product may name another (overlay replaces it).
+DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
+SHM_VOLUME = "dshm"
+DEEPSPEED_VOLUME = "deepspeed-config"
+METRICS_PORT_NAME = "metrics"
+METRICS_PORT_ENV = "TRAINOPS_METRICS_PORT"
+# Argo CD applies lower waves first: claims and configs must exist before the pods mounting them.
+SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+SYNC_WAVE_BEFORE_JOBS = "-1"
+# Checkpoint and dataset claims outlive the job that wrote them: never pruned by GitOps.
+NO_PRUNE_ANNOTATIONS = {
+    "argocd.argoproj.io/sync-options": "Prune=false",
+    "kustomize.toolkit.fluxcd.io/prune": "disabled",
+}
+# Pod labels the Training Operator v1 sets; our Service selects pods with this one.
+OPERATOR_JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+JOB_LABEL = "trainops.dev/job"
+METRICS_LABEL = "trainops.dev/metrics"
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
+# RDMA needs to pin (lock) memory for the NIC; IPC_LOCK is the only capability it needs.
+RDMA_CAPABILITY = "IPC_LOCK"
+
+
+def labels(job: TrainingJob) -> dict[str, str]:
+    return {
+        **job.labels,
+        "app.kubernetes.io/name": job.name,
+        "app.kubernetes.io/managed-by": "trainops",
+        JOB_LABEL: job.name,
+    }
+
+
+def _metadata(
+    job: TrainingJob, name: str, annotations: dict[str, str] | None = None
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": job.namespace, "labels": labels(job)}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return meta
+
+
+def deepspeed_configmap_name(job: TrainingJob) -> str:
+    """Name before kustomize's content hash suffix (configMapGenerator adds it)."""
+    return f"{job.name}-deepspeed"
+
+
+def torchrun_command(job: TrainingJob) -> list[str]:
+    """`python -m pkg` -> `torchrun -m pkg`; `python train.py` -> `torchrun train.py`.
+
+    No --nnodes/--nproc-per-node/--rdzv-* flags: torchrun reads PET_NNODES,
+    PET_NPROC_PER_NODE, PET_RDZV_* from the environment, which the Training Operator
+    sets from the PyTorchJob spec (an explicit --nnodes=4 would override the elastic
+    PET_NNODES=min:max and silently make the job fixed-size).
+    """
+    return ["torchrun", *job.command[1:]]
+
+
+def program_args(job: TrainingJob) -> list[str]:
+    args = list(job.args)
+    if job.deepspeed:
+        args += [job.deepspeed.config_flag, ds_config.CONFIG_PATH]
+    return args
+
+
+def _env(job: TrainingJob, target: Target | None, cluster: ClusterProfile | None) -> list[Any]:
+    env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in job.env.items()]
+    env += [
+        {"name": s.name, "valueFrom": {"secretKeyRef": {"name": s.secret, "key": s.key}}}
+        for s in job.secret_env
+    ]
+    env.append({"name": METRICS_PORT_ENV, "value": str(job.metrics_port)})
+    if cluster is not None:
+        env += [{"name": k, "value": v} for k, v in nccl_env(cluster).items()]
+    if target is not None:
+        env += [{"name": k, "value": v} for k, v in target.env.items()]
+    return env
+
+
+def nccl_env(cluster: ClusterProfile) -> dict[str, str]:
+    """NCCL settings for the cluster's transport (https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html)."""
+    net = cluster.network
+    if net.transport == "rdma" and net.rdma is not None:
+        return {
+            "NCCL_IB_DISABLE": "0",
+            "NCCL_IB_HCA": net.rdma.hca,
+            "NCCL_IB_GID_INDEX": str(net.rdma.gid_index),
+            "NCCL_NET_GDR_LEVEL": net.rdma.gdr_level,
+            "NCCL_SOCKET_IFNAME": net.socket_interface,
+        }
+    return {"NCCL_IB_DISABLE": "1", "NCCL_SOCKET_IFNAME": net.socket_interface}
+
+
+def _gpu(cluster: ClusterProfile | None, target: Target | None) -> GpuProduct | None:
+    if cluster is None:
+        return None
+    if target is not None and target.gpu_product:
+        return cluster.gpu(target.gpu_product)
+    return cluster.gpus[0]
+
+
+def _resources(
+    job: TrainingJob, gpu: GpuProduct | None, cluster: ClusterProfile | None
+) -> dict[str, Any]:
+    requests: dict[str, Any] = {"cpu": job.cpu, "memory": job.memory}
+    limits: dict[str, Any] = {"memory": job.memory}
+    if job.gpus_per_replica:
+        resource = gpu.resource if gpu else DEFAULT_GPU_RESOURCE
+        requests[resource] = job.gpus_per_replica
+        limits[resource] = job.gpus_per_replica
+    rdma = cluster.network.rdma if cluster and cluster.network.transport == "rdma" else None
+    if rdma is not None:
+        requests[rdma.device_resource] = rdma.device_count
+        limits[rdma.device_resource] = rdma.device_count
+    return {"limits": limits, "requests": requests}
+
+
+def _volumes(job: TrainingJob) -> tuple[list[Any], list[Any]]:
+    """(pod volumes, training-container mounts)."""
+    volumes: list[dict[str, Any]] = []
+    mounts: list[dict[str, Any]] = []
+    for vol in job.volumes:
+        volumes.append({"name": vol.name, "persistentVolumeClaim": {"claimName": vol.claim_name}})
+        mount: dict[str, Any] = {"name": vol.name, "mountPath": vol.mount_path}
+        if vol.read_only:
+            mount["readOnly"] = True
+        mounts.append(mount)
+    volumes.append(
+        {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": job.shared_memory}}
+    )
+    mounts.append({"name": SHM_VOLUME, "mountPath": "/dev/shm"})
+    if job.deepspeed:
+        volumes.append(
+            {"name": DEEPSPEED_VOLUME, "configMap": {"name": deepspeed_configmap_name(job)}}
+        )
+        mounts.append(
+            {"name": DEEPSPEED_VOLUME, "mountPath": ds_config.CONFIG_DIR, "readOnly": True}
+        )
+    return volumes, mounts
+
+
+def _init_containers(job: TrainingJob) -> list[Any]:
+    sync = job.data_sync
+    if sync is None:
+        return []
+    vol = next(v for v in job.volumes if v.name == sync.volume)
+    env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in sync.env.items()]
+    env += [
+        {"name": s.name, "valueFrom": {"secretKeyRef": {"name": s.secret, "key": s.key}}}
+        for s in sync.secret_env
+    ]
+    container: dict[str, Any] = {
+        "name": "data-sync",
+        "image": sync.image,
+        "command": list(sync.command),
+        "resources": {"limits": {"memory": "2Gi"}, "requests": {"cpu": "1", "memory": "2Gi"}},
+        "volumeMounts": [{"name": vol.name, "mountPath": vol.mount_path}],
+    }
+    if env:
+        container["env"] = env
+    return [container]
+
+
+def pod_template(
+    job: TrainingJob, cluster: ClusterProfile | None = None, target: Target | None = None
+) -> dict[str, Any]:
+    gpu = _gpu(cluster, target)
+    volumes, mounts = _volumes(job)
+    container: dict[str, Any] = {
+        "name": CONTAINER_NAME,
+        "image": job.image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": torchrun_command(job),
+        "args": program_args(job),
+        "env": _env(job, target, cluster),
+        "ports": [
+            {"name": METRICS_PORT_NAME, "containerPort": job.metrics_port, "protocol": "TCP"}
+        ],
+        "resources": _resources(job, gpu, cluster),
+        "volumeMounts": mounts,
+    }
+    spec: dict[str, Any] = {
+        "containers": [container],
+        "terminationGracePeriodSeconds": job.termination_grace_seconds,
+        "volumes": volumes,
+    }
+    init = _init_containers(job)
+    if init:
+        spec["initContainers"] = init
+    meta: dict[str, Any] = {
+        "labels": {JOB_LABEL: job.name},
+        # An Istio sidecar never exits, so the pod (and the job) would never complete.
+        "annotations": {"sidecar.istio.io/inject": "false"},
+    }
+    if cluster is not None:
+        rdma = cluster.network.rdma if cluster.network.transport == "rdma" else None
+        if rdma is not None:
+            container["securityContext"] = {"capabilities": {"add": [RDMA_CAPABILITY]}}
+            if rdma.multus_network:
+                meta["annotations"][MULTUS_ANNOTATION] = rdma.multus_network
+        if gpu is not None and job.gpus_per_replica:
+            spec["nodeSelector"] = dict(gpu.node_selector)
+            if gpu.tolerations:
+                spec["tolerations"] = [dict(t) for t in gpu.tolerations]
+        if job.host_network:
+            spec["hostNetwork"] = True
+            spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+        if cluster.scheduler.kind == "volcano":
+            spec["schedulerName"] = "volcano"
+    return {"metadata": meta, "spec": spec}
+
+
+def replicas_on(job: TrainingJob, target: Target | None) -> int:
+    return (target.replicas if target and target.replicas else None) or job.replicas
+
+
+def pytorchjob(
+    job: TrainingJob, cluster: ClusterProfile | None = None, target: Target | None = None
+) -> dict[str, Any]:
+    pods = replicas_on(job, target)
+    template = pod_template(job, cluster, target)
+    replica_specs: dict[str, Any] = {}
+    if job.elastic:
+        replica_specs["Worker"] = {
+            "replicas": pods,
+            "restartPolicy": "OnFailure",
+            "template": template,
+        }
+    else:
+        replica_specs["Master"] = {
+            "replicas": 1,
+            "restartPolicy": "OnFailure",
+            "template": template,
+        }
+        if pods > 1:
+            replica_specs["Worker"] = {
+                "replicas": pods - 1,
+                "restartPolicy": "OnFailure",
+                "template": pod_template(job, cluster, target),
+            }
+    run_policy: dict[str, Any] = {"cleanPodPolicy": job.run_policy.clean_pod_policy}
+    if job.run_policy.backoff_limit is not None:
+        run_policy["backoffLimit"] = job.run_policy.backoff_limit
+    if job.run_policy.active_deadline_seconds is not None:
+        run_policy["activeDeadlineSeconds"] = job.run_policy.active_deadline_seconds
+    if job.run_policy.ttl_seconds_after_finished is not None:
+        run_policy["ttlSecondsAfterFinished"] = job.run_policy.ttl_seconds_after_finished
+    if cluster is not None and cluster.scheduler.kind == "volcano":
+        policy: dict[str, Any] = {"minAvailable": pods}
+        if cluster.scheduler.queue:
+            policy["queue"] = cluster.scheduler.queue
+        if cluster.scheduler.priority_class:
+            policy["priorityClass"] = cluster.scheduler.priority_class
+        run_policy["schedulingPolicy"] = policy
+    spec: dict[str, Any] = {
+        "nprocPerNode": str(max(job.gpus_per_replica, 1)),
+        "pytorchReplicaSpecs": replica_specs,
+        "runPolicy": run_policy,
+    }
+    if job.elastic:
+        spec["elasticPolicy"] = {
+            "rdzvBackend": "c10d",
+            "minReplicas": job.elastic.min_replicas,
+            "maxReplicas": job.elastic.max_replicas,
+            "maxRestarts": job.elastic.max_restarts,
+        }
+    meta = _metadata(job, job.name, {**job.annotations, "trainops.dev/source": job.file})
+    if cluster is not None and cluster.scheduler.kind == "kueue" and cluster.scheduler.queue:
+        meta["labels"][KUEUE_QUEUE_LABEL] = cluster.scheduler.queue
+    return {"apiVersion": API_PYTORCHJOB, "kind": "PyTorchJob", "metadata": meta, "spec": spec}
+
+
+def claims(job: TrainingJob, cluster: ClusterProfile | None = None) -> list[dict[str, Any]]:
+    out = []
+    for vol in job.volumes:
+        if not vol.create:
+            continue
+        spec: dict[str, Any] = {
+            "accessModes": [vol.access_mode],
+            "resources": {"requests": {"storage": vol.size}},
+        }
+        if cluster is not None:
+            spec["storageClassName"] = vol.storage_class or cluster.storage.default_class
+        annotations = {SYNC_WAVE: SYNC_WAVE_BEFORE_JOBS, **NO_PRUNE_ANNOTATIONS}
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": _metadata(job, vol.claim_name, annotations),
+                "spec": spec,
+            }
+        )
+    return out
+
+
+def metrics_service(job: TrainingJob) -> dict[str, Any]:
+    meta = _metadata(job, f"{job.name}-metrics")
+    meta["labels"][METRICS_LABEL] = "true"
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": meta,
+        "spec": {
+            "clusterIP": "None",
+            "ports": [
+                {
+                    "name": METRICS_PORT_NAME,
+                    "port": job.metrics_port,
+                    "protocol": "TCP",
+                    "targetPort": METRICS_PORT_NAME,
+                }
+            ],
+            # The operator labels every pod of the job with its name; our own template
+            # labels would do too, but this is the label users query (`kubectl get pods -l`).
+            "selector": {OPERATOR_JOB_NAME_LABEL: job.name},
+        },
+    }
+
+
+def service_monitor(job: TrainingJob) -> dict[str, Any]:
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": _metadata(job, job.name),
+        "spec": {
+            "endpoints": [{"interval": "30s", "path": "/metrics", "port": METRICS_PORT_NAME}],
+            "selector": {"matchLabels": {JOB_LABEL: job.name, METRICS_LABEL: "true"}},
+        },
+    }
+
+
+def deepspeed_configmap(job: TrainingJob) -> dict[str, Any] | None:
+    """The ConfigMap as the model expects it (kustomize generates it, adding a hash suffix)."""
+    if job.deepspeed is None:
+        return None
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _metadata(
+            job, deepspeed_configmap_name(job), {SYNC_WAVE: SYNC_WAVE_BEFORE_JOBS}
+        ),
+        "data": {
+            ds_config.CONFIG_FILE: ds_config.config_json(ds_config.build_config(job.deepspeed))
+        },
+    }
+
+
+def job_objects(
+    job: TrainingJob, cluster: ClusterProfile | None = None, target: Target | None = None
+) -> list[dict[str, Any]]:
+    """The job's objects but the generated ConfigMap: the base, or for one target cluster."""
+    return [
+        pytorchjob(job, cluster, target),
+        *claims(job, cluster),
+        metrics_service(job),
+        service_monitor(job),
+    ]

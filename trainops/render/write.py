@@ -1,0 +1,79 @@
+"""Put rendered files on disk, all or nothing; or compare them with what is there.
+
+`trainops render` owns `base/`, `overlays/` and `gitops/` entirely: a file there
+that the render does not produce is stale and is removed (or reported by --check).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainops import paths
+
+
+@dataclass(frozen=True)
+class Drift:
+    path: str
+    reason: str
+    """`stale` (content differs), `missing` (not on disk) or `extra` (on disk, not rendered)."""
+
+
+def _on_disk(root: Path) -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for top in paths.GENERATED_DIRS:
+        directory = root / top
+        if directory.is_dir():
+            for file in directory.rglob("*"):
+                if file.is_file():
+                    found[file.relative_to(root).as_posix()] = file
+    return found
+
+
+def check(root: Path, files: dict[str, str]) -> list[Drift]:
+    """Differences between `files` and the generated directories under `root`."""
+    disk = _on_disk(root)
+    drift = []
+    for rel, text in files.items():
+        if rel not in disk:
+            drift.append(Drift(rel, "missing"))
+        elif disk[rel].read_bytes() != text.encode():
+            drift.append(Drift(rel, "stale"))
+    drift += [Drift(rel, "extra") for rel in disk if rel not in files]
+    return sorted(drift, key=lambda d: d.path)
+
+
+def write(root: Path, files: dict[str, str]) -> list[Drift]:
+    """Replace the generated directories with `files`; return what changed.
+
+    Writes into a staging directory beside them first, then swaps each top-level
+    directory with two renames, so an interrupted write never leaves a half tree.
+    """
+    changes = check(root, files)
+    if not changes:
+        return []
+    staging = Path(tempfile.mkdtemp(prefix=".trainops-render-", dir=root))
+    moved: list[tuple[Path, Path]] = []  # (from, to) renames done so far, to undo on failure
+    try:
+        for rel, text in files.items():
+            target = staging / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        for top in paths.GENERATED_DIRS:
+            new, current, old = staging / top, root / top, staging / f"{top}.old"
+            if current.exists():
+                os.replace(current, old)
+                moved.append((current, old))
+            if new.exists():
+                os.replace(new, current)
+                moved.append((new, current))
+    except BaseException:
+        for source, dest in reversed(moved):
+            os.rename(dest, source)
+        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return changes

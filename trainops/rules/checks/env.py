@@ -1,0 +1,146 @@
+"""Env rules: `$(VAR)` references nobody defines, and secrets written in plain text."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator
+
+from trainops.findings import Severity
+from trainops.rules.context import Context, Object
+from trainops.rules.data.operator import operator_env
+from trainops.rules.launch import launches
+from trainops.rules.model import Rule, Violation
+
+# `$(VAR)` as the kubelet expands it in command/args; `$$(VAR)` is the escape for a literal.
+# https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/
+_REFERENCE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+# Service links the kubelet adds (`<SVC>_SERVICE_HOST`, `<SVC>_PORT_80_TCP_ADDR`, ...).
+_SERVICE_LINK = re.compile(
+    r"_SERVICE_HOST$|_SERVICE_PORT(_\w+)?$|_PORT(_\d+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)?$"
+)
+
+_SECRET_WORDS = frozenset({"TOKEN", "PASSWORD", "PASSWD", "SECRET", "CREDENTIAL", "CREDENTIALS"})
+_SECRET_PAIRS = frozenset(
+    {("API", "KEY"), ("ACCESS", "KEY"), ("PRIVATE", "KEY"), ("SECRET", "KEY")}
+)
+_APIKEY = frozenset({"APIKEY", "ACCESSKEY", "AUTHTOKEN"})
+# A last word that makes the variable a location, not the secret: `PASSWORD_FILE`,
+# `HF_TOKEN_PATH`, `SECRETS_DIR` hold where a secret is mounted (the `_FILE` convention of
+# official images), and a path to a secret is not a secret.
+_LOCATION_WORDS = frozenset(
+    {"FILE", "FILES", "FILENAME", "PATH", "PATHS", "DIR", "DIRS", "DIRECTORY", "LOCATION", "MOUNT"}
+)
+# Names that say secret but conventionally hold a file path.
+# https://cloud.google.com/docs/authentication/application-default-credentials
+_PATH_VALUED = frozenset({"GOOGLE_APPLICATION_CREDENTIALS"})
+
+
+def says_secret(name: str) -> bool:
+    """`HF_TOKEN`, `AWS_SECRET_ACCESS_KEY`, `WANDB_API_KEY` yes; `TOKENIZERS_PARALLELISM`,
+    `PASSWORD_FILE`, `HF_TOKEN_PATH` no."""
+    upper = name.upper()
+    parts = upper.split("_")
+    if parts[-1] in _LOCATION_WORDS or upper in _PATH_VALUED:
+        return False
+    if any(p in _SECRET_WORDS or p in _APIKEY for p in parts):
+        return True
+    return any(pair in _SECRET_PAIRS for pair in itertools.pairwise(parts))
+
+
+def _references(text: str) -> list[str]:
+    return _REFERENCE.findall(text.replace("$$", "\x00"))
+
+
+def _undefined(obj: Object, ctx: Context) -> Iterator[Violation]:
+    if obj.is_kubeflow_job:
+        injected = operator_env(obj.kind, obj.spec)
+        if injected is None:
+            return
+    elif obj.is_volcano_job:
+        return  # Volcano's env/svc plugins inject variables we do not model
+    else:
+        injected = frozenset()
+    for pod in obj.pods:
+        for c in pod.containers(init=True):
+            if c.has_env_from:
+                continue  # names from a ConfigMap/Secret we may not see
+            defined = set(c.env) | (set() if c.init else set(injected))
+            for word, path in c.argv:
+                for name in _references(word):
+                    if name in defined or _SERVICE_LINK.search(name):
+                        continue
+                    shape = f"{obj.kind}" + (
+                        f" with replicas {'/'.join(p.replica_type or '' for p in obj.pods)}"
+                        if obj.is_kubeflow_job
+                        else ""
+                    )
+                    shape = ("an elastic " if obj.elastic_policy is not None else "a ") + shape
+                    hint = ""
+                    if name == "MASTER_ADDR" and obj.kind == "PyTorchJob":
+                        hint = (
+                            "; an elastic Worker-only job rendezvouses at PET_RDZV_ENDPOINT"
+                            " (torchrun reads it itself: drop --rdzv_endpoint)"
+                            if obj.elastic_policy is not None
+                            else "; add a Master replica, or let torchrun read PET_* itself"
+                        )
+                    yield Violation(
+                        f"container `{c.name}` uses $({name}) but neither its env nor the"
+                        f" Training Operator defines it for {shape}: the process receives the"
+                        f" literal text `$({name})`{hint}",
+                        path,
+                    )
+
+
+def _plain_secret(obj: Object, ctx: Context) -> Iterator[Violation]:
+    for pod in obj.pods:
+        for c in pod.containers(init=True):
+            for var in c.env.values():
+                if var.value and says_secret(var.name) and not _REFERENCE.fullmatch(var.value):
+                    yield Violation(
+                        f"container `{c.name}` sets {var.name} to a literal value: anyone who"
+                        " can read the manifest (and Git history) has it",
+                        var.path,
+                    )
+            for launch in launches(c):
+                for name, (value, path) in launch.mpi_exports.items():
+                    if value and says_secret(name) and not _REFERENCE.fullmatch(value):
+                        yield Violation(
+                            f"mpirun exports {name} with a literal value in the command line",
+                            path,
+                        )
+
+
+RULES = (
+    Rule(
+        slug="env-reference-undefined",
+        severity=Severity.ERROR,
+        summary="A `$(VAR)` in command or args that neither the container's env nor the"
+        " Training Operator defines for this job's shape.",
+        why="Kubernetes leaves an undefined `$(VAR)` as literal text, so the program gets"
+        " `$(MASTER_ADDR):29500` as an address and fails (or hangs) at rendezvous. The"
+        " operator sets MASTER_ADDR only when the job has a Master replica.",
+        fix="Define the variable in `env`, or rely on what the operator sets for this shape"
+        " (PET_RDZV_ENDPOINT and PET_NNODES for elastic jobs, which torchrun reads itself).",
+        example="elasticPolicy: {minReplicas: 2, maxReplicas: 4}\n"
+        "pytorchReplicaSpecs: {Worker: ...}\n"
+        "command: [torchrun, --rdzv_endpoint=$(MASTER_ADDR):29500, train.py]",
+        check=_undefined,
+        references=(
+            "https://kubernetes.io/docs/tasks/inject-data-application/define-command-argument-container/#use-environment-variables-to-define-arguments",
+            "https://github.com/kubeflow/trainer/blob/release-1.9/pkg/controller.v1/pytorch/envvar.go",
+        ),
+    ),
+    Rule(
+        slug="secret-in-plain-env",
+        severity=Severity.ERROR,
+        summary="An env var whose name says secret (TOKEN, PASSWORD, SECRET, API_KEY,"
+        " ACCESS_KEY, ...) with a literal value instead of a secretKeyRef (names ending in"
+        " _FILE, _PATH, _DIR, ... hold a path to a secret and are exempt).",
+        why="A literal in a manifest lives in Git history, in `kubectl get -o yaml` and in every"
+        " rendered diff.",
+        fix="Store it in a Secret and use `valueFrom.secretKeyRef`.",
+        example="env:\n- {name: HF_TOKEN, value: hf_abc123}",
+        check=_plain_secret,
+    ),
+)

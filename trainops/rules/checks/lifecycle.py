@@ -1,0 +1,202 @@
+"""Job lifecycle rules: restart policies, clean-up of finished pods, GitOps re-runs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from trainops.findings import Severity
+from trainops.rules.context import Context, Object
+from trainops.rules.model import Rule, Violation
+
+# Replica types that must run to completion in a non-elastic job (not MPI workers, which
+# are sshd daemons the launcher drives, nor parameter servers).
+_COMPUTE_WORKERS = frozenset({"worker"})
+NO_WORKER_RESTART_KINDS = frozenset({"PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob"})
+
+# Argo CD sync options / Flux annotations that delete and re-create objects.
+# https://argo-cd.readthedocs.io/en/stable/user-guide/sync-options/
+ARGO_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+# https://fluxcd.io/flux/components/kustomize/kustomizations/#force
+FLUX_FORCE = "kustomize.toolkit.fluxcd.io/force"
+RECREATE_OPTIONS = frozenset({"Replace=true", "Force=true"})
+# Argo CD runs hooks (its own, and Helm's, which it maps to its own) anew on every sync.
+# https://argo-cd.readthedocs.io/en/stable/user-guide/resource_hooks/
+HOOK_ANNOTATIONS = ("argocd.argoproj.io/hook", "helm.sh/hook")
+# Where the delivery objects keep the sync options that apply to everything they sync.
+DELIVERY_SETTINGS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("argoproj.io", "Application"): ("spec", "syncPolicy", "syncOptions"),
+    ("argoproj.io", "ApplicationSet"): ("spec", "template", "spec", "syncPolicy", "syncOptions"),
+    ("kustomize.toolkit.fluxcd.io", "Kustomization"): ("spec", "force"),
+}
+
+
+def _restart_policy(obj: Object, ctx: Context) -> Iterator[Violation]:
+    if not obj.is_training_job:
+        return
+    for pod in obj.pods:
+        # The effective policy: written, else the one the operator (or the API) defaults to.
+        default = f"the {obj.kind} default" if obj.is_kubeflow_job else "the Pod default"
+        policy = f"restartPolicy {pod.restart_policy}" + (
+            "" if pod.restart_policy_explicit else f" ({default} when unset)"
+        )
+        if pod.restart_policy == "Always":
+            yield Violation(
+                f"{pod.replica_type or 'pod'}: {policy} restarts a finished replica forever;"
+                " the job never completes",
+                pod.restart_policy_path,
+            )
+        elif (
+            pod.restart_policy == "Never"
+            and pod.rtype in _COMPUTE_WORKERS
+            and obj.kind in NO_WORKER_RESTART_KINDS
+            and obj.is_kubeflow_job
+            and obj.elastic_policy is None
+        ):
+            yield Violation(
+                f"{pod.replica_type}: {policy} on the workers of a non-elastic job: one lost"
+                " pod (preemption, node failure) fails the whole job",
+                pod.restart_policy_path,
+            )
+
+
+def _ttl_missing(obj: Object, ctx: Context) -> Iterator[Violation]:
+    if not obj.is_kubeflow_job:
+        return
+    policy = obj.run_policy
+    legacy = obj.spec  # MPIJob v1alpha2-style fields directly under spec
+    ttl = policy.get("ttlSecondsAfterFinished", legacy.get("ttlSecondsAfterFinished"))
+    clean = policy.get("cleanPodPolicy", legacy.get("cleanPodPolicy"))
+    if ttl is None and clean != "All":
+        yield Violation(
+            "no runPolicy.ttlSecondsAfterFinished and cleanPodPolicy is"
+            f" {clean or 'unset'}: finished pods pile up; set cleanPodPolicy: All (deletes the"
+            " pods, keeps the job as a record — safe under GitOps)",
+            ("spec", "runPolicy") if policy else ("spec",),
+        )
+
+
+def _sync_options(value: object) -> set[str]:
+    """Argo CD sync options from an annotation string or a `syncOptions` list."""
+    items = value.split(",") if isinstance(value, str) else value if isinstance(value, list) else []
+    return {str(item).replace(" ", "") for item in items}
+
+
+def _gitops_rerun(obj: Object, ctx: Context) -> Iterator[Violation]:
+    if (obj.group, obj.kind) in DELIVERY_SETTINGS:
+        yield from _delivery_rerun(obj)
+        return
+    if not (obj.is_training_job or obj.kind == "Job"):
+        return
+    options = _sync_options(obj.annotations.get(ARGO_SYNC_OPTIONS, ""))
+    for option in sorted(RECREATE_OPTIONS & options):
+        yield Violation(
+            f"sync option {option} makes Argo CD delete and re-create this job: a finished"
+            " job runs again",
+            ("metadata", "annotations", ARGO_SYNC_OPTIONS),
+        )
+    # Flux compares the value case-insensitively (fluxcd/pkg ssa: strings.EqualFold).
+    if str(obj.annotations.get(FLUX_FORCE, "")).lower() == "enabled":
+        yield Violation(
+            "Flux force: enabled re-creates this job when it changes: a finished job runs again",
+            ("metadata", "annotations", FLUX_FORCE),
+        )
+    for hook in HOOK_ANNOTATIONS:
+        if hook in obj.annotations:
+            yield Violation(
+                f"`{hook}: {obj.annotations[hook]}` makes this job a hook, which Argo CD"
+                " creates anew on every sync: the training runs again each time",
+                ("metadata", "annotations", hook),
+            )
+    if ctx.cluster is not None:
+        yield from _ttl_rerun(obj, ctx)
+
+
+def _delivery_rerun(obj: Object) -> Iterator[Violation]:
+    """Settings of the delivery objects themselves that re-create every job they deliver."""
+    path = DELIVERY_SETTINGS[obj.group, obj.kind]
+    node: object = obj.data
+    for part in path:
+        node = node.get(part) if isinstance(node, dict) else None
+    for option in sorted(RECREATE_OPTIONS & _sync_options(node)):
+        yield Violation(
+            f"{obj.kind} sync option {option}: Argo CD deletes and re-creates every changed"
+            " job it syncs, and a finished job runs again",
+            path,
+        )
+    if obj.kind == "Kustomization" and obj.spec.get("force") is True:
+        yield Violation(
+            "Flux `force: true` deletes and re-creates every job whose immutable spec changed:"
+            " a finished job runs again; set it per object (the force annotation) only on"
+            " jobs meant to be replaced",
+            ("spec", "force"),
+        )
+
+
+def _ttl_rerun(obj: Object, ctx: Context) -> Iterator[Violation]:
+    assert ctx.cluster is not None
+    delivery = ctx.cluster.delivery
+    if obj.is_kubeflow_job:
+        ttl_path: tuple[str | int, ...] = ("spec", "runPolicy", "ttlSecondsAfterFinished")
+        ttl = obj.run_policy.get("ttlSecondsAfterFinished")
+    else:
+        ttl_path = ("spec", "ttlSecondsAfterFinished")
+        ttl = obj.spec.get("ttlSecondsAfterFinished")
+    if ttl is None:
+        return
+    if delivery.tool == "flux":
+        how = "Flux re-applies the Kustomization every interval and re-creates the deleted job"
+    elif delivery.self_heal:
+        how = "Argo CD self-heal re-creates the deleted job within minutes"
+    else:
+        how = "Argo CD's automated sync re-creates the deleted job on the next commit"
+    yield Violation(
+        f"ttlSecondsAfterFinished deletes the finished job, and {how} on cluster"
+        f" `{ctx.cluster.name}`: the training runs again; use cleanPodPolicy: All without a TTL",
+        ttl_path,
+    )
+
+
+RULES = (
+    Rule(
+        slug="restart-policy-unsafe",
+        severity=Severity.WARNING,
+        summary="`Always` on a batch replica, or `Never` on workers of a non-elastic job;"
+        " written or defaulted (TFJob, XGBoostJob and JAXJob default to `Never`).",
+        why="Always restarts a replica that finished, so the job never completes; Never on"
+        " workers turns one preempted pod into a failed job.",
+        fix="Set `restartPolicy: OnFailure` on the replica spec (or `ExitCode` with retryable"
+        " exit codes); the operator's default is not always safe.",
+        example="Worker: {replicas: 4, restartPolicy: Always}",
+        check=_restart_policy,
+    ),
+    Rule(
+        slug="ttl-missing",
+        severity=Severity.WARNING,
+        summary="No `ttlSecondsAfterFinished` and cleanPodPolicy not `All`: finished pods pile up.",
+        why="Completed and failed pods keep their logs but also their IPs, volumes and quota"
+        " objects; over weeks they clutter the namespace.",
+        fix="Set `runPolicy.cleanPodPolicy: All`: the operator deletes the pods and the job"
+        " object stays as the record (a TTL would delete the job, which GitOps re-creates).",
+        example="runPolicy: {cleanPodPolicy: None}",
+        check=_ttl_missing,
+    ),
+    Rule(
+        slug="gitops-rerun-risk",
+        severity=Severity.ERROR,
+        summary="A job that GitOps delivery would run again: TTL-deleted jobs re-created by"
+        " Argo CD / Flux (with a cluster profile), Replace/Force sync options on a job or its"
+        " Application(Set), Flux force, or a job used as an Argo CD hook.",
+        why="A TTL deletes the finished job; Argo CD (automated sync, self-heal) or Flux"
+        " (every interval) sees it missing from the cluster and applies it again, re-running"
+        " hours of training and overwriting checkpoints.",
+        fix="Drop `ttlSecondsAfterFinished` and use `cleanPodPolicy: All`; remove Replace/Force"
+        " sync options and hook annotations from jobs and their Applications; keep Flux"
+        " `force` off (per-object annotation only where a job is meant to be replaced).",
+        example="runPolicy: {ttlSecondsAfterFinished: 3600}  # on an Argo CD self-heal cluster",
+        check=_gitops_rerun,
+        references=(
+            "https://argo-cd.readthedocs.io/en/stable/user-guide/auto_sync/",
+            "https://fluxcd.io/flux/components/kustomize/kustomizations/",
+        ),
+    ),
+)

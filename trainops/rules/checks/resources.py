@@ -1,0 +1,194 @@
+"""Resource rules: GPU requests vs limits, unbounded training containers, processes vs GPUs,
+and /dev/shm for multi-process pods."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from trainops.findings import Severity
+from trainops.rules.context import Context, Object, PodTemplate, as_dict, as_int, is_gpu_resource
+from trainops.rules.launch import DEEPSPEED, LEGACY_LAUNCH, TORCHRUN, launches
+from trainops.rules.model import Rule, Violation
+from trainops.rules.quantity import GIB, parse_quantity
+
+# /dev/shm below this is too small for NCCL's shared-memory transport and DataLoader workers
+# (the container default is 64 MiB). https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#sharing-data
+MIN_SHM_BYTES = 1 * GIB
+
+
+def _gpu_request_limit(obj: Object, ctx: Context) -> Iterator[Violation]:
+    for pod in obj.pods:
+        for c in pod.containers(init=True):
+            for name, value in c.requests.items():
+                if not is_gpu_resource(str(name), ctx.cluster):
+                    continue
+                path = (*c.path, "resources", "requests", str(name))
+                if name not in c.limits:
+                    yield Violation(
+                        f"container `{c.name}` requests {name}: {value} but sets no limit;"
+                        " extended resources must have request = limit",
+                        path,
+                    )
+                elif str(c.limits[name]) != str(value):
+                    yield Violation(
+                        f"container `{c.name}` requests {name}: {value} but limits it to"
+                        f" {c.limits[name]}; extended resources cannot be overcommitted",
+                        path,
+                    )
+
+
+def _unbounded(obj: Object, ctx: Context) -> Iterator[Violation]:
+    if not obj.is_training_job:
+        return
+    for pod in obj.pods:
+        for c in pod.containers():
+            path = (*c.path, "resources") if c.resources else c.path
+            if "memory" not in c.limits:
+                yield Violation(
+                    f"container `{c.name}` has no memory limit: a leak or a too-large batch"
+                    " takes the node's memory from its neighbours before the OOM killer acts",
+                    path,
+                )
+            if "cpu" not in c.effective_requests():
+                yield Violation(
+                    f"container `{c.name}` has no CPU request: the scheduler may pack it onto a"
+                    " node with no CPU left for data loading",
+                    path,
+                )
+
+
+def nproc_per_pod(obj: Object, pod: PodTemplate) -> list[tuple[int | str, tuple[str | int, ...]]]:
+    """Processes per pod as written: launcher options, then the PyTorchJob's nprocPerNode."""
+    found: list[tuple[int | str, tuple[str | int, ...]]] = []
+    for c in pod.containers():
+        for launch in launches(c):
+            opt = None
+            if launch.tool in {TORCHRUN, LEGACY_LAUNCH}:
+                opt = launch.option("nproc_per_node")
+            elif launch.tool == DEEPSPEED:
+                opt = launch.option("num_gpus")
+            if opt is not None:
+                value = as_int(opt[0])
+                found.append((value if value is not None else opt[0], opt[1]))
+    if obj.kind == "PyTorchJob" and obj.is_kubeflow_job:
+        if "nprocPerNode" in obj.spec:
+            raw = obj.spec["nprocPerNode"]
+            value = as_int(raw)
+            found.append((value if value is not None else str(raw), ("spec", "nprocPerNode")))
+        elastic = as_dict(obj.spec.get("elasticPolicy"))
+        if "nProcPerNode" in elastic:
+            raw = elastic["nProcPerNode"]
+            value = as_int(raw)
+            found.append(
+                (
+                    value if value is not None else str(raw),
+                    ("spec", "elasticPolicy", "nProcPerNode"),
+                )
+            )
+    return found
+
+
+def _nproc_gpu(obj: Object, ctx: Context) -> Iterator[Violation]:
+    if not obj.is_training_job:
+        return
+    for pod in obj.pods:
+        gpus = pod.gpus(ctx.cluster)
+        if gpus == 0:
+            continue
+        for value, path in nproc_per_pod(obj, pod):
+            if isinstance(value, int) and value != gpus:
+                yield Violation(
+                    f"{pod.replica_type or 'pod'}: {value} processes per pod but the pod gets"
+                    f" {gpus} GPU(s); "
+                    + ("some GPUs sit idle" if value < gpus else "processes share GPUs"),
+                    path,
+                )
+
+
+def _has_memory_shm(pod: PodTemplate) -> tuple[bool, float | None, tuple[str | int, ...]]:
+    """(mounted, size limit in bytes or None, path) of a memory-backed /dev/shm."""
+    volumes = pod.volumes
+    for c in pod.containers():
+        for mount in c.volume_mounts:
+            if str(mount.get("mountPath", "")).rstrip("/") != "/dev/shm":
+                continue
+            volume, vpath = volumes.get(str(mount.get("name")), ({}, ()))
+            empty_dir = volume.get("emptyDir")
+            if isinstance(empty_dir, dict) and empty_dir.get("medium") == "Memory":
+                size = (
+                    parse_quantity(empty_dir.get("sizeLimit")) if "sizeLimit" in empty_dir else None
+                )
+                return True, size, (*vpath, "emptyDir")
+    return False, None, ()
+
+
+def _shm(obj: Object, ctx: Context) -> Iterator[Violation]:
+    if not obj.is_training_job:
+        return
+    for pod in obj.pods:
+        gpus = pod.gpus(ctx.cluster)
+        procs = max([v for v, _ in nproc_per_pod(obj, pod) if isinstance(v, int)], default=1)
+        if gpus <= 1 and procs <= 1:
+            continue
+        mounted, size, path = _has_memory_shm(pod)
+        what = f"{pod.replica_type or 'pod'} runs {max(gpus, procs)} processes"
+        if not mounted:
+            yield Violation(
+                f"{what} but has no memory-backed /dev/shm (the container default is 64Mi):"
+                " NCCL's shared-memory transport and DataLoader workers fail with bus errors",
+                pod.spec_path,
+            )
+        elif size is not None and size < MIN_SHM_BYTES:
+            yield Violation(f"{what} but its /dev/shm is limited below 1Gi", path)
+
+
+RULES = (
+    Rule(
+        slug="gpu-request-limit-mismatch",
+        severity=Severity.ERROR,
+        summary="An extended GPU resource in requests differs from limits, or is in requests only.",
+        why="Kubernetes does not overcommit extended resources: the API server rejects a pod"
+        " whose GPU request differs from its limit, so the job never starts.",
+        fix="Set the GPU count in `limits` (requests default to it), or the same number in both.",
+        example="resources:\n  requests: {nvidia.com/gpu: 8}\n  limits: {nvidia.com/gpu: 4}",
+        check=_gpu_request_limit,
+        references=("https://kubernetes.io/docs/tasks/manage-gpus/scheduling-gpus/",),
+    ),
+    Rule(
+        slug="resources-unbounded",
+        severity=Severity.ERROR,
+        summary="A training container without a memory limit or a CPU request.",
+        why="Without a memory limit one runaway rank starves every pod on the node; without a"
+        " CPU request data loading competes for whatever CPU is left.",
+        fix="Give every training container `limits.memory` and `requests.cpu`"
+        " (or `limits.cpu`, which the request defaults to).",
+        example="resources:\n  limits: {nvidia.com/gpu: 8}",
+        check=_unbounded,
+    ),
+    Rule(
+        slug="nproc-gpu-mismatch",
+        severity=Severity.ERROR,
+        summary="Processes per pod (`nprocPerNode`, `--nproc_per_node`) differ from the GPUs"
+        " the pod gets.",
+        why="Fewer processes than GPUs leaves GPUs idle; more makes ranks share a GPU"
+        " (`LOCAL_RANK` past the device count fails with an invalid device ordinal).",
+        fix="Make `--nproc-per-node` (or `nprocPerNode`) equal the pod's GPU limit, or use `auto`.",
+        example="command: [torchrun, --nproc_per_node=8, train.py]\n"
+        "resources: {limits: {nvidia.com/gpu: 4}}",
+        check=_nproc_gpu,
+    ),
+    Rule(
+        slug="shm-missing",
+        severity=Severity.WARNING,
+        summary="A multi-GPU or multi-process pod without a memory-backed /dev/shm, or one"
+        " below 1 GiB.",
+        why="Containers get a 64 MiB /dev/shm; NCCL's shared-memory transport and PyTorch"
+        " DataLoader workers need far more and die with bus errors.",
+        fix="Mount an `emptyDir: {medium: Memory, sizeLimit: 16Gi}` volume at /dev/shm.",
+        example="resources: {limits: {nvidia.com/gpu: 8}}  # and no /dev/shm volume",
+        check=_shm,
+        references=(
+            "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html",
+        ),
+    ),
+)

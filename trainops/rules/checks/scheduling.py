@@ -1,0 +1,74 @@
+"""Gang scheduling: all pods under one gang scheduler, a satisfiable minAvailable, and a
+scheduler the cluster runs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from trainops.findings import Severity
+from trainops.rules.context import Context, Object, as_dict, as_int
+from trainops.rules.model import Rule, Violation
+
+GANG_SCHEDULER = "volcano"
+# Pod annotation naming the Volcano PodGroup a pod belongs to.
+VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+
+
+def _gang(obj: Object, ctx: Context) -> Iterator[Violation]:
+    if not obj.is_training_job:
+        return
+    pods = obj.pods
+    names = {p.scheduler_name for p in pods}
+    on_volcano = [p for p in pods if p.scheduler_name == GANG_SCHEDULER]
+    if on_volcano and len(on_volcano) != len(pods):
+        for pod in pods:
+            if pod.scheduler_name != GANG_SCHEDULER:
+                yield Violation(
+                    f"{pod.replica_type} uses scheduler `{pod.scheduler_name or 'default'}`"
+                    f" while {', '.join(p.replica_type or '' for p in on_volcano)} use Volcano:"
+                    " the gang is split and can deadlock half-scheduled",
+                    pod.spec_path,
+                )
+    if obj.is_volcano_job:
+        min_path: tuple[str | int, ...] = ("spec", "minAvailable")
+        min_available = as_int(obj.spec.get("minAvailable"))
+    else:
+        min_path = ("spec", "runPolicy", "schedulingPolicy", "minAvailable")
+        min_available = as_int(as_dict(obj.run_policy.get("schedulingPolicy")).get("minAvailable"))
+    total = obj.pod_count()
+    if min_available is not None and min_available > total:
+        yield Violation(
+            f"minAvailable {min_available} is above the job's {total} pods: the gang can never"
+            " be scheduled",
+            min_path,
+        )
+    if ctx.cluster is None or ctx.cluster.scheduler.kind == GANG_SCHEDULER:
+        return
+    gang = GANG_SCHEDULER in names or obj.is_volcano_job or "schedulingPolicy" in obj.run_policy
+    gang = gang or any(VOLCANO_GROUP_ANNOTATION in p.annotations for p in pods)
+    if gang:
+        yield Violation(
+            f"gang scheduling (Volcano) settings but cluster `{ctx.cluster.name}` runs the"
+            f" `{ctx.cluster.scheduler.kind}` scheduler: the pods wait for a scheduler that"
+            " is not there",
+            ("spec",),
+        )
+
+
+RULES = (
+    Rule(
+        slug="gang-scheduling-inconsistent",
+        severity=Severity.ERROR,
+        summary="Volcano on some replica templates but not all, `minAvailable` above the job's"
+        " pod count, or gang settings for a scheduler the cluster does not run.",
+        why="A split gang lets some pods hold GPUs while the rest wait (deadlock across jobs);"
+        " an unsatisfiable minAvailable never schedules; a missing scheduler leaves pods"
+        " Pending.",
+        fix="Let the cluster overlay set the scheduler on every replica, keep minAvailable at"
+        " most the pod count.",
+        example="Master: {template: {spec: {schedulerName: volcano}}}\n"
+        "Worker: {template: {spec: {}}}",
+        check=_gang,
+        references=("https://volcano.sh/en/docs/podgroup/",),
+    ),
+)

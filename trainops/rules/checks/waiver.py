@@ -1,0 +1,42 @@
+"""The `waiver-invalid` rule: waivers must name a real rule and give a reason."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from trainops.findings import Severity
+from trainops.rules.context import Context, Object
+from trainops.rules.model import Rule, Violation
+from trainops.rules.waivers import waivers
+
+SLUG = "waiver-invalid"
+
+
+def _invalid(obj: Object, ctx: Context) -> Iterator[Violation]:
+    from trainops.rules.registry import RULES_BY_SLUG
+
+    for waiver in waivers(obj):
+        path = ("metadata", "annotations", waiver.annotation)
+        if waiver.slug == SLUG or waiver.slug not in RULES_BY_SLUG:
+            yield Violation(f"`{waiver.annotation}` names no rule that can be waived", path)
+        elif not waiver.reason:
+            yield Violation(
+                f"`{waiver.annotation}` gives no reason: say why this object may break"
+                f" `{waiver.slug}`; the waiver is ignored until then",
+                path,
+            )
+
+
+RULES = (
+    Rule(
+        slug=SLUG,
+        severity=Severity.ERROR,
+        summary="A waiver annotation without a reason, or naming no known rule.",
+        why="A waiver is a reviewed exception: without a reason nobody can tell later whether"
+        " it still holds, and a misspelt rule waives nothing.",
+        fix='Write `trainops.dev/waive.<rule>: "<why this object may break the rule>"` with a'
+        " slug from `trainops rules`.",
+        example='metadata:\n  annotations:\n    trainops.dev/waive.image-unpinned: ""',
+        check=_invalid,
+    ),
+)

@@ -1,0 +1,77 @@
+"""Run every rule over a manifest set; turn bare violations into located findings.
+
+The engine, not the rules, decides where (file, line, object, cluster) and how loud
+(the rule's severity, the violation's milder variant, then the cluster profile's
+`policy` override, Polaris-style) — and drops what a valid waiver covers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from trainops.findings import Finding, Severity
+from trainops.manifest import Manifest
+from trainops.rules.checks.waiver import SLUG as WAIVER_SLUG
+from trainops.rules.context import Context, Object
+from trainops.rules.model import Rule
+from trainops.rules.registry import RULES, RULES_BY_SLUG
+from trainops.rules.waivers import waivers
+from trainops.spec.model import ClusterProfile
+
+OFF = "off"
+
+
+def _severity(rule: Rule, default: Severity, cluster: ClusterProfile | None) -> Severity | None:
+    """Severity after the cluster's override; None when the cluster turns the rule off."""
+    override = cluster.policy.get(rule.slug) if cluster is not None else None
+    if override == OFF:
+        return None
+    return Severity(override) if override else default
+
+
+def _waived(obj: Object) -> set[str]:
+    """Slugs this object validly waives (known rule, non-empty reason)."""
+    return {
+        w.slug
+        for w in waivers(obj)
+        if w.reason and w.slug in RULES_BY_SLUG and w.slug != WAIVER_SLUG
+    }
+
+
+def check(
+    manifests: Sequence[Manifest],
+    cluster: ClusterProfile | None,
+    rules: Sequence[Rule] = RULES,
+) -> list[Finding]:
+    """Policy findings for `manifests`, sorted by file, line, object and rule.
+
+    `cluster` is context for the rules that need one (skipped without it) and the source of
+    per-rule severity overrides.
+    """
+    ctx = Context([Object(m) for m in manifests], cluster)
+    findings: list[Finding] = []
+    for obj in ctx.objects:
+        waived = _waived(obj)
+        for rule in rules:
+            if (rule.needs_cluster and cluster is None) or rule.slug in waived:
+                continue
+            for violation in rule.check(obj, ctx):
+                severity = _severity(rule, violation.severity or rule.severity, cluster)
+                if severity is None:
+                    break
+                findings.append(
+                    Finding(
+                        rule=rule.slug,
+                        severity=severity,
+                        message=violation.message,
+                        file=obj.manifest.file,
+                        line=obj.manifest.line_of(violation.path),
+                        kind=obj.kind or None,
+                        name=obj.manifest.name,
+                        namespace=obj.namespace,
+                        cluster=obj.manifest.cluster
+                        or (cluster.name if cluster is not None else None),
+                    )
+                )
+    unique = {(f.sort_key(), f.message): f for f in findings}
+    return [unique[k] for k in sorted(unique)]

@@ -1,0 +1,423 @@
+"""Read a container's argv the way its launcher will: torchrun, torch.distributed.launch,
+the `deepspeed` launcher, mpirun, plain python, and `sh -c "..."` scripts.
+
+The result is a list of `Launch`es (a shell script may run several commands):
+the launcher's own options, normalised (`--nproc-per-node` and `--nproc_per_node`
+are one key, `nproc_per_node`), and the training program's options, each value
+with the path of the argv element it came from (for the finding's line).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from trainops.rules.context import Container
+from trainops.rules.model import Path
+
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash"})
+PYTHONS = re.compile(r"^python(\d+(\.\d+)?)?$")
+MPI_LAUNCHERS = frozenset({"mpirun", "mpiexec", "orterun", "mpiexec.hydra", "horovodrun"})
+SHELL_SEPARATORS = frozenset({"&&", "||", ";", "|", "&"})
+
+# torchrun options that take no value (everything else does, as `--opt v` or `--opt=v`).
+# https://pytorch.org/docs/stable/elastic/run.html
+TORCHRUN_FLAGS = frozenset(
+    {"standalone", "no_python", "run_path", "module", "m", "use_env", "log_line_prefix_template"}
+)
+# deepspeed launcher options that take no value.
+# https://www.deepspeed.ai/getting-started/#launching-deepspeed-training
+DEEPSPEED_FLAGS = frozenset(
+    {
+        "no_python",
+        "module",
+        "no_local_rank",
+        "no_ssh_check",
+        "force_multi",
+        "save_pid",
+        "bind_cores_to_rank",
+        "enable_each_rank_log",
+        "autotuning",
+        "elastic_training",
+        "no_ssh",
+    }
+)
+
+# mpirun options that take two words. Open MPI: MCA parameters, `--mca <key> <value>` and
+# `--gmca` (4.x), plus `--prtemca`, `--pmixmca` and `--omca` (5.x, PRRTE). MPICH and Intel MPI
+# (Hydra): `-genv <name> <value>` (every rank) and `-env <name> <value>` (one argument set).
+# Every other valued option takes one word (`--map-by ppr:8:node`, `-bind-to none`, `-H h1,h2`).
+# https://docs.open-mpi.org/en/v5.0.x/man-openmpi/man1/mpirun.1.html
+# https://www.open-mpi.org/doc/v4.1/man1/mpirun.1.php
+# https://www.intel.com/content/www/us/en/docs/mpi-library/developer-reference-linux/2021-14/global-hydra-options.html
+MPI_TWO_VALUES = frozenset({"mca", "gmca", "prtemca", "pmixmca", "omca", "genv", "env"})
+MPI_ENV_OPTIONS = frozenset({"genv", "env"})
+# mpirun / mpiexec / horovodrun options that take no value (normalised keys): without this
+# table `mpirun --report-bindings python train.py` would read `python` as the option's value.
+MPI_FLAGS = frozenset(
+    {
+        # Open MPI 4.x (ORTE) and 5.x (PRRTE)
+        "allow_run_as_root", "oversubscribe", "nooversubscribe", "nolocal", "noprefix",
+        "tag_output", "timestamp_output", "merge_stderr_to_stdout", "xml", "q", "quiet",
+        "v", "verbose", "V", "version", "d", "debug", "debug_devel", "debug_daemons",
+        "debug_daemons_file", "display_map", "display_devel_map", "display_diffable_map",
+        "display_allocation", "display_devel_allocation", "report_bindings",
+        "report_child_jobs_separately", "leave_session_attached", "do_not_launch",
+        "do_not_resolve", "enable_recovery", "disable_recovery", "hetero_nodes", "hetero_apps",
+        "use_hwthread_cpus", "use_regexp", "show_progress", "wait_for_server", "continuous",
+        "novm", "preload_binary", "index_argv_by_rank", "bind_to_core", "bind_to_socket",
+        "bynode", "byslot", "bycore", "bysocket", "get_stack_traces", "report_state_on_timeout",
+        "no_ready_msg", "daemonize",
+        # MPICH / Intel MPI Hydra
+        "genvall", "genvnone", "envall", "envnone", "l", "prepend_rank", "info",
+        "print_all_exitcodes", "disable_auto_cleanup", "enable_x", "disable_x",
+        "ordered_output", "rr", "print_rank_map", "silent_abort",
+        # horovodrun
+        "gloo", "mpi", "jsrun", "disable_cache", "check_build", "cb", "autotune", "tcp",
+        "hierarchical_allreduce", "no_hierarchical_allreduce", "hierarchical_allgather",
+        "no_hierarchical_allgather", "timeline_mark_cycles", "no_stall_check",
+        "log_without_timestamp", "log_hide_timestamp",
+    }
+)  # fmt: skip
+
+TORCHRUN = "torchrun"
+LEGACY_LAUNCH = "torch.distributed.launch"
+DEEPSPEED = "deepspeed"
+MPI = "mpi"
+PYTHON = "python"
+OTHER = "other"
+
+
+def option_key(word: str) -> str:
+    """`--nproc-per-node` -> `nproc_per_node`."""
+    return word.lstrip("-").replace("-", "_")
+
+
+@dataclass
+class Launch:
+    """One command a container runs."""
+
+    tool: str
+    """`torchrun` (incl. `python -m torch.distributed.run`), `torch.distributed.launch`,
+    `deepspeed`, `mpi`, `python`, or `other`."""
+    words: list[tuple[str, Path]]
+    options: dict[str, tuple[str, Path]] = field(default_factory=dict)
+    """The launcher's options (normalised keys; flags have value ``)."""
+    program: list[tuple[str, Path]] = field(default_factory=list)
+    """The training program and its arguments."""
+    mpi_exports: dict[str, tuple[str, Path]] = field(default_factory=dict)
+    """Env mpirun sets in every rank: `-x NAME=VALUE`, Hydra's `-genv`/`-env NAME VALUE`, and
+    `-x NAME` with the value the launching shell has (container env or an earlier `export`)."""
+    mpi_inherited: dict[str, Path] = field(default_factory=dict)
+    """`-x NAME` without a value: the rank gets the launcher's own value of NAME."""
+
+    def option(self, *keys: str) -> tuple[str, Path] | None:
+        for key in keys:
+            if key in self.options:
+                return self.options[key]
+        return None
+
+    @property
+    def program_options(self) -> dict[str, tuple[str, Path]]:
+        return parse_program_options(self.program[1:] if self.program else [])
+
+
+def parse_program_options(words: list[tuple[str, Path]]) -> dict[str, tuple[str, Path]]:
+    """`--key=value`, `--key value` and bare `--flag` (value ``) of a training program."""
+    result: dict[str, tuple[str, Path]] = {}
+    i = 0
+    while i < len(words):
+        word, path = words[i]
+        if word.startswith("--") and len(word) > 2:
+            if "=" in word:
+                key, _, value = word.partition("=")
+                result[option_key(key)] = (value, path)
+            elif i + 1 < len(words) and not words[i + 1][0].startswith("-"):
+                result[option_key(word)] = (words[i + 1][0], words[i + 1][1])
+                i += 1
+            else:
+                result[option_key(word)] = ("", path)
+        i += 1
+    return result
+
+
+def _parse_launcher(
+    words: list[tuple[str, Path]], flags: frozenset[str]
+) -> tuple[dict[str, tuple[str, Path]], list[tuple[str, Path]]]:
+    """Options up to the first positional word (the script), then the program."""
+    options: dict[str, tuple[str, Path]] = {}
+    i = 0
+    while i < len(words):
+        word, path = words[i]
+        if not word.startswith("-") or word == "-":
+            break
+        if "=" in word:
+            key, _, value = word.partition("=")
+            options[option_key(key)] = (value, path)
+        elif option_key(word) in flags:
+            options[option_key(word)] = ("", path)
+            if option_key(word) in {"m", "module"}:
+                i += 1
+                break
+        elif i + 1 < len(words):
+            options[option_key(word)] = (words[i + 1][0], words[i + 1][1])
+            i += 1
+        i += 1
+    return options, words[i:]
+
+
+def _parse_mpi(launch: Launch) -> None:
+    """mpirun/mpiexec options up to the program: `-np`, the env it exports to the ranks
+    (`-x`, `-genv`, `-env`), MCA parameters, and every other option with its value."""
+    words = launch.words[1:]
+    i = 0
+    while i < len(words):
+        word, path = words[i]
+        if not word.startswith("-") or word == "-":
+            launch.program = words[i:]
+            return
+        raw = word.lstrip("-")
+        key = option_key(raw)
+        rest = words[i + 1 :]
+        if key in MPI_TWO_VALUES and len(rest) >= 2:
+            name, (value, value_path) = rest[0][0], rest[1]
+            if key in MPI_ENV_OPTIONS:
+                launch.mpi_exports[name] = (value, value_path)
+            else:
+                launch.options[f"{key}:{name}"] = (value, value_path)
+            i += 3
+            continue
+        if key in {"np", "n", "c"} and rest:
+            launch.options["np"] = rest[0]
+            i += 1
+        elif key == "x" and rest:
+            name, eq, value = rest[0][0].partition("=")
+            if eq:
+                launch.mpi_exports[name] = (value, rest[0][1])
+            else:
+                launch.mpi_inherited[name] = rest[0][1]
+            i += 1
+        elif "=" in raw:
+            k, _, v = raw.partition("=")
+            launch.options[option_key(k)] = (v, path)
+        elif key in MPI_FLAGS or not rest or rest[0][0].startswith("-"):
+            launch.options[key] = ("", path)
+        else:
+            launch.options[key] = rest[0]
+            i += 1
+        i += 1
+
+
+# Launchers, by executable or `python -m` module, and the flag table each one parses with.
+LAUNCHER_EXECUTABLES = {"torchrun": TORCHRUN, "deepspeed": DEEPSPEED}
+LAUNCHER_MODULES = {
+    "torch.distributed.run": TORCHRUN,
+    "torch.distributed.launch": LEGACY_LAUNCH,
+    "deepspeed.launcher.runner": DEEPSPEED,
+}
+LAUNCHER_FLAGS = {
+    TORCHRUN: TORCHRUN_FLAGS,
+    LEGACY_LAUNCH: TORCHRUN_FLAGS,
+    DEEPSPEED: DEEPSPEED_FLAGS,
+}
+
+
+def _launcher(kind: str, words: list[tuple[str, Path]], args: list[tuple[str, Path]]) -> Launch:
+    launch = Launch(kind, words)
+    launch.options, launch.program = _parse_launcher(args, LAUNCHER_FLAGS[kind])
+    return launch
+
+
+def classify(words: list[tuple[str, Path]]) -> Launch:
+    """What one command launches."""
+    # Skip `env`, `exec` and leading `NAME=value` assignments.
+    while words and (
+        words[0][0] in {"env", "exec"} or re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0][0])
+    ):
+        words = words[1:]
+    if not words:
+        return Launch(OTHER, words)
+    head = posixpath.basename(words[0][0])
+    rest = words[1:]
+    if head in LAUNCHER_EXECUTABLES:
+        return _launcher(LAUNCHER_EXECUTABLES[head], words, rest)
+    if head in MPI_LAUNCHERS:
+        launch = Launch(MPI, words)
+        _parse_mpi(launch)
+        return launch
+    if PYTHONS.match(head):
+        i = 0
+        while i < len(rest) and rest[i][0].startswith("-") and rest[i][0] != "-m":
+            i += 1  # interpreter flags such as -u
+        if i + 1 < len(rest) and rest[i][0] == "-m":
+            module = rest[i + 1][0]
+            if module in LAUNCHER_MODULES:
+                return _launcher(LAUNCHER_MODULES[module], words, rest[i + 2 :])
+            return Launch(PYTHON, words, program=rest[i + 1 :])
+        return Launch(PYTHON, words, program=rest[i:])
+    return Launch(OTHER, words, program=words)
+
+
+def _split_commands(words: list[tuple[str, Path]]) -> list[list[tuple[str, Path]]]:
+    commands: list[list[tuple[str, Path]]] = [[]]
+    for word in words:
+        if word[0] in SHELL_SEPARATORS:
+            commands.append([])
+        else:
+            commands[-1].append(word)
+    return [c for c in commands if c]
+
+
+def _shell_script(argv: list[tuple[str, Path]]) -> tuple[str, Path] | None:
+    """The script of `sh -c "..."` (also `bash -lc`, `/bin/sh -ec`)."""
+    if len(argv) < 3 or posixpath.basename(argv[0][0]) not in SHELLS:
+        return None
+    for i, (word, _) in enumerate(argv[1:], start=1):
+        if word.startswith("-") and "c" in word and i + 1 < len(argv):
+            return argv[i + 1]
+        if not word.startswith("-"):
+            return None
+    return None
+
+
+def launches(container: Container) -> list[Launch]:
+    """Every command the container runs, in order."""
+    argv = container.argv
+    if not argv:
+        return []
+    script = _shell_script(argv)
+    if script is None:
+        return _resolve_inherited(container, [classify(list(argv))])
+    text, path = script
+    result = []
+    for line in re.split(r"\n|(?<!\\)\\\n", text.replace("\\\n", " ")):
+        try:
+            lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
+            lexer.whitespace_split = True
+            lexer.commenters = "#"
+            tokens = list(lexer)
+        except ValueError:
+            tokens = line.split()
+        for command in _split_commands([(t, path) for t in tokens]):
+            result.append(classify(command))
+    return _resolve_inherited(container, result)
+
+
+def _resolve_inherited(container: Container, commands: list[Launch]) -> list[Launch]:
+    """Give `mpirun -x NAME` the value the launching shell has: the container's literal env,
+    overridden by `export NAME=VALUE` earlier in the script. Unknown values stay unexported."""
+    shell = {name: var.value for name, var in container.env.items() if var.value is not None}
+    for launch in commands:
+        if launch.tool == OTHER and launch.words and launch.words[0][0] == "export":
+            for word, _ in launch.words[1:]:
+                name, eq, value = word.partition("=")
+                if eq:
+                    shell[name] = value
+        for name, path in launch.mpi_inherited.items():
+            if name in shell and name not in launch.mpi_exports:
+                launch.mpi_exports[name] = (shell[name], path)
+    return commands
+
+
+def is_shell_script(container: Container, index: int) -> bool:
+    """Whether argv element `index` is the script of `sh -c`."""
+    script = _shell_script(container.argv)
+    return script is not None and script[1] == container.argv[index][1]
+
+
+# Commands that write files, and where. Only destinations a command names explicitly count:
+# a download into the working directory (`wget URL`, `curl -O`) is not resolved.
+# Tools whose sub-command copies SOURCE... DEST (the last location-like argument: a path or
+# a `scheme://` / `remote:` URL, so option values such as `--exclude '*.tmp'` do not count).
+_COPY_SUBCOMMANDS: dict[str, frozenset[str]] = {
+    "aws": frozenset({"cp", "sync", "mv"}),  # aws s3 cp|sync|mv
+    "gsutil": frozenset({"cp", "rsync", "mv"}),
+    "gcloud": frozenset({"cp", "rsync", "mv"}),  # gcloud storage cp|rsync|mv
+    "rclone": frozenset({"copy", "sync", "move", "copyto", "moveto"}),
+    "azcopy": frozenset({"copy", "cp", "sync"}),
+    "git": frozenset({"clone"}),
+    "git-lfs": frozenset(),
+}
+# Copy commands: DEST is `-t DIR` / `--target-directory=DIR`, else the last positional.
+_COPY_COMMANDS = frozenset({"cp", "mv", "rsync", "scp", "install"})
+# Commands every positional argument of which is created or changed.
+_TOUCH_COMMANDS = frozenset({"mkdir", "touch", "rm", "chmod", "chown"})
+# Options naming an output file or directory, per command.
+_OUTPUT_OPTIONS: dict[str, frozenset[str]] = {
+    "wget": frozenset({"O", "output_document", "P", "directory_prefix"}),
+    "curl": frozenset({"o", "output"}),
+    "tar": frozenset({"C", "directory"}),
+    "unzip": frozenset({"d"}),
+    "huggingface-cli": frozenset({"local_dir"}),
+    "hf": frozenset({"local_dir"}),
+}
+_LOCATION = re.compile(r"^(/|\./|\.\./|~|[A-Za-z][\w+.-]*://|[\w-]+:)")
+
+
+def _options_and_positionals(
+    words: list[tuple[str, Path]],
+) -> tuple[list[tuple[str, str, Path]], list[tuple[str, Path]]]:
+    """(option key, value, path) for `-k v`, `-kv`... as written, and the positional words.
+    Without a command's option table, `--opt value` reads `value` as a positional."""
+    options: list[tuple[str, str, Path]] = []
+    positionals: list[tuple[str, Path]] = []
+    i = 0
+    while i < len(words):
+        word, path = words[i]
+        if word.startswith("--") and "=" in word:
+            key, _, value = word.partition("=")
+            options.append((option_key(key), value, path))
+        elif word.startswith("-") and len(word) > 1:
+            nxt = words[i + 1] if i + 1 < len(words) else None
+            options.append((option_key(word), nxt[0] if nxt else "", nxt[1] if nxt else path))
+        else:
+            positionals.append((word, path))
+        i += 1
+    return options, positionals
+
+
+def write_targets(launch: Launch) -> list[tuple[str, Path]]:
+    """Paths one command writes to, as written (absolute or relative), with their argv path."""
+    words = launch.words
+    if not words:
+        return []
+    targets: list[tuple[str, Path]] = []
+    # Shell output redirection: `> FILE`, `>> FILE`, `>FILE`.
+    for i, (word, path) in enumerate(words):
+        if word in {">", ">>"} and i + 1 < len(words):
+            targets.append(words[i + 1])
+        elif word.startswith(">") and word.strip(">"):
+            targets.append((word.lstrip(">"), path))
+    head = posixpath.basename(words[0][0])
+    args = [w for w in words[1:] if w[0] not in {">", ">>"} and not w[0].startswith(">")]
+    options, positionals = _options_and_positionals(args)
+    if head in _COPY_SUBCOMMANDS:
+        verbs = _COPY_SUBCOMMANDS[head]
+        at = next((i for i, (w, _) in enumerate(positionals) if w in verbs), None)
+        if at is not None:
+            rest = positionals[at + 1 :]
+            locations = [(w, p) for w, p in rest if _LOCATION.match(w)]
+            if head == "git":
+                locations = rest  # git clone URL [DIR]: DIR is any word
+            if len(locations) >= 2:
+                targets.append(locations[-1])
+    elif head in _COPY_COMMANDS:
+        named = [(v, p) for k, v, p in options if k in {"t", "target_directory"}]
+        if named:
+            targets += named
+        elif len(positionals) >= 2:
+            targets.append(positionals[-1])
+    elif head in _TOUCH_COMMANDS:
+        targets += [(w, p) for w, p in positionals if _LOCATION.match(w) or "/" in w]
+    elif head in _OUTPUT_OPTIONS:
+        if head == "tar" and not any(
+            k == "extract" or (len(k) <= 4 and "x" in k and not k.startswith("exclude"))
+            for k, _, _ in options
+        ):
+            return targets
+        targets += [(v, p) for k, v, p in options if k in _OUTPUT_OPTIONS[head] and v]
+    elif head == "dd":
+        targets += [(w[3:], p) for w, p in positionals if w.startswith("of=")]
+    return targets

@@ -1,0 +1,39 @@
+"""Every rule, in the order `trainops rules` and docs/rules.md list them."""
+
+from __future__ import annotations
+
+from trainops.rules.checks import (
+    cluster,
+    deepspeed,
+    elastic,
+    env,
+    lifecycle,
+    metrics,
+    mpi,
+    nccl,
+    pod,
+    resources,
+    scheduling,
+    volumes,
+    waiver,
+)
+from trainops.rules.model import Rule
+
+RULES: tuple[Rule, ...] = (
+    *resources.RULES,
+    *elastic.RULES,
+    *env.RULES,
+    *scheduling.RULES,
+    *lifecycle.RULES,
+    *nccl.RULES,
+    *pod.RULES,
+    *deepspeed.RULES,
+    *mpi.RULES,
+    *cluster.RULES,
+    *volumes.RULES,
+    *metrics.RULES,
+    *waiver.RULES,
+)
+
+RULES_BY_SLUG: dict[str, Rule] = {rule.slug: rule for rule in RULES}
+assert len(RULES_BY_SLUG) == len(RULES), "rule slugs must be unique"

@@ -1,0 +1,66 @@
+"""Run kubeconform (when on PATH) against the same schemas, offline.
+
+kubeconform cannot use kubernetes-validate's files as they are: they carry an
+absolute `$id` (https://kubernetes.io/api/...) and refs like
+`/api/_definitions.json#/$defs/...`, which kubeconform would try to download.
+`write_schema_layout` writes a directory it can use: the core kind files with
+`$id` removed and refs made relative (`_definitions.json#/$defs/...`) under
+`_kubernetes/`, next to a copy of `schemas/crds` (whose refs already point at
+`../_kubernetes/_definitions.json`). `kubeconform_command` gives the exact flags.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from trainops.validate.schemas import CRD_SCHEMA_DIR, core_schema_dir
+
+CORE_SUBDIR = "_kubernetes"
+
+
+def write_schema_layout(dest: Path, kubernetes_version: str) -> None:
+    """Schemas for kubeconform's `-schema-location` (see `kubeconform_command`)."""
+    shutil.copytree(CRD_SCHEMA_DIR, dest, dirs_exist_ok=True)
+    core = dest / CORE_SUBDIR
+    core.mkdir(parents=True, exist_ok=True)
+    for path in sorted(core_schema_dir(kubernetes_version).glob("*.json")):
+        if path.name == "all.json":
+            continue
+        schema: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        schema.pop("$id", None)
+        text = json.dumps(schema).replace('"/api/_definitions.json#', '"_definitions.json#')
+        (core / path.name).write_text(text, encoding="utf-8")
+
+
+def kubeconform_command(schema_dir: Path, kubernetes_version: str) -> list[str]:
+    """The flags we run kubeconform with (documented in docs/validate.md)."""
+    return [
+        "kubeconform",
+        "-strict",
+        "-summary",
+        "-output",
+        "json",
+        "-kubernetes-version",
+        f"{kubernetes_version}.0",
+        "-schema-location",
+        f"{schema_dir}/{CORE_SUBDIR}/{{{{.ResourceKind}}}}{{{{.KindSuffix}}}}.json",
+        "-schema-location",
+        f"{schema_dir}/{{{{.Group}}}}/{{{{.ResourceKind}}}}_{{{{.ResourceAPIVersion}}}}.json",
+        "-",
+    ]
+
+
+def run_kubeconform(yaml_text: str, schema_dir: Path, kubernetes_version: str) -> tuple[int, str]:
+    """Exit code and JSON output of kubeconform on a YAML stream (stdin)."""
+    proc = subprocess.run(
+        kubeconform_command(schema_dir, kubernetes_version),
+        input=yaml_text,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return proc.returncode, proc.stdout + proc.stderr

@@ -1,0 +1,202 @@
+"""Where each kind's JSON Schema comes from, compiled once and reused.
+
+Three sources, looked up in this order for an object's (group, version, kind):
+
+1. Converted CRDs (`--crds DIR` or a cluster profile's `crds:`), see `crd.py`.
+2. The project's own strict CRD schemas in `trainops/schemas/crds/`, laid out the way
+   kubeconform's `-schema-location` and the CRDs-catalog name them:
+   `{group}/{kind lowercased}_{version}.json`. Their pod templates and other
+   core types are `$ref`s to `../_kubernetes/_definitions.json#/$defs/<name>`,
+   which at run time is the `_definitions.json` kubernetes-validate ships for the
+   selected Kubernetes version (`kubeconform.py` writes the same file next to
+   them for kubeconform).
+3. Core kinds: kubernetes-validate's bundled *strict* schemas
+   (`v<version>-local-strict/<kind>-<group prefix>-<version>.json`), whose refs
+   point at `https://kubernetes.io/api/_definitions.json`.
+
+Compiling is what makes a naive validator slow (kubernetes-validate re-reads and
+re-compiles ~1.3 MB of definitions for every document), so each validator is
+built with jsonschema-rs once per (store, kind) and cached.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema_rs
+import kubernetes_validate
+
+from trainops import paths
+from trainops.errors import InputError, Problem
+
+# The project's strict CRD schemas (package data `trainops/schemas/crds`).
+CRD_SCHEMA_DIR = paths.SCHEMA_DIR / "crds"
+# Where the CRD schemas expect the core definitions (relative refs, so kubeconform
+# resolves them against the schema file's own location).
+CORE_DEFINITIONS_REL = "_kubernetes/_definitions.json"
+# The `$id` kubernetes-validate gives its definitions file; its kind files ref it.
+CORE_DEFINITIONS_ID = "https://kubernetes.io/api/_definitions.json"
+# Used by `--manifests` without `--cluster`: a version every supported cluster
+# runs today. Pinned (not "the newest bundled") so results do not move when the
+# kubernetes-validate package is upgraded.
+DEFAULT_KUBERNETES_VERSION = "1.31"
+
+_K8S_SCHEMA_ROOT = Path(kubernetes_validate.__file__).resolve().parent / "kubernetes-json-schema"
+_VERSION_DIR = re.compile(r"^v(\d+)\.(\d+)\.\d+-local-strict$")
+
+GVK = tuple[str, str, str]
+"""(group, version, kind); the core group is ""."""
+
+
+def split_api_version(api_version: str) -> tuple[str, str]:
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+def supported_versions() -> list[tuple[int, int]]:
+    """Kubernetes major.minor versions kubernetes-validate ships strict schemas for."""
+    found = []
+    for entry in _K8S_SCHEMA_ROOT.iterdir():
+        match = _VERSION_DIR.match(entry.name)
+        if match:
+            found.append((int(match.group(1)), int(match.group(2))))
+    return sorted(found)
+
+
+def core_schema_dir(kubernetes_version: str) -> Path:
+    """Strict schema directory for the newest bundled version not newer than the one asked for.
+
+    Compared as numbers (kubernetes-validate itself compares strings: "1.9" > "1.31").
+    """
+    match = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.\d+)?", kubernetes_version.strip())
+    if match is None:
+        raise InputError(
+            Problem(
+                "<kubernetes version>",
+                None,
+                None,
+                f"Kubernetes version must look like `1.31`, got {kubernetes_version!r}",
+            )
+        )
+    wanted = (int(match.group(1)), int(match.group(2)))
+    candidates = [v for v in supported_versions() if v <= wanted]
+    if not candidates:
+        oldest = supported_versions()[0]
+        raise InputError(
+            Problem(
+                "<kubernetes version>",
+                None,
+                None,
+                f"no schemas for Kubernetes {kubernetes_version}: the oldest supported is"
+                f" {oldest[0]}.{oldest[1]}",
+            )
+        )
+    major, minor = candidates[-1]
+    return _K8S_SCHEMA_ROOT / f"v{major}.{minor}.0-local-strict"
+
+
+@cache
+def _read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def core_definitions(kubernetes_version: str) -> dict[str, Any]:
+    """kubernetes-validate's `_definitions.json` for that version (shared, do not mutate)."""
+    data: dict[str, Any] = _read_json(core_schema_dir(kubernetes_version) / "_definitions.json")
+    return data
+
+
+def core_schema_file(directory: Path, gvk: GVK) -> Path:
+    """kubernetes-validate (and kubeconform) naming: `deployment-apps-v1.json`, `pod-v1.json`."""
+    group, version, kind = gvk
+    prefix = f"{group.split('.')[0]}-" if group else ""
+    return directory / f"{kind.lower()}-{prefix}{version}.json"
+
+
+def crd_schema_file(directory: Path, gvk: GVK) -> Path:
+    """CRDs-catalog naming: `{group}/{kind lowercased}_{version}.json`."""
+    group, version, kind = gvk
+    return directory / group / f"{kind.lower()}_{version}.json"
+
+
+@dataclass(frozen=True)
+class SchemaSource:
+    """What a kind is validated against, for messages and `--format json` consumers."""
+
+    origin: str
+    """`core`, `project` or `crd`."""
+    location: str
+
+
+class SchemaStore:
+    """Compiled validators for one Kubernetes version (+ optional converted CRDs)."""
+
+    def __init__(
+        self,
+        kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
+        crd_schemas: Mapping[GVK, dict[str, Any]] | None = None,
+        crd_dir: Path = CRD_SCHEMA_DIR,
+    ) -> None:
+        self.kubernetes_version = kubernetes_version
+        self.core_dir = core_schema_dir(kubernetes_version)
+        self.crd_dir = crd_dir
+        self.converted: dict[GVK, dict[str, Any]] = dict(crd_schemas or {})
+        self._validators: dict[GVK, tuple[jsonschema_rs.Validator, SchemaSource] | None] = {}
+        self._registry: jsonschema_rs.Registry | None = None
+
+    def registry(self) -> jsonschema_rs.Registry:
+        """Core definitions under both names they are referenced by, plus our shared files."""
+        if self._registry is None:
+            definitions = core_definitions(self.kubernetes_version)
+            without_id = {k: v for k, v in definitions.items() if k != "$id"}
+            resources: list[tuple[str, Any]] = [
+                (CORE_DEFINITIONS_ID, definitions),
+                ((self.crd_dir / CORE_DEFINITIONS_REL).as_uri(), without_id),
+            ]
+            shared = self.crd_dir / "_shared"
+            if shared.is_dir():
+                resources += [(p.as_uri(), _read_json(p)) for p in sorted(shared.glob("*.json"))]
+            self._registry = jsonschema_rs.Registry(resources)
+        return self._registry
+
+    def lookup(self, gvk: GVK) -> tuple[jsonschema_rs.Validator, SchemaSource] | None:
+        """Compiled validator for a kind, or None when no source has a schema for it."""
+        if gvk in self._validators:
+            return self._validators[gvk]
+        found = self._compile(gvk)
+        self._validators[gvk] = found
+        return found
+
+    def _compile(self, gvk: GVK) -> tuple[jsonschema_rs.Validator, SchemaSource] | None:
+        group, version, kind = gvk
+        where = f"{group + '/' if group else ''}{version} {kind}"
+        if gvk in self.converted:
+            validator = jsonschema_rs.validator_for(self.converted[gvk], registry=self.registry())
+            return validator, SchemaSource("crd", where)
+        project = crd_schema_file(self.crd_dir, gvk)
+        if project.is_file():
+            validator = jsonschema_rs.validator_for(
+                _read_json(project), registry=self.registry(), base_uri=project.as_uri()
+            )
+            return validator, SchemaSource("project", str(project.relative_to(self.crd_dir)))
+        core = core_schema_file(self.core_dir, gvk)
+        if core.is_file():
+            schema = _read_json(core)
+            # The file name drops the group's domain (`apps`, `rbac`): make sure the
+            # schema really is for this group, so `foo.example.com/v1 Deployment`
+            # is not validated as an apps/v1 Deployment.
+            declared = {
+                (g.get("group", ""), g.get("version"), g.get("kind"))
+                for g in schema.get("x-kubernetes-group-version-kind", [])
+            }
+            if gvk not in declared:
+                return None
+            validator = jsonschema_rs.validator_for(schema, registry=self.registry())
+            return validator, SchemaSource("core", f"Kubernetes {self.kubernetes_version} {where}")
+        return None

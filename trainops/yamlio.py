@@ -1,0 +1,469 @@
+"""Strict, safe YAML in and deterministic YAML out.
+
+In: PyYAML's safe loader (the C one when available), made strict where the
+Kubernetes API server is strict and PyYAML is not: duplicate keys are an error
+(PyYAML silently keeps the last), alias expansion is bounded (a "billion laughs"
+document is tiny on disk and huge in memory), a recursive alias is an error, and
+every problem becomes an `InputError` naming file, line and column. Each document
+keeps its node tree, so any later finding can be mapped back to the line of the
+offending key.
+
+The data is what Kubernetes reads (sigs.k8s.io/yaml turns YAML into JSON), so it
+is always JSON: every mapping key is a string (a scalar key's text: `1` and `"1"`
+are the same key, `1` and `true` are not; a mapping or list as a key is an error),
+a timestamp stays the scalar's text, `!!binary` is its base64 text, `!!set` is a
+mapping to nulls and `!!omap`/`!!pairs` are lists of one-entry mappings. PyYAML
+would build `date`, `bytes`, `set`, tuples and non-string keys, which no JSON
+consumer (the schema validator included) can take.
+
+Out: sorted keys, block style, literal blocks for multi-line strings — the same
+bytes on every machine.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import gc
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from trainops.errors import InputError, Problem
+
+_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+# A Kubernetes manifest has a few hundred nodes; a PyTorchJob with every pod
+# field set a few thousand. One million expanded nodes (aliases counted each
+# time they are used) is far above any real manifest and far below what would
+# exhaust memory when the document is walked.
+MAX_EXPANDED_NODES = 1_000_000
+
+
+class _DuplicateKeyError(yaml.MarkedYAMLError):
+    pass
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+_MAP_TAG = "tag:yaml.org,2002:map"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+# Keys that make SafeConstructor rewrite a mapping before building it (merge `<<`,
+# value `=`): rare in manifests, so such mappings take PyYAML's own path.
+_REWRITING_KEY_TAGS = frozenset({_MERGE_TAG, "tag:yaml.org,2002:value"})
+
+
+class _StrictLoader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """Safe loader that rejects duplicate mapping keys."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._scalar_tags: dict[tuple[str, tuple[bool, bool]], str] = {}
+        # An alias needs an anchor (`&name`): without a `&` in the text, no node is
+        # shared, so nothing can expand or recurse and PyYAML's per-node bookkeeping
+        # (which makes an aliased node one shared object) can be skipped.
+        self.tree_only = "&" not in stream
+
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: Any) -> str:
+        """PyYAML's tag resolution, memoised for scalars.
+
+        The composer asks for every scalar's tag, and PyYAML answers by running
+        regular expressions; a manifest repeats the same keys and values over and
+        over. Without path resolvers (this loader has none) a scalar's tag depends
+        only on its text and on whether it was plain or quoted.
+        """
+        if kind is not yaml.ScalarNode:
+            return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
+        key = (value, implicit)
+        tag = self._scalar_tags.get(key)
+        if tag is None:
+            tag = self._scalar_tags[key] = super().resolve(kind, value, implicit)
+        return tag
+
+    def construct_sequence(self, node: yaml.Node, deep: bool = False) -> list[Any]:
+        if not isinstance(node, yaml.SequenceNode):
+            return super().construct_sequence(node, deep=deep)  # type: ignore[no-any-return]
+        return [self._construct(child, deep) for child in node.value]
+
+    def _construct(self, node: yaml.Node, deep: bool) -> Any:
+        """`construct_object`, minus its bookkeeping for the commonest nodes.
+
+        PyYAML's str constructor returns the scalar's value as it is; most of a
+        manifest's nodes are strings, so this is most of the loading time saved.
+        In a tree (no aliases) plain mappings and sequences are built directly too.
+        """
+        if type(node) is yaml.ScalarNode and node.tag == _STR_TAG:
+            return node.value
+        if self.tree_only:
+            if type(node) is yaml.MappingNode and node.tag == _MAP_TAG:
+                return self.construct_mapping(node, deep)
+            if type(node) is yaml.SequenceNode and node.tag == _SEQ_TAG:
+                return [self._construct(child, deep) for child in node.value]
+        return self.construct_object(node, deep=deep)
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[str, Any]:
+        if not isinstance(node, yaml.MappingNode):
+            return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
+        seen: dict[str, yaml.Node] = {}
+        keys: list[str] = []
+        rewrite = False
+        for key_node, _ in node.value:
+            if key_node.tag in _REWRITING_KEY_TAGS:
+                rewrite = True
+                if key_node.tag == _MERGE_TAG:
+                    continue
+            # The common case inline: a scalar key is its text.
+            key = key_node.value if type(key_node) is yaml.ScalarNode else _key_text(node, key_node)
+            first = seen.get(key)
+            if first is not None:
+                raise _DuplicateKeyError(
+                    problem=(
+                        f"duplicate key {key!r} (first at line {first.start_mark.line + 1});"
+                        " the API server rejects duplicate keys: keep one"
+                    ),
+                    problem_mark=key_node.start_mark,
+                )
+            seen[key] = key_node
+            keys.append(key)
+        if rewrite:
+            # Merge keys (`<<`): PyYAML's own merge, which puts the merged entries
+            # first so that the mapping's own keys win; then the same string keys.
+            self.flatten_mapping(node)
+            return {
+                _key_text(node, key_node): self._construct(value_node, deep)
+                for key_node, value_node in node.value
+            }
+        # Keys are built and checked above: build the values, in order, once.
+        return {
+            key: self._construct(value_node, deep)
+            for key, (_, value_node) in zip(keys, node.value, strict=True)
+        }
+
+    # Scalars and collections Kubernetes reads differently from PyYAML (see the module doc).
+
+    def construct_yaml_timestamp(self, node: yaml.Node) -> str:
+        return str(self.construct_scalar(node))
+
+    def construct_yaml_binary(self, node: yaml.Node) -> str:
+        text = "".join(str(self.construct_scalar(node)).split())
+        try:
+            base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError) as err:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"failed to decode base64 data: {err}", node.start_mark
+            ) from None
+        return text
+
+    def construct_yaml_set(self, node: yaml.MappingNode) -> Iterator[dict[str, None]]:
+        data: dict[str, None] = {}
+        yield data
+        data.update(dict.fromkeys(self.construct_mapping(node)))
+
+    def construct_yaml_pairs(self, node: yaml.Node) -> Iterator[list[Any]]:
+        if not isinstance(node, yaml.SequenceNode):
+            raise yaml.constructor.ConstructorError(
+                "while constructing pairs",
+                node.start_mark,
+                f"expected a sequence, but found a {type(node).__name__}",
+                node.start_mark,
+            )
+        data: list[Any] = []
+        yield data
+        data.extend(self._construct(child, deep=True) for child in node.value)
+
+
+def _key_text(mapping: yaml.Node, key_node: yaml.Node) -> str:
+    """A mapping key as Kubernetes reads it: the scalar's text; a collection is an error."""
+    if not isinstance(key_node, yaml.ScalarNode):
+        raise yaml.constructor.ConstructorError(
+            "while constructing a mapping",
+            mapping.start_mark,
+            f"found a {'mapping' if isinstance(key_node, yaml.MappingNode) else 'list'} used as"
+            " a key; Kubernetes keys are strings",
+            key_node.start_mark,
+        )
+    return str(key_node.value)
+
+
+for _tag, _constructor in {
+    "timestamp": _StrictLoader.construct_yaml_timestamp,
+    "binary": _StrictLoader.construct_yaml_binary,
+    "set": _StrictLoader.construct_yaml_set,
+    "omap": _StrictLoader.construct_yaml_pairs,
+    "pairs": _StrictLoader.construct_yaml_pairs,
+}.items():
+    _StrictLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _constructor)
+
+
+@dataclass
+class Document:
+    """One YAML document of a file: its data and where each part of it came from."""
+
+    file: str
+    """Path as shown to the user."""
+    index: int
+    """0-based position of the document in its file."""
+    data: Any
+    node: yaml.Node
+
+    @property
+    def line(self) -> int:
+        """1-based line where the document starts."""
+        return int(self.node.start_mark.line) + 1
+
+    def _walk(self, path: Sequence[str | int]) -> tuple[Any, yaml.Node, bool]:
+        """(mark, node) of the deepest node found along `path`, and whether all of it was."""
+        node = self.node
+        mark = node.start_mark
+        for part in path:
+            if isinstance(node, yaml.MappingNode):
+                for key_node, value_node in node.value:
+                    if isinstance(key_node, yaml.ScalarNode) and key_node.value == str(part):
+                        mark, node = key_node.start_mark, value_node
+                        break
+                else:
+                    return mark, node, False
+            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+                if not 0 <= part < len(node.value):
+                    return mark, node, False
+                node = node.value[part]
+                mark = node.start_mark
+            else:
+                return mark, node, False
+        return mark, node, True
+
+    def position(self, path: Sequence[str | int]) -> tuple[int, int]:
+        """1-based (line, column) of the deepest node found along `path`.
+
+        For a mapping entry this is the key, which is where a reader looks.
+        """
+        mark, _, _ = self._walk(path)
+        return int(mark.line) + 1, int(mark.column) + 1
+
+    def scalar_text(self, path: Sequence[str | int]) -> str | None:
+        """The scalar at `path` as written (`2.10`, not the float 2.1), else None."""
+        _, node, found = self._walk(path)
+        return str(node.value) if found and isinstance(node, yaml.ScalarNode) else None
+
+    def line_of(self, path: Sequence[str | int]) -> int:
+        return self.position(path)[0]
+
+    def part(self, path: Sequence[str | int], data: Any) -> Document | None:
+        """The node at exactly `path` as a document of its own (same file and index), whose
+        positions are relative to it; None when the path is not in the tree."""
+        _, node, found = self._walk(path)
+        return Document(self.file, self.index, data, node) if found else None
+
+
+class _RecursiveAlias(Exception):
+    """`child` is an alias, inside `parent`, to a node that contains it."""
+
+    def __init__(self, parent: yaml.Node, child: yaml.Node) -> None:
+        super().__init__()
+        self.parent, self.child = parent, child
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int], active: set[int]) -> int:
+    """Number of nodes once every alias is expanded, memoised per node (linear time).
+
+    `active` holds the nodes being counted (this one's ancestors): meeting one of
+    them again is an alias to an enclosing node, which would expand forever.
+    """
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    active.add(key)
+    size = 1
+    if isinstance(node, yaml.MappingNode):
+        children = [child for pair in node.value for child in pair]
+    elif isinstance(node, yaml.SequenceNode):
+        children = node.value
+    else:
+        children = []
+    for child in children:
+        # A scalar is one node however often it is aliased: skip the call and the memo.
+        if type(child) is yaml.ScalarNode:
+            size += 1
+        elif id(child) in active:
+            raise _RecursiveAlias(node, child)
+        else:
+            size += _expanded_size(child, memo, active)
+    active.discard(key)
+    memo[key] = size
+    return size
+
+
+_ANCHOR = re.compile(r"&([^\s,\[\]{}]+)")
+
+
+def _recursive_alias_problem(file: str, text: str, found: _RecursiveAlias) -> Problem:
+    """Name the alias and the line it is on (the node tree keeps no alias, only its target)."""
+    lines = text.splitlines()
+    anchor_mark = found.child.start_mark
+    anchor_line = lines[anchor_mark.line] if anchor_mark.line < len(lines) else ""
+    match = _ANCHOR.match(anchor_line, anchor_mark.column)
+    line = found.parent.start_mark.line
+    if match is None:
+        return Problem(
+            file,
+            line + 1,
+            None,
+            f"recursive alias: an alias refers to itself (to the node at line"
+            f" {anchor_mark.line + 1} that contains it); remove it",
+        )
+    name = match.group(1)
+    alias = re.compile(rf"\*{re.escape(name)}(?![^\s,\[\]{{}}])")
+    column = None
+    for number in range(line, min(found.parent.end_mark.line + 1, len(lines))):
+        hit = alias.search(lines[number])
+        if hit:
+            line, column = number, hit.start()
+            break
+    return Problem(
+        file,
+        line + 1,
+        None if column is None else column + 1,
+        f"recursive alias: `*{name}` refers to itself (it is inside the node anchored"
+        f" `&{name}` at line {anchor_mark.line + 1}); remove the alias",
+    )
+
+
+def _problem(file: str, err: yaml.YAMLError, text: str) -> Problem:
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    what = getattr(err, "problem", None) or str(err)
+    context = getattr(err, "context", None)
+    message = f"{context}: {what}" if context else str(what)
+    if mark is None:
+        return Problem(file, None, None, f"invalid YAML: {message}")
+    lines = text.splitlines()
+    if mark.line < len(lines) and "\t" in lines[mark.line][: mark.column + 1]:
+        message += " (a tab: YAML does not allow tabs for indentation, use spaces)"
+    return Problem(file, mark.line + 1, mark.column + 1, f"invalid YAML: {message}")
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building data that all stays alive.
+
+    Loading allocates millions of small objects that are kept (the node trees are
+    kept for positions); the cyclic GC would rescan them over and over, which
+    triples load time on a large multi-document stream and, later, slows whatever
+    code happens to trigger a full collection. Reference counting still frees
+    everything that is not in a cycle.
+
+    When the outermost pause ends, what exists is moved to the permanent generation
+    (`gc.freeze`) before the collector resumes: otherwise the first
+    collection after the pause walks every object built during it (a quarter of the
+    load time of 5,000 documents). Those objects hold no reference cycles, so
+    reference counting still frees them when they are dropped; what the freeze costs
+    is that a cycle made during a pause is never collected — fine for a command
+    that validates and exits.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.freeze()
+            gc.enable()
+
+
+def load_text(text: str, file: str) -> list[Document]:
+    """Parse every non-empty document of `text`; `file` names it in errors."""
+    with gc_paused():
+        return _load_text(text, file)
+
+
+def _load_text(text: str, file: str) -> list[Document]:
+    if "\x00" in text:
+        raise InputError(Problem(file, None, None, "this is a binary file, not YAML"))
+    loader = _StrictLoader(text)
+    documents: list[Document] = []
+    try:
+        index = 0
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            if not loader.tree_only and _expanded_size(node, {}, set()) > MAX_EXPANDED_NODES:
+                line = node.start_mark.line + 1
+                raise InputError(
+                    Problem(
+                        file,
+                        line,
+                        None,
+                        f"document expands to more than {MAX_EXPANDED_NODES:,} nodes through"
+                        " aliases; refusing to load it (remove the anchors/aliases)",
+                    )
+                )
+            data = loader.construct_document(node)
+            if data is not None:
+                documents.append(Document(file, index, data, node))
+            index += 1
+    except yaml.YAMLError as err:
+        raise InputError(_problem(file, err, text)) from None
+    except _RecursiveAlias as found:
+        raise InputError(_recursive_alias_problem(file, text, found)) from None
+    except RecursionError:
+        raise InputError(Problem(file, None, None, "YAML nests too deeply to load")) from None
+    finally:
+        loader.dispose()
+    return documents
+
+
+def load_file(path: Path, display: str | None = None) -> list[Document]:
+    """Read and parse a YAML file; errors name `display` (default: the path)."""
+    name = display or str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise InputError(Problem(name, None, None, f"cannot read file: {err.strerror}")) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise InputError(
+            Problem(name, line, None, "not UTF-8 text (is this a binary file?); save it as UTF-8")
+        ) from None
+    return load_text(text, name)
+
+
+class _Dumper(_BaseDumper):  # type: ignore[misc, valid-type]
+    """Block style, no aliases, literal blocks for multi-line strings."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if "\n" in value:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def dump(data: Any) -> str:
+    """One document, deterministic: sorted keys, block style, no line wrapping."""
+    text: str = yaml.dump(
+        data,
+        Dumper=_Dumper,
+        sort_keys=True,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=10_000,
+    )
+    return text
+
+
+def dump_all(documents: Iterable[Any]) -> str:
+    """Several documents separated by `---`."""
+    return "---\n".join(dump(d) for d in documents)
