@@ -31,22 +31,29 @@ COMMANDS: dict[str, ModuleType] = {
 }
 
 
+def _add_root(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=default,
+        help="repository root holding jobs/ and clusters/ (default: current directory)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="trainops",
         description="Turn training-job specs into validated Kubernetes manifests.",
     )
     parser.add_argument("--version", action="version", version=f"trainops {__version__}")
-    parser.add_argument(
-        "--root",
-        type=Path,
-        default=Path("."),
-        help="repository root holding jobs/ and clusters/ (default: current directory)",
-    )
+    _add_root(parser, Path("."))
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module in COMMANDS.items():
         doc = (module.__doc__ or name).strip().splitlines()[0]
         sub_parser = sub.add_parser(name, help=doc, description=module.__doc__)
+        # Also after the subcommand (`trainops render --root DIR`, as with git or kubectl);
+        # SUPPRESS keeps a value given before the subcommand when none is given after it.
+        _add_root(sub_parser, argparse.SUPPRESS)
         module.add_arguments(sub_parser)
         sub_parser.set_defaults(run=module.run)
     return parser

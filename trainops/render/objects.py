@@ -82,7 +82,12 @@ def program_args(job: TrainingJob) -> list[str]:
 
 
 def _env(job: TrainingJob, target: Target | None, cluster: ClusterProfile | None) -> list[Any]:
-    env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in job.env.items()]
+    """The training container's env: one entry per name. A target's variable replaces the
+    job's variable of the same name where it stands; the target's new ones come last."""
+    overrides = target.env if target is not None else {}
+    values = {k: overrides.get(k, v) for k, v in job.env.items()}
+    added = {k: v for k, v in overrides.items() if k not in job.env}
+    env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in values.items()]
     env += [
         {"name": s.name, "valueFrom": {"secretKeyRef": {"name": s.secret, "key": s.key}}}
         for s in job.secret_env
@@ -90,8 +95,7 @@ def _env(job: TrainingJob, target: Target | None, cluster: ClusterProfile | None
     env.append({"name": METRICS_PORT_ENV, "value": str(job.metrics_port)})
     if cluster is not None:
         env += [{"name": k, "value": v} for k, v in nccl_env(cluster).items()]
-    if target is not None:
-        env += [{"name": k, "value": v} for k, v in target.env.items()]
+    env += [{"name": k, "value": v} for k, v in added.items()]
     return env
 
 
@@ -172,11 +176,34 @@ def _init_containers(job: TrainingJob) -> list[Any]:
         "image": sync.image,
         "command": list(sync.command),
         "resources": {"limits": {"memory": "2Gi"}, "requests": {"cpu": "1", "memory": "2Gi"}},
+        "securityContext": _container_security(),
         "volumeMounts": [{"name": vol.name, "mountPath": vol.mount_path}],
     }
     if env:
         container["env"] = env
     return [container]
+
+
+def _pod_security(job: TrainingJob) -> dict[str, Any]:
+    """Pod Security "restricted" at the pod level (https://kubernetes.io/docs/concepts/security/pod-security-standards/).
+
+    fsGroup makes a freshly provisioned claim writable by the non-root trainer; OnRootMismatch
+    skips the recursive chown of a large dataset volume on every pod start once it is owned.
+    """
+    sec = job.security
+    return {
+        "fsGroup": sec.fs_group,
+        "fsGroupChangePolicy": "OnRootMismatch",
+        "runAsGroup": sec.run_as_group,
+        "runAsNonRoot": sec.run_as_user != 0,
+        "runAsUser": sec.run_as_user,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def _container_security() -> dict[str, Any]:
+    """No privilege escalation and no capabilities (an RDMA overlay adds IPC_LOCK back)."""
+    return {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 
 
 def pod_template(
@@ -195,10 +222,12 @@ def pod_template(
             {"name": METRICS_PORT_NAME, "containerPort": job.metrics_port, "protocol": "TCP"}
         ],
         "resources": _resources(job, gpu, cluster),
+        "securityContext": _container_security(),
         "volumeMounts": mounts,
     }
     spec: dict[str, Any] = {
         "containers": [container],
+        "securityContext": _pod_security(job),
         "terminationGracePeriodSeconds": job.termination_grace_seconds,
         "volumes": volumes,
     }
@@ -213,7 +242,7 @@ def pod_template(
     if cluster is not None:
         rdma = cluster.network.rdma if cluster.network.transport == "rdma" else None
         if rdma is not None:
-            container["securityContext"] = {"capabilities": {"add": [RDMA_CAPABILITY]}}
+            container["securityContext"]["capabilities"]["add"] = [RDMA_CAPABILITY]
             if rdma.multus_network:
                 meta["annotations"][MULTUS_ANNOTATION] = rdma.multus_network
         if gpu is not None and job.gpus_per_replica:

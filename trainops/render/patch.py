@@ -30,15 +30,15 @@ def diff(base: Any, target: Any, path: list[str | int] | None = None) -> list[di
             else:
                 ops += diff(base[key], target[key], [*path, key])
         return ops
-    if isinstance(base, list) and isinstance(target, list):
-        if len(target) > len(base) and target[: len(base)] == base:
-            return [
-                {"op": "add", "path": _pointer([*path, "-"]), "value": item}
-                for item in target[len(base) :]
-            ]
-        if len(target) == len(base):
-            ops = []
-            for i, (b, t) in enumerate(zip(base, target, strict=True)):
-                ops += diff(b, t, [*path, i])
-            return ops
+    if isinstance(base, list) and isinstance(target, list) and len(target) >= len(base):
+        # Change the items in place, then append: a target env variable replacing the job's
+        # becomes one `replace .../env/3/value`, not a restatement of the whole list.
+        ops = []
+        for i, (b, t) in enumerate(zip(base, target[: len(base)], strict=True)):
+            ops += diff(b, t, [*path, i])
+        ops += [
+            {"op": "add", "path": _pointer([*path, "-"]), "value": item}
+            for item in target[len(base) :]
+        ]
+        return ops
     return [{"op": "replace", "path": _pointer(path), "value": target}]

@@ -41,6 +41,7 @@ RESERVED_ENV = frozenset(
     }
 )
 T = TypeVar("T")
+SECURITY_KEYS = {"runAsUser": "run_as_user", "runAsGroup": "run_as_group", "fsGroup": "fs_group"}
 PYTHON_LAUNCHERS = ("python", "python3")
 SINGLE_NODE_MODES = frozenset({"ReadWriteOnce", "ReadWriteOncePod"})
 DISTRIBUTED_LAUNCHERS = ("torchrun", "deepspeed", "mpirun", "horovodrun")
@@ -163,6 +164,28 @@ def _load_all(
     return built
 
 
+def _duplicates(what: str, loaded: list[tuple[Any, Document]]) -> list[Problem]:
+    """Two files defining one name (`x.yaml` and `x.yml`): refuse both rather than let the
+    one read later silently overwrite the other's output."""
+    by_name: dict[str, list[Document]] = {}
+    for item, doc in loaded:
+        by_name.setdefault(item.name, []).append(doc)
+    problems = []
+    for name, docs in sorted(by_name.items()):
+        for doc in docs if len(docs) > 1 else ():
+            others = ", ".join(f"{o.file}:{o.position(['name'])[0]}" for o in docs if o is not doc)
+            line, column = doc.position(["name"])
+            problems.append(
+                Problem(
+                    doc.file,
+                    line,
+                    column,
+                    f"{what} `{name}` is also defined in {others}: keep one file per {what}",
+                )
+            )
+    return problems
+
+
 def _yaml_files(directory: Path) -> Iterator[Path]:
     if directory.is_dir():
         yield from sorted(p for p in directory.iterdir() if p.suffix in {".yaml", ".yml"})
@@ -258,9 +281,12 @@ def _secret_env(raw: dict[str, Any]) -> tuple[model.SecretEnv, ...]:
 def _env(doc: Document, path: list[str | int]) -> dict[str, str]:
     """An env mapping as strings, each value as the user wrote it: YAML reads `2.10` as the
     float 2.1 and `1e-3` as 0.001, but a variable's value is text."""
-    raw: dict[str, Any] = doc.data
+    raw: Any = doc.data
     for part in path:
-        raw = raw.get(str(part), {}) if isinstance(raw, dict) else {}
+        if isinstance(part, int):
+            raw = raw[part] if isinstance(raw, list) and part < len(raw) else {}
+        else:
+            raw = raw.get(part, {}) if isinstance(raw, dict) else {}
     return {
         k: v if isinstance(v, str) else (doc.scalar_text([*path, k]) or str(v))
         for k, v in sorted(raw.items())
@@ -291,7 +317,11 @@ def _job_structure(d: dict[str, Any], out: _Collector, stem: str) -> None:
             out.add(["replicas"], f"`replicas` must be within elastic [{lo}, {hi}]")
         for i, t in enumerate(d["targets"]):
             if "replicas" in t and not lo <= t["replicas"] <= hi:
-                out.add(["targets", i, "replicas"], f"must be within elastic [{lo}, {hi}]")
+                out.add(
+                    ["targets", i, "replicas"],
+                    f"`targets[{i}].replicas` must be within elastic [{lo}, {hi}],"
+                    f" got {t['replicas']}",
+                )
     volumes = d.get("volumes", {})
     for name, vol in volumes.items():
         has_claim, has_size = "claimName" in vol, "size" in vol
@@ -315,12 +345,16 @@ def _job_structure(d: dict[str, Any], out: _Collector, stem: str) -> None:
     sync = d.get("dataSync")
     if sync and sync["volume"] not in volumes:
         out.add(["dataSync", "volume"], f"no volume named {sync['volume']!r} in `volumes`")
-    env, secret_env = d.get("env", {}), d.get("secretEnv", {})
-    for key in env:
-        if key in RESERVED_ENV:
-            out.add(["env", key], f"`{key}` is set by trainops/the operator: remove it")
-        if key in secret_env:
-            out.add(["env", key], f"`{key}` is also in `secretEnv`: keep one")
+    secret_env = d.get("secretEnv", {})
+    env_blocks: list[tuple[list[str | int], dict[str, Any]]] = [(["env"], d.get("env", {}))]
+    env_blocks += [(["targets", i, "env"], t.get("env", {})) for i, t in enumerate(d["targets"])]
+    for where, env in env_blocks:
+        name = _dotted(where)
+        for key in env:
+            if key in RESERVED_ENV:
+                out.add([*where, key], f"`{name}.{key}` is set by trainops/the operator: remove it")
+            if key in secret_env:
+                out.add([*where, key], f"`{name}.{key}` is also in `secretEnv`: keep one")
     port = d.get("metricsPort", 9090)
     if port in {23456, 29400, 29500}:
         out.add(["metricsPort"], f"port {port} is used by the torch rendezvous: pick another")
@@ -410,6 +444,7 @@ def _job(doc: Document, out: _Collector) -> model.TrainingJob | None:
     ds = d.get("deepspeed")
     sync = d.get("dataSync")
     rp = d.get("runPolicy", {})
+    security = d.get("securityContext", {})
     return model.TrainingJob(
         name=d["name"],
         namespace=d["namespace"],
@@ -470,6 +505,7 @@ def _job(doc: Document, out: _Collector) -> model.TrainingJob | None:
         ),
         labels=dict(d.get("labels", {})),
         annotations=dict(d.get("annotations", {})),
+        security=model.PodSecurity(**{SECURITY_KEYS[k]: v for k, v in security.items()}),
     )
 
 
@@ -604,9 +640,11 @@ def load_repository(root: Path) -> model.Repository:
     problems += settings_problems
 
     loaded = _load_all(root / paths.CLUSTERS_DIR, root, _cluster, problems)
+    problems += _duplicates("cluster", loaded)
     clusters = {cluster.name: cluster for cluster, _ in loaded}
     invalid = {p.stem for p in _yaml_files(root / paths.CLUSTERS_DIR)} - set(clusters)
     jobs = _load_all(root / paths.JOBS_DIR, root, _job, problems)
+    problems += _duplicates("job", jobs)
 
     for job, doc in jobs:
         problems += _job_against_clusters(job, doc, clusters, invalid)

@@ -190,6 +190,19 @@ class RunPolicy:
 
 
 @dataclass(frozen=True)
+class PodSecurity:
+    """Who the pods run as (the pod `securityContext`)."""
+
+    run_as_user: int = 10001
+    """uid of every container; the trainer image's USER. 0 renders runAsNonRoot: false."""
+    run_as_group: int = 10001
+    """Primary gid of every container."""
+    fs_group: int = 10001
+    """gid the kubelet gives mounted volumes: without it a new claim is root-owned and the
+    non-root trainer's first checkpoint write fails with permission denied."""
+
+
+@dataclass(frozen=True)
 class Target:
     """One cluster the job runs on, with what differs there."""
 
@@ -199,7 +212,7 @@ class Target:
     replicas: int | None = None
     """Pods on this cluster (default: the job's `replicas`)."""
     env: dict[str, str] = field(default_factory=dict)
-    """Extra env on this cluster (added after the job's own)."""
+    """Env on this cluster: replaces the job's variable of the same name, adds the others."""
 
 
 @dataclass(frozen=True)
@@ -231,6 +244,8 @@ class TrainingJob:
     """SIGTERM to SIGKILL; the trainer checkpoints in it (Kubernetes' 30 s default is too short)."""
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
+    security: PodSecurity = field(default_factory=PodSecurity)
+    """The pod securityContext's user, group and volume group."""
 
 
 # ---------------------------------------------------------------- repository settings
