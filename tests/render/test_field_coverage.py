@@ -1,0 +1,282 @@
+"""Every spec field reaches the cluster, or says why it does not (issue 9's guard).
+
+The leaf fields are found by walking the JSON Schemas themselves (no hand-kept list of
+fields). For each one the test takes the rich fixture repository (tests/golden/rich, which
+uses every feature), sets that one field to another valid value, renders, runs the real
+`kustomize build` on every overlay and asserts the built output (plus gitops/) differs from
+the baseline. A field that cannot change the output is listed in NOT_IN_OUTPUT with the
+reason; a field whose generated value would be refused gets a value in CHOSEN. A new field
+in a schema with neither an effect nor an entry fails here.
+
+This is the check the kustomize-build invariant could not make: that invariant compares
+kustomize with the Python model, so a field the model drops is dropped by both.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.tools import require_tool
+from trainops import kustomize, paths
+from trainops.errors import InputError
+from trainops.render import render_repository
+from trainops.spec.load import load_repository
+
+RICH = Path(__file__).parents[1] / "golden" / "rich"
+# Where each schema's documents live in a repository.
+SCHEMAS = {"trainingjob": "jobs", "clusterprofile": "clusters", "trainops": "trainops.yaml"}
+
+# Fields that cannot change what is delivered, and why.
+NOT_IN_OUTPUT = {
+    "trainingjob:$schema": "an editor hint (yaml-language-server), never read",
+    "trainingjob:name": "must equal the file name (checked at load); renaming the job renames"
+    " every rendered path and object (tests/render/test_render.py)",
+    "clusterprofile:$schema": "an editor hint (yaml-language-server), never read",
+    "clusterprofile:name": "must equal the file name; jobs name the cluster in `targets`",
+    "clusterprofile:kubernetesVersion": "selects the core JSON Schemas `trainops validate` uses",
+    "clusterprofile:network.allowHostNetwork": "a check: jobs with hostNetwork are refused"
+    " where it is false",
+    "clusterprofile:gpus[].name": "the name jobs use in `targets[].gpuProduct`",
+    "clusterprofile:gpus[].perNode": "a check: a pod may not ask for more GPUs than a node has",
+    "clusterprofile:storage.classes": "a check: the storage classes jobs may name",
+    "clusterprofile:crds": "CRDs `trainops validate` checks against, not delivered",
+    "clusterprofile:policy.*": "rule severities for `trainops validate`, not delivered",
+    "trainops:$schema": "an editor hint (yaml-language-server), never read",
+}
+
+
+def _to_tcp(cluster: dict[str, Any]) -> None:
+    cluster["network"]["transport"] = "tcp"
+    del cluster["network"]["rdma"]
+
+
+# Values for fields whose generated change would be refused by a cross-field check.
+CHOSEN: dict[str, Any] = {
+    "trainingjob:namespace": "prod-training",
+    "trainingjob:resources.cpu": "33",
+    "trainingjob:resources.memory": "100Gi",
+    "trainingjob:sharedMemory": "1Gi",
+    "trainingjob:volumes.*.size": "3Ti",
+    "trainingjob:volumes.*.storageClass": "nfs-rdma",
+    "trainingjob:volumes.*.accessMode": "ReadOnlyMany",
+    "trainingjob:dataSync.volume": "refs",
+    "trainingjob:targets[].cluster": "rdma-volcano",
+    "trainingjob:targets[].gpuProduct": "a100",
+    "clusterprofile:network.transport": _to_tcp,
+    "clusterprofile:network.rdma.gdrLevel": "PHB",
+}
+
+
+# ---------------------------------------------------------------- the schema's leaves
+
+
+def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in schema:
+        target = root["$defs"][schema["$ref"].rsplit("/", 1)[1]]
+        schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
+    return schema
+
+
+def _leaves(schema: dict[str, Any], root: dict[str, Any], path: str = "") -> Iterator[str]:
+    """Dotted paths of every leaf: `[]` is any list item, `*` any key of a map."""
+    schema = _resolve(schema, root)
+    items = schema.get("items")
+    extra = schema.get("additionalProperties")
+    if "properties" in schema:
+        for key, sub in schema["properties"].items():
+            yield from _leaves(sub, root, f"{path}.{key}" if path else key)
+    elif isinstance(items, dict) and "properties" in _resolve(items, root):
+        yield from _leaves(items, root, f"{path}[]")
+    elif isinstance(extra, dict) and (
+        "properties" in _resolve(extra, root) or "enum" in _resolve(extra, root)
+    ):
+        yield from _leaves(extra, root, f"{path}.*")
+    else:
+        yield path
+
+
+def _schema(name: str) -> dict[str, Any]:
+    return dict(json.loads((paths.SCHEMA_DIR / f"{name}.schema.json").read_text()))
+
+
+def _schema_at(name: str, dotted: str) -> dict[str, Any]:
+    root = _schema(name)
+    node = root
+    for token in _tokens(dotted):
+        node = _resolve(node, root)
+        if token == "[]":
+            node = node["items"]
+        elif token == "*":
+            node = node["additionalProperties"]
+        else:
+            node = node["properties"][token]
+    return _resolve(node, root)
+
+
+def _tokens(dotted: str) -> list[str]:
+    return [t for t in re.split(r"\.|(\[\])", dotted) if t]
+
+
+def _fixed(field: str) -> bool:
+    """`apiVersion`, `kind`, `framework` today: one allowed value, nothing to change."""
+    schema = _schema_at(*field.split(":", 1))
+    return "const" in schema or len(schema.get("enum", ())) == 1
+
+
+def all_leaves() -> list[str]:
+    return sorted(
+        f"{name}:{leaf}" for name in SCHEMAS for leaf in _leaves(_schema(name), _schema(name))
+    )
+
+
+# ---------------------------------------------------------------- mutating one field
+
+
+def _new_value(schema: dict[str, Any], current: Any) -> Any:
+    """Another valid value: a different enum member, the other boolean, +1, a longer string,
+    one more list item, one more map entry."""
+    if "enum" in schema:
+        return next(v for v in schema["enum"] if v != current)
+    types = schema.get("type", [])
+    types = types if isinstance(types, list) else [types]
+    if "boolean" in types:
+        return not current
+    if "integer" in types and (isinstance(current, int) or not current):
+        value = current if isinstance(current, int) else schema.get("minimum", 0)
+        return value + 1 if value + 1 <= schema.get("maximum", value + 1) else value - 1
+    if "array" in types:
+        return [*(current or []), "--coverage"]
+    if "object" in types:
+        return {**(current or {}), "COVERAGE": "1"}
+    value = f"{current}x" if current else "coverage"
+    assert re.search(schema.get("pattern", ""), value), f"give a value in CHOSEN ({value!r})"
+    return value
+
+
+def _pick(container: Any, rest: list[str]) -> Any:
+    """The list index or map key to descend into: the first that has the rest of the path."""
+    keys = list(range(len(container))) if isinstance(container, list) else sorted(container)
+    assert keys, "the rich fixture must use this field: extend tests/golden/rich"
+    return next((k for k in keys if _has(container[k], rest)), keys[0])
+
+
+def _has(data: Any, tokens: list[str]) -> bool:
+    if not tokens:
+        return True
+    token, rest = tokens[0], tokens[1:]
+    if token in {"[]", "*"}:
+        items = (
+            data
+            if isinstance(data, list)
+            else list(data.values())
+            if isinstance(data, dict)
+            else []
+        )
+        return any(_has(item, rest) for item in items)
+    return isinstance(data, dict) and token in data and _has(data[token], rest)
+
+
+def _mutate(data: dict[str, Any], schema_name: str, dotted: str) -> None:
+    chosen = CHOSEN.get(f"{schema_name}:{dotted}")
+    if callable(chosen):
+        chosen(data)
+        return
+    tokens = _tokens(dotted)
+    node: Any = data
+    for i, token in enumerate(tokens[:-1]):
+        if token in {"[]", "*"}:
+            node = node[_pick(node, tokens[i + 1 :])]
+        else:
+            node = node.setdefault(token, {})
+    last = tokens[-1]
+    key = _pick(node, []) if last == "*" else last
+    node[key] = (
+        chosen if chosen is not None else _new_value(_schema_at(schema_name, dotted), node.get(key))
+    )
+
+
+def _documents(source: Path) -> dict[str, dict[str, Any]]:
+    """Repo-relative path -> data of every input file (comments dropped, data kept)."""
+    out = {}
+    for path in sorted(source.rglob("*.yaml")):
+        out[path.relative_to(source).as_posix()] = yaml.safe_load(path.read_text())
+    return out
+
+
+def _target_document(docs: dict[str, dict[str, Any]], schema_name: str, dotted: str) -> str:
+    where = SCHEMAS[schema_name]
+    names = [n for n in docs if n == where or n.startswith(where + "/")]
+    return next((n for n in names if _has(docs[n], _tokens(dotted))), names[0])
+
+
+def _delivered(docs: dict[str, dict[str, Any]], root: Path) -> dict[str, str]:
+    """What reaches the clusters: `kustomize build` of every overlay, and gitops/."""
+    for name, data in docs.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(yaml.safe_dump(data, sort_keys=False))
+    files = render_repository(load_repository(root))
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    out = {name: text for name, text in files.items() if name.startswith(paths.GITOPS_DIR)}
+    for overlay in sorted((root / paths.OVERLAYS_DIR).iterdir()):
+        out[f"build {overlay.name}"] = kustomize.build(overlay)
+    return out
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    try:
+        kustomize.command()
+    except kustomize.KustomizeError:
+        require_tool("kustomize")
+    return _delivered(_documents(RICH), tmp_path_factory.mktemp("baseline"))
+
+
+@pytest.mark.parametrize(
+    "field", [f for f in all_leaves() if f not in NOT_IN_OUTPUT and not _fixed(f)]
+)
+def test_field_changes_what_is_delivered(
+    field: str, baseline: dict[str, str], tmp_path: Path
+) -> None:
+    schema_name, dotted = field.split(":", 1)
+    docs = copy.deepcopy(_documents(RICH))
+    name = _target_document(docs, schema_name, dotted)
+    _mutate(docs[name], schema_name, dotted)
+    try:
+        changed = _delivered(docs, tmp_path)
+    except InputError as err:
+        pytest.fail(f"{field}: the changed spec was refused ({err}); give a value in CHOSEN")
+    assert changed != baseline, (
+        f"`{dotted}` changed in {name} but nothing delivered changed: the field is dropped on"
+        " the way, or list it in NOT_IN_OUTPUT with the reason"
+    )
+
+
+def test_the_lists_name_real_fields() -> None:
+    leaves = set(all_leaves())
+    stale = sorted((set(NOT_IN_OUTPUT) | set(CHOSEN)) - leaves)
+    assert not stale, f"no such schema field: {stale}"
+
+
+def test_the_walk_finds_the_fields_people_write() -> None:
+    """Guard the walker itself: nested, list and map fields are all reached."""
+    leaves = set(all_leaves())
+    for expected in (
+        "trainingjob:targets[].env",
+        "trainingjob:volumes.*.mountPath",
+        "trainingjob:deepspeed.zeroStage",
+        "trainingjob:securityContext.fsGroup",
+        "clusterprofile:gpus[].tolerations[].key",
+        "clusterprofile:network.rdma.gdrLevel",
+        "trainops:repoURL",
+    ):
+        assert expected in leaves
