@@ -36,7 +36,8 @@ from unittest import mock
 import kubernetes_validate
 import yaml
 
-from trainops import kustomize, yamlio
+from trainops import build as kustomize
+from trainops.core import yamlio
 from trainops.validate import pipeline, repo
 from trainops.validate.load import documents_to_manifests
 from trainops.validate.pipeline import validate_manifests

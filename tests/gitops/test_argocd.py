@@ -14,9 +14,9 @@ import yaml
 from tests.gitops.crdschema import crd_validator, errors
 from tests.gitops.fixtures import flux_only_repo, mixed_repo
 from tests.tools import require_upstream
-from trainops.gitops import render_gitops
-from trainops.gitops.argocd import SYNC_OPTIONS, app_project, application_set
-from trainops.gitops.kinds import NAMESPACED_KINDS
+from trainops.render.gitops import render_gitops
+from trainops.render.gitops.argocd import SYNC_OPTIONS, app_project, application_set
+from trainops.render.gitops.kinds import NAMESPACED_KINDS
 
 
 def test_render_gitops_layout() -> None:
@@ -185,7 +185,7 @@ def test_appproject_allows_every_kind_the_renderer_builds(tmp_path: Path) -> Non
     import shutil
 
     from tests.tools import REPO, require_tool
-    from trainops.gitops.diff import build_overlays, write_files
+    from trainops.diff import build_overlays, write_files
     from trainops.render import render_repository
     from trainops.spec.load import load_repository
 

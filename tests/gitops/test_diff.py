@@ -10,7 +10,7 @@ import pytest
 
 from tests.tools import REPO, require_tool
 from trainops.cli import main
-from trainops.gitops.diff import (
+from trainops.diff import (
     COMMENT_MARKER,
     IMMUTABLE_JOB,
     compare,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tests.render.conftest import trainops
 from tests.tools import REPO, require_tool
-from trainops import kustomize
+from trainops import build as kustomize
 
 
 def _needs_kustomize() -> None:

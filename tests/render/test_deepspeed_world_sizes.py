@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.tools import REPO, in_ci
-from trainops.render import deepspeed as ds_config
+from trainops.facts import deepspeed as ds_config
 from trainops.render import objects
 from trainops.spec.load import load_repository, world_sizes
 

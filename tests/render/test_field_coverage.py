@@ -25,8 +25,9 @@ import pytest
 import yaml
 
 from tests.tools import require_tool
-from trainops import kustomize, paths
-from trainops.errors import InputError
+from trainops import build as kustomize
+from trainops.core import paths
+from trainops.core.errors import InputError
 from trainops.render import render_repository
 from trainops.spec.load import load_repository
 

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from tests.tools import REPO, require_tool
-from trainops import kustomize
+from trainops import build as kustomize
 from trainops.render import expected_objects, objects, render_repository
 from trainops.render import write as render_write
 from trainops.spec.load import load_repository

@@ -17,7 +17,7 @@ import yaml
 
 from tests.render.conftest import trainops, tree
 from tests.tools import require_tool
-from trainops import kustomize
+from trainops import build as kustomize
 
 
 def _edit(path: Path, old: str, new: str) -> None:

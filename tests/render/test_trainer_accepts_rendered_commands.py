@@ -16,7 +16,7 @@ import pytest
 
 from tests.tools import REPO
 from trainer import config as trainer_config
-from trainops.render import deepspeed as ds_config
+from trainops.facts import deepspeed as ds_config
 from trainops.render import expected_objects
 from trainops.spec.load import load_repository
 

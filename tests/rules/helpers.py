@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tests.tools import SEEDS, require_shared
-from trainops.findings import Finding
-from trainops.manifest import Manifest
+from trainops.core.findings import Finding
+from trainops.core.manifest import Manifest
+from trainops.core.yamlio import load_file, load_text
 from trainops.rules import check
 from trainops.spec.model import ClusterProfile
-from trainops.yamlio import load_file, load_text
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -6,7 +6,7 @@ import pytest
 
 from tests.rules.conftest import make_cluster
 from tests.rules.helpers import FIXTURES, manifests_from_file, manifests_from_text, run
-from trainops.findings import Finding, Severity
+from trainops.core.findings import Finding, Severity
 from trainops.rules.checks.env import says_secret
 from trainops.rules.context import default_restart_policy
 from trainops.spec.model import Network

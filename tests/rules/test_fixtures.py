@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.rules.helpers import FIXTURES, manifests_from_file, run
-from trainops.findings import Severity
+from trainops.core.findings import Severity
 from trainops.rules import RULES, RULES_BY_SLUG
 from trainops.spec.model import ClusterProfile
 

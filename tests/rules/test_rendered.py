@@ -7,12 +7,12 @@ import shutil
 import pytest
 
 from tests.tools import REPO, require_tool
-from trainops import kustomize
-from trainops.findings import Severity
-from trainops.manifest import Manifest
+from trainops import build as kustomize
+from trainops.core.findings import Severity
+from trainops.core.manifest import Manifest
+from trainops.core.yamlio import load_text
 from trainops.rules import check
 from trainops.spec.load import load_repository
-from trainops.yamlio import load_text
 
 
 def test_rendered_overlays_have_no_rule_errors() -> None:

@@ -19,8 +19,8 @@ from tests.rules.helpers import (
     seed_text,
     yaml_blocks,
 )
-from trainops.findings import Finding
-from trainops.manifest import Manifest
+from trainops.core.findings import Finding
+from trainops.core.manifest import Manifest
 from trainops.rules import check
 
 SEED000 = Path(__file__).parent / "seeds" / "seed000.yaml"

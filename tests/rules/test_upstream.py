@@ -16,7 +16,7 @@ import pytest
 
 from tests.rules.helpers import manifests_from_file, run
 from tests.tools import REPO, require_upstream
-from trainops.findings import Severity
+from trainops.core.findings import Severity
 from trainops.rules import RULES_BY_SLUG
 from trainops.spec.load import load_repository
 from trainops.spec.model import ClusterProfile

@@ -10,9 +10,9 @@ import jsonschema
 import pytest
 
 from tests.tools import REPO, require_tool, require_upstream
-from trainops import report
 from trainops.cli import main
-from trainops.findings import Finding, Severity
+from trainops.core.findings import Finding, Severity
+from trainops.report import formats as report
 from trainops.validate.crd import convert_schema
 
 GOOD = """apiVersion: v1

@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from tests.tools import UPSTREAM, require_upstream
-from trainops.findings import Finding
-from trainops.manifest import Manifest
+from trainops.core.findings import Finding
+from trainops.core.manifest import Manifest
 from trainops.validate.load import load_manifests
 from trainops.validate.pipeline import validate_manifests
 from trainops.validate.schemas import CRD_SCHEMA_DIR, SchemaStore, crd_schema_file

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.tools import REPO, require_tool
-from trainops import kustomize, report
+from trainops import build as kustomize
 from trainops.cli import main
+from trainops.report import formats as report
 from trainops.validate.repo import validate_repository
 
 STRAY = "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: stray}\nbogus: 1\n"

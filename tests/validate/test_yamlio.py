@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from tests.tools import require_upstream
-from trainops import yamlio
-from trainops.errors import InputError
+from trainops.core import yamlio
+from trainops.core.errors import InputError
 
 CASES = {
     "scalars": """

@@ -15,7 +15,7 @@ from types import ModuleType
 
 from trainops import __version__
 from trainops.cli import build, diff, render, rules, validate
-from trainops.errors import InputError
+from trainops.core.errors import InputError
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1

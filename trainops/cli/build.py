@@ -13,7 +13,8 @@ from typing import Any
 
 import yaml
 
-from trainops import kustomize, paths
+from trainops import build as kustomize
+from trainops.core import paths
 from trainops.render import render_repository, write
 from trainops.spec.load import load_repository
 

@@ -12,9 +12,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from trainops.errors import InputError, Problem
-from trainops.gitops import diff
-from trainops.kustomize import KustomizeError
+from trainops import diff
+from trainops.build import KustomizeError
+from trainops.core.errors import InputError, Problem
 from trainops.render import render_repository
 from trainops.spec.load import load_repository
 

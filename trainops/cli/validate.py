@@ -19,9 +19,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from trainops import report
-from trainops.errors import InputError, Problem
-from trainops.findings import Finding, Severity
+from trainops.core.errors import InputError, Problem
+from trainops.core.findings import Finding, Severity
+from trainops.report import formats as report
 from trainops.spec.model import ClusterProfile
 from trainops.validate import kubeconform
 from trainops.validate.crd import load_crd_dir

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainops import paths
-from trainops.gitops import render_gitops
+from trainops.core import paths
+from trainops.core.yamlio import dump_all
 from trainops.render import objects, patch
+from trainops.render.gitops import render_gitops
 from trainops.spec.model import ClusterProfile, Repository, Target, TrainingJob
-from trainops.yamlio import dump_all
 
 KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
 KUSTOMIZE_CONFIG = "kustomizeconfig.yaml"

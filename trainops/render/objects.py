@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainops.render import deepspeed as ds_config
+from trainops.facts import deepspeed as ds_config
 from trainops.spec.model import ClusterProfile, GpuProduct, Target, TrainingJob
 
 API_PYTORCHJOB = "kubeflow.org/v1"

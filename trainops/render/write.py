@@ -12,7 +12,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainops import paths
+from trainops.core import paths
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Generic, TypeVar
 
-from trainops.manifest import Manifest
+from trainops.core.manifest import Manifest
 from trainops.rules.model import Path
 from trainops.spec.model import ClusterProfile
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from trainops.findings import Finding, Severity
-from trainops.manifest import Manifest
+from trainops.core.findings import Finding, Severity
+from trainops.core.manifest import Manifest
 from trainops.rules.checks.waiver import SLUG as WAIVER_SLUG
 from trainops.rules.context import Context, Object
 from trainops.rules.model import Rule

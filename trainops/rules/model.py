@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from trainops.findings import Severity
+from trainops.core.findings import Severity
 
 if TYPE_CHECKING:
     from trainops.rules.context import Context, Object

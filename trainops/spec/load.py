@@ -18,11 +18,11 @@ from typing import Any, TypeVar
 
 import jsonschema
 
-from trainops import paths
-from trainops.errors import InputError, Problem
-from trainops.render import deepspeed as ds_config
+from trainops.core import paths
+from trainops.core.errors import InputError, Problem
+from trainops.core.yamlio import Document, load_file
+from trainops.facts import deepspeed as ds_config
 from trainops.spec import model
-from trainops.yamlio import Document, load_file
 
 # Names the generated manifests set; a job setting them would fight the operator or the cluster.
 RESERVED_ENV = frozenset(

@@ -32,8 +32,8 @@ from typing import Any
 
 import jsonschema_rs
 
-from trainops import yamlio
-from trainops.errors import InputError, Problem
+from trainops.core import yamlio
+from trainops.core.errors import InputError, Problem
 from trainops.validate.schemas import CORE_DEFINITIONS_ID, GVK
 
 _OBJECT_META = {

@@ -15,9 +15,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from trainops import yamlio
-from trainops.errors import InputError, Problem
-from trainops.manifest import Manifest
+from trainops.core import yamlio
+from trainops.core.errors import InputError, Problem
+from trainops.core.manifest import Manifest
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 # kustomize's own files describe a build, not an object to validate.

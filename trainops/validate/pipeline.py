@@ -13,9 +13,10 @@ from typing import Any
 
 import jsonschema_rs
 
-from trainops import rules, yamlio
-from trainops.findings import Finding, Severity
-from trainops.manifest import Manifest
+from trainops import rules
+from trainops.core import yamlio
+from trainops.core.findings import Finding, Severity
+from trainops.core.manifest import Manifest
 from trainops.spec.model import ClusterProfile
 from trainops.validate.schemas import SchemaStore, split_api_version
 

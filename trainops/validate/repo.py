@@ -18,10 +18,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trainops import kustomize, yamlio
-from trainops.errors import InputError, Problem
-from trainops.findings import Finding, Severity
-from trainops.manifest import Manifest
+from trainops import build as kustomize
+from trainops.core import yamlio
+from trainops.core.errors import InputError, Problem
+from trainops.core.findings import Finding, Severity
+from trainops.core.manifest import Manifest
 from trainops.render import render_repository
 from trainops.spec.load import load_repository
 from trainops.spec.model import ClusterProfile

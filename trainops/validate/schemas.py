@@ -32,8 +32,8 @@ from typing import Any
 import jsonschema_rs
 import kubernetes_validate
 
-from trainops import paths
-from trainops.errors import InputError, Problem
+from trainops.core import paths
+from trainops.core.errors import InputError, Problem
 
 # The project's strict CRD schemas (package data `trainops/schemas/crds`).
 CRD_SCHEMA_DIR = paths.SCHEMA_DIR / "crds"

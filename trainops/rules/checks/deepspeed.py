@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from trainops.findings import Severity
+from trainops.core.findings import Severity
 from trainops.rules.checks.elastic import elastic_range
 from trainops.rules.checks.resources import nproc_per_pod
 from trainops.rules.context import (

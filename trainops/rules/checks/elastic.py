@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from trainops.findings import Severity
+from trainops.core.findings import Severity
+from trainops.facts.kubeflow import RDZV_BACKENDS
 from trainops.rules.context import Context, Object, as_int
-from trainops.rules.data.operator import RDZV_BACKENDS
 from trainops.rules.launch import DEEPSPEED, LEGACY_LAUNCH, TORCHRUN, launches
 from trainops.rules.model import Rule, Violation
 

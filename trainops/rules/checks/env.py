@@ -6,9 +6,9 @@ import itertools
 import re
 from collections.abc import Iterator
 
-from trainops.findings import Severity
+from trainops.core.findings import Severity
+from trainops.facts.kubeflow import operator_env
 from trainops.rules.context import Context, Object
-from trainops.rules.data.operator import operator_env
 from trainops.rules.launch import launches
 from trainops.rules.model import Rule, Violation
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from trainops.findings import Severity
+from trainops.core.findings import Severity
 from trainops.rules.context import Context, Object, PodTemplate, as_dict, as_list, same_namespace
 from trainops.rules.model import Rule, Violation
 

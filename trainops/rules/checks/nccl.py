@@ -7,9 +7,9 @@ import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from trainops.findings import Severity
+from trainops.core.findings import Severity
+from trainops.facts.nccl import DEPRECATED, KNOWN, NCCL_VERSION, UNKNOWN_HINTS
 from trainops.rules.context import Container, Context, Object, PodTemplate
-from trainops.rules.data.nccl import DEPRECATED, KNOWN, NCCL_VERSION, UNKNOWN_HINTS
 from trainops.rules.launch import MPI, OTHER, launches
 from trainops.rules.model import Path, Rule, Violation
 

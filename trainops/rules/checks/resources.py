@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from trainops.findings import Severity
+from trainops.core.findings import Severity
 from trainops.rules.context import Context, Object, PodTemplate, as_dict, as_int, is_gpu_resource
 from trainops.rules.launch import DEEPSPEED, LEGACY_LAUNCH, TORCHRUN, launches
 from trainops.rules.model import Rule, Violation

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from trainops.findings import Severity
+from trainops.core.findings import Severity
 from trainops.rules.context import Context, Object, as_dict, as_int
 from trainops.rules.model import Rule, Violation
 

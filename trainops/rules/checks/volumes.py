@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from trainops.findings import Severity
+from trainops.core.findings import Severity
 from trainops.rules.context import Container, Context, Object, PodTemplate, as_dict, as_list
 from trainops.rules.launch import launches, write_targets
 from trainops.rules.model import Rule, Violation

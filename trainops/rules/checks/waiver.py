@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from trainops.findings import Severity
+from trainops.core.findings import Severity
 from trainops.rules.context import Context, Object
 from trainops.rules.model import Rule, Violation
 from trainops.rules.waivers import waivers

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainops.gitops.kinds import KUBEFLOW_GROUP, NAMESPACED_KINDS, TRAINING_JOB_KINDS
+from trainops.render.gitops.kinds import KUBEFLOW_GROUP, NAMESPACED_KINDS, TRAINING_JOB_KINDS
 from trainops.spec.model import ClusterProfile, Repository
 
 ARGOCD_API = "argoproj.io/v1alpha1"

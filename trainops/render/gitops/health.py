@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
-from trainops.gitops.kinds import KUBEFLOW_GROUP, TRAINING_JOB_KINDS
+from trainops.render.gitops.kinds import KUBEFLOW_GROUP, TRAINING_JOB_KINDS
 from trainops.spec.model import RepoSettings
 
 # One script serves all three kinds: they share the operator's condition types.
@@ -23,7 +23,7 @@ ARGOCD_CM = "argocd-cm"
 
 def lua_source(name: str = JOB_HEALTH_SCRIPT) -> str:
     """Text of a packaged Lua script."""
-    return resources.files("trainops.gitops").joinpath("lua", name).read_text("utf-8")
+    return resources.files("trainops.render.gitops").joinpath("lua", name).read_text("utf-8")
 
 
 def health_key(group: str, kind: str) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from trainops import __version__
-from trainops.findings import Finding, Severity
+from trainops.core.findings import Finding, Severity
 
 FORMATS = ("text", "json", "junit", "sarif", "github")
 

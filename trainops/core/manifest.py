@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trainops.yamlio import Document
+from trainops.core.yamlio import Document
 
 
 @dataclass

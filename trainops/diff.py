@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainops import kustomize
-from trainops.errors import InputError, Problem
-from trainops.gitops.kinds import TRAINING_JOB_KINDS
-from trainops.yamlio import dump, load_text
+from trainops import build as kustomize
+from trainops.core.errors import InputError, Problem
+from trainops.core.yamlio import dump, load_text
+from trainops.render.gitops.kinds import TRAINING_JOB_KINDS
 
 OVERLAYS = "overlays"
 BUILD_INPUTS = ("base", OVERLAYS)

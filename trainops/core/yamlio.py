@@ -34,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from trainops.errors import InputError, Problem
+from trainops.core.errors import InputError, Problem
 
 _BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _BaseDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)

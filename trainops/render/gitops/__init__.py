@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainops.gitops.argocd import app_project, application_set
-from trainops.gitops.flux import flux_files
-from trainops.gitops.health import argocd_cm_patch
+from trainops.render.gitops.argocd import app_project, application_set
+from trainops.render.gitops.flux import flux_files
+from trainops.render.gitops.health import argocd_cm_patch
 from trainops.spec.model import Repository
 
 __all__ = ["render_gitops"]

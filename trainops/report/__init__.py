@@ -1,0 +1,1 @@
+"""Reports: findings in text/json/junit/sarif/github, and the jobs x clusters table."""
