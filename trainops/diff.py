@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import difflib
 import io
-import re
 import subprocess
 import tarfile
 from collections.abc import Iterable, Mapping
@@ -21,23 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainops import build as kustomize
+from trainops import build
 from trainops.core.errors import InputError, Problem
 from trainops.core.yamlio import dump, load_text
-from trainops.render.gitops.kinds import TRAINING_JOB_KINDS
+from trainops.facts import kustomize as kustomize_facts
+from trainops.facts.gpus import job_gpus
+from trainops.facts.kubeflow import TRAINING_JOB_KINDS
 
 OVERLAYS = "overlays"
 BUILD_INPUTS = ("base", OVERLAYS)
 DEFAULT_MAIN = ("main", "origin/main")
-
-# kustomize's name hash: 10 characters from its encoding alphabet
-# (sigs.k8s.io/kustomize/api/hasher: encode() maps the hex digits 0,1,3,a,e to g,h,k,m,t).
-HASH_SUFFIX = re.compile(r"-[2456789bcdfghkmt]{10}$")
-HASHED_KINDS = frozenset({"ConfigMap", "Secret"})
-
-# The job kinds whose replicas hold GPUs, and the resources that count as GPUs.
-JOB_GROUP = "kubeflow.org"
-GPU_RESOURCE = re.compile(r"(^|\.|/)gpu$")
 
 JOB_KINDS = frozenset(k.kind for k in TRAINING_JOB_KINDS)
 IMMUTABLE_JOB = (
@@ -102,61 +94,30 @@ def extract_ref(root: Path, ref: str, dest: Path) -> None:
             tar.extractall(dest)
 
 
-def write_files(files: Mapping[str, str], dest: Path) -> None:
-    """Write the rendered base/ and overlays/ files under `dest`."""
-    for rel, text in files.items():
-        if rel.split("/", 1)[0] not in BUILD_INPUTS:
-            continue
-        path = dest / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-
-
 def object_key(obj: Mapping[str, Any]) -> str:
     """`Kind/namespace/name`, hash suffix of generated ConfigMaps and Secrets removed."""
     meta = obj.get("metadata") or {}
     name = str(meta.get("name", ""))
     kind = str(obj.get("kind", ""))
-    if kind in HASHED_KINDS:
-        name = HASH_SUFFIX.sub("", name)
+    if kind in kustomize_facts.HASHED_KINDS:
+        name = kustomize_facts.unhashed(name)
     return f"{kind}/{meta.get('namespace') or '_'}/{name}"
 
 
 def build_overlays(tree: Path) -> dict[str, dict[str, dict[str, Any]]]:
     """cluster -> object key -> object, for every `overlays/<cluster>` under `tree`."""
     built: dict[str, dict[str, dict[str, Any]]] = {}
-    overlays = tree / OVERLAYS
-    if not overlays.is_dir():
-        return built
-    for overlay in sorted(p for p in overlays.iterdir() if (p / "kustomization.yaml").is_file()):
-        stream = kustomize.build(overlay)
-        docs = load_text(stream, f"kustomize build {OVERLAYS}/{overlay.name}")
-        built[overlay.name] = {object_key(d.data): d.data for d in docs}
+    for name, stream in build.build_overlays(tree, build.overlays_in(tree)):
+        if isinstance(stream, build.KustomizeError):
+            raise stream
+        docs = load_text(stream, f"kustomize build {OVERLAYS}/{name}")
+        built[name] = {object_key(d.data): d.data for d in docs}
     return built
 
 
 def gpu_count(objects: Iterable[Mapping[str, Any]]) -> int:
-    """GPUs the training jobs ask for: replicas x GPU limits (else requests) per replica type."""
-    total = 0
-    for obj in objects:
-        if str(obj.get("apiVersion", "")).split("/")[0] != JOB_GROUP:
-            continue
-        spec = obj.get("spec") or {}
-        for key, replica_specs in spec.items():
-            if not key.endswith("ReplicaSpecs") or not isinstance(replica_specs, dict):
-                continue
-            for replica in replica_specs.values():
-                replicas = int(replica.get("replicas", 1))
-                pod = ((replica.get("template") or {}).get("spec")) or {}
-                per_pod = 0
-                for container in pod.get("containers") or []:
-                    resources = container.get("resources") or {}
-                    amounts = resources.get("limits") or resources.get("requests") or {}
-                    per_pod += sum(
-                        int(v) for k, v in amounts.items() if GPU_RESOURCE.search(str(k))
-                    )
-                total += replicas * per_pod
-    return total
+    """GPUs the training jobs ask for (`trainops.facts.gpus.job_gpus`, summed)."""
+    return sum(job_gpus(obj) for obj in objects)
 
 
 @dataclass

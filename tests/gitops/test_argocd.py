@@ -185,14 +185,15 @@ def test_appproject_allows_every_kind_the_renderer_builds(tmp_path: Path) -> Non
     import shutil
 
     from tests.tools import REPO, require_tool
-    from trainops.diff import build_overlays, write_files
+    from trainops.build import write_tree
+    from trainops.diff import build_overlays
     from trainops.render import render_repository
     from trainops.spec.load import load_repository
 
     if not shutil.which("kustomize"):
         require_tool("kubectl")
     repo = load_repository(REPO)
-    write_files(render_repository(repo), tmp_path)
+    write_tree(render_repository(repo), tmp_path)
     allowed = {(gk.group, gk.kind) for gk in NAMESPACED_KINDS}
     built = build_overlays(tmp_path)
     assert sorted(built) == sorted(repo.clusters)

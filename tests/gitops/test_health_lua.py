@@ -9,8 +9,8 @@ import yaml
 
 from tests.gitops.fixtures import SETTINGS
 from tests.tools import in_ci
+from trainops.facts.kubeflow import KUBEFLOW_GROUP, TRAINING_JOB_KINDS
 from trainops.render.gitops.health import argocd_cm_patch, health_key, lua_source
-from trainops.render.gitops.kinds import KUBEFLOW_GROUP, TRAINING_JOB_KINDS
 
 try:
     import lupa.lua51 as lupa

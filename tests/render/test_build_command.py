@@ -6,13 +6,13 @@ from pathlib import Path
 
 from tests.render.conftest import trainops
 from tests.tools import REPO, require_tool
-from trainops import build as kustomize
+from trainops import build
 
 
 def _needs_kustomize() -> None:
     try:
-        kustomize.command()
-    except kustomize.KustomizeError:
+        build.kustomize_command()
+    except build.KustomizeError:
         require_tool("kustomize")
 
 

@@ -21,7 +21,7 @@ import pytest
 from tests.tools import REPO, in_ci
 from trainops.facts import deepspeed as ds_config
 from trainops.render import objects
-from trainops.spec.load import load_repository, world_sizes
+from trainops.spec.load import load_repository
 
 SCRIPT = Path(__file__).with_name("ds_world_sizes.py")
 
@@ -55,7 +55,7 @@ def test_elastic_example_valid_at_every_world_size() -> None:
     configmap = objects.deepspeed_configmap(job)
     assert configmap is not None
     config = json.loads(configmap["data"][ds_config.CONFIG_FILE])
-    sizes = sorted({s for t in job.targets for s in world_sizes(job, t)})
+    sizes = sorted({s for t in job.targets for s in job.world_sizes(t)})
     assert sizes == list(range(16, 65, 8))  # 2..8 pods x 8 GPUs
     verdicts = _deepspeed_verdicts(config, sizes)
     assert verdicts == dict.fromkeys(sizes)

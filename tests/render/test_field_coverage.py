@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from tests.tools import require_tool
-from trainops import build as kustomize
+from trainops import build
 from trainops.core import paths
 from trainops.core.errors import InputError
 from trainops.render import render_repository
@@ -229,15 +229,15 @@ def _delivered(docs: dict[str, dict[str, Any]], root: Path) -> dict[str, str]:
         (root / name).write_text(text)
     out = {name: text for name, text in files.items() if name.startswith(paths.GITOPS_DIR)}
     for overlay in sorted((root / paths.OVERLAYS_DIR).iterdir()):
-        out[f"build {overlay.name}"] = kustomize.build(overlay)
+        out[f"build {overlay.name}"] = build.kustomize(overlay)
     return out
 
 
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     try:
-        kustomize.command()
-    except kustomize.KustomizeError:
+        build.kustomize_command()
+    except build.KustomizeError:
         require_tool("kustomize")
     return _delivered(_documents(RICH), tmp_path_factory.mktemp("baseline"))
 

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from tests.tools import REPO, require_tool
-from trainops import build as kustomize
+from trainops import build
 from trainops.render import expected_objects, objects, render_repository
 from trainops.render import write as render_write
 from trainops.spec.load import load_repository
@@ -30,8 +30,8 @@ REPOS = {"shipped": REPO, "variety": FIXTURES / "variety"}
 
 def _needs_kustomize() -> None:
     try:
-        kustomize.command()
-    except kustomize.KustomizeError:
+        build.kustomize_command()
+    except build.KustomizeError:
         require_tool("kustomize")
 
 
@@ -66,7 +66,7 @@ def test_kustomize_build_equals_model(rendered: dict[str, Path], label: str, clu
     _needs_kustomize()
     root = rendered[label]
     repo = load_repository(root)
-    built = [d for d in yaml.safe_load_all(kustomize.build(root / "overlays" / cluster)) if d]
+    built = [d for d in yaml.safe_load_all(build.kustomize(root / "overlays" / cluster)) if d]
     expected = expected_objects(repo, repo.clusters[cluster])
     assert expected, "every shipped cluster runs at least one job"
 

@@ -17,7 +17,7 @@ import yaml
 
 from tests.render.conftest import trainops, tree
 from tests.tools import require_tool
-from trainops import build as kustomize
+from trainops import build
 
 
 def _edit(path: Path, old: str, new: str) -> None:
@@ -29,10 +29,10 @@ def _edit(path: Path, old: str, new: str) -> None:
 def _built_job(root: Path, cluster: str, name: str) -> dict[str, Any]:
     """The PyTorchJob as the real `kustomize build overlays/<cluster>` prints it."""
     try:
-        kustomize.command()
-    except kustomize.KustomizeError:
+        build.kustomize_command()
+    except build.KustomizeError:
         require_tool("kustomize")
-    docs = yaml.safe_load_all(kustomize.build(root / "overlays" / cluster))
+    docs = yaml.safe_load_all(build.kustomize(root / "overlays" / cluster))
     return next(d for d in docs if d["kind"] == "PyTorchJob" and d["metadata"]["name"] == name)
 
 

@@ -7,8 +7,8 @@ import pytest
 from tests.rules.conftest import make_cluster
 from tests.rules.helpers import FIXTURES, manifests_from_file, manifests_from_text, run
 from trainops.core.findings import Finding, Severity
+from trainops.facts.kubeflow import default_restart_policy
 from trainops.rules.checks.env import says_secret
-from trainops.rules.context import default_restart_policy
 from trainops.spec.model import Network
 
 
@@ -238,18 +238,23 @@ DS_CONFIGMAP = "  ds.json: '"
 @pytest.mark.parametrize(
     ("mount", "volume", "key", "expected"),
     [
-        (DS_MOUNT, DS_VOLUME, "ds.json", "ConfigMap `ds-config` key `ds.json`: train_batch_size"),
+        (
+            DS_MOUNT,
+            DS_VOLUME,
+            "ds.json",
+            "ConfigMap `ds-config` key `ds.json`: at world size 4 DeepSpeed asserts",
+        ),
         (
             "                - {name: ds, mountPath: /config/ds.json, subPath: ds.json}\n",
             DS_VOLUME,
             "ds.json",
-            "ConfigMap `ds-config` key `ds.json`: train_batch_size",
+            "ConfigMap `ds-config` key `ds.json`: at world size 4 DeepSpeed asserts",
         ),
         (
             DS_MOUNT,
             "              configMap: {name: ds-config, items: [{key: zero3, path: ds.json}]}\n",
             "zero3",
-            "ConfigMap `ds-config` key `zero3`: train_batch_size",
+            "ConfigMap `ds-config` key `zero3`: at world size 4 DeepSpeed asserts",
         ),
         (
             DS_MOUNT,
@@ -258,7 +263,7 @@ DS_CONFIGMAP = "  ds.json: '"
             "                  - configMap: {name: other-config}\n"
             "                  - configMap: {name: ds-config}\n",
             "ds.json",
-            "ConfigMap `ds-config` key `ds.json`: train_batch_size",
+            "ConfigMap `ds-config` key `ds.json`: at world size 4 DeepSpeed asserts",
         ),
         (
             DS_MOUNT,
@@ -268,7 +273,7 @@ DS_CONFIGMAP = "  ds.json: '"
             "                      name: ds-config\n"
             "                      items: [{key: zero3, path: ds.json}]\n",
             "zero3",
-            "ConfigMap `ds-config` key `zero3`: train_batch_size",
+            "ConfigMap `ds-config` key `zero3`: at world size 4 DeepSpeed asserts",
         ),
         (
             DS_MOUNT,

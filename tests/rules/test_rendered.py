@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from tests.tools import REPO, require_tool
-from trainops import build as kustomize
+from trainops import build
 from trainops.core.findings import Severity
 from trainops.core.manifest import Manifest
 from trainops.core.yamlio import load_text
@@ -23,7 +23,7 @@ def test_rendered_overlays_have_no_rule_errors() -> None:
         pytest.skip("no rendered overlays in this checkout")
     for name, cluster in sorted(repo.clusters.items()):
         overlay = REPO / "overlays" / name
-        text = kustomize.build(overlay)
+        text = build.kustomize(overlay)
         display = f"overlays/{name} (built)"
         manifests = [
             Manifest(d.data, display, d, cluster=name)

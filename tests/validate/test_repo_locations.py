@@ -16,16 +16,17 @@ from pathlib import Path
 import pytest
 
 from tests.tools import REPO, require_tool
-from trainops import build as kustomize
+from trainops import build
 from trainops.cli import main
 from trainops.report import formats as report
+from trainops.spec.load import load_repository
 from trainops.validate.repo import validate_repository
 
 STRAY = "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: stray}\nbogus: 1\n"
 
 
 def _with_unknown_field(directory: Path) -> str:
-    built = kustomize.build(directory)
+    built = build.kustomize(directory)
     return re.sub(r"(?m)^kind:", "bogus: 1\nkind:", built) + STRAY
 
 
@@ -42,7 +43,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_every_finding_names_an_existing_repository_file(rendered: Path) -> None:
     require_tool("kubectl")
-    result = validate_repository(rendered, build=_with_unknown_field)
+    result = validate_repository(rendered, load_repository(rendered), run=_with_unknown_field)
     bogus = [f for f in result.findings if f.message.startswith("bogus: unknown field")]
     # One per built object of every overlay (the stray one included).
     injected = sum(len(re.findall(r"(?m)^bogus: 1$", text)) for text in result.built.values())
@@ -60,7 +61,7 @@ def test_every_finding_names_an_existing_repository_file(rendered: Path) -> None
 
 def test_generated_configmap_points_at_its_generator(rendered: Path) -> None:
     require_tool("kubectl")
-    result = validate_repository(rendered, build=_with_unknown_field)
+    result = validate_repository(rendered, load_repository(rendered), run=_with_unknown_field)
     generated = [
         f
         for f in result.findings
@@ -75,7 +76,7 @@ def test_generated_configmap_points_at_its_generator(rendered: Path) -> None:
 
 def test_object_from_no_rendered_file_points_at_the_overlay(rendered: Path) -> None:
     require_tool("kubectl")
-    result = validate_repository(rendered, build=_with_unknown_field)
+    result = validate_repository(rendered, load_repository(rendered), run=_with_unknown_field)
     stray = sorted((f.file, f.line) for f in result.findings if f.name == "stray")
     assert stray == [
         ("overlays/cloud-h100/kustomization.yaml", None),

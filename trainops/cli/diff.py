@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from trainops import diff
+from trainops import build, diff
 from trainops.build import KustomizeError
 from trainops.core.errors import InputError, Problem
 from trainops.render import render_repository
@@ -42,7 +42,9 @@ def run(args: argparse.Namespace) -> int:
             base_tree, head_tree = Path(tmp, "base"), Path(tmp, "head")
             base_tree.mkdir()
             diff.extract_ref(root, base_ref, base_tree)
-            diff.write_files(files, head_tree)
+            build.write_tree(
+                {p: t for p, t in files.items() if p.startswith(diff.BUILD_INPUTS)}, head_tree
+            )
             try:
                 base = diff.build_overlays(base_tree)
             except KustomizeError as err:

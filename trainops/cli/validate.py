@@ -22,11 +22,13 @@ from pathlib import Path
 from trainops.core.errors import InputError, Problem
 from trainops.core.findings import Finding, Severity
 from trainops.report import formats as report
+from trainops.spec.load import load_repository
 from trainops.spec.model import ClusterProfile
 from trainops.validate import kubeconform
 from trainops.validate.crd import load_crd_dir
 from trainops.validate.load import load_manifests
 from trainops.validate.pipeline import validate_manifests
+from trainops.validate.repo import validate_repository
 from trainops.validate.schemas import DEFAULT_KUBERNETES_VERSION, SchemaStore
 
 UNKNOWN_KINDS = {"error": Severity.ERROR, "warning": Severity.WARNING, "ignore": None}
@@ -73,8 +75,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _cluster_profile(args: argparse.Namespace) -> ClusterProfile | None:
     if args.cluster is None:
         return None
-    from trainops.spec.load import load_repository
-
     repo = load_repository(args.root)
     if args.cluster not in repo.clusters:
         known = ", ".join(sorted(repo.clusters)) or "none"
@@ -152,16 +152,15 @@ def _validate(args: argparse.Namespace) -> tuple[list[Finding], int]:
             texts = {f: Path(f).read_text(encoding="utf-8") for f in files}
             findings += _run_kubeconform(texts, version)
     else:
-        from trainops.validate.repo import validate_repository
-
-        result = validate_repository(args.root, args.cluster, args.crds, unknown)
+        repo = load_repository(args.root)
+        result = validate_repository(
+            args.root, repo, cluster_name=args.cluster, crds=args.crds, unknown_kind=unknown
+        )
         findings, resources = result.findings, result.resources
         if args.kubeconform:
-            from trainops.spec.load import load_repository
-
-            clusters = load_repository(args.root).clusters
             for name, text in result.built.items():
                 findings += _run_kubeconform(
-                    {f"overlays/{name}/kustomization.yaml": text}, clusters[name].kubernetes_version
+                    {f"overlays/{name}/kustomization.yaml": text},
+                    repo.clusters[name].kubernetes_version,
                 )
     return findings, resources

@@ -16,8 +16,6 @@ import copy
 import json
 from typing import Any
 
-from trainops.spec.model import DeepSpeed
-
 TRAIN_BATCH = "train_batch_size"
 MICRO_BATCH = "train_micro_batch_size_per_gpu"
 GRAD_ACCUM = "gradient_accumulation_steps"
@@ -41,26 +39,41 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def build_config(ds: DeepSpeed) -> dict[str, Any]:
-    """The config written to the ConfigMap: generated settings, then the user's config over them."""
+def build_config(
+    zero_stage: int,
+    precision: str,
+    micro_batch_per_gpu: int | None,
+    gradient_accumulation: int | None,
+    user: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The config the job runs with: generated settings, then the user's config over them,
+    then the job's own micro batch and accumulation over both."""
     generated: dict[str, Any] = {
-        "zero_optimization": {"stage": ds.zero_stage},
-        "bf16": {"enabled": ds.precision == "bf16"},
-        "fp16": {"enabled": ds.precision == "fp16"},
+        "zero_optimization": {"stage": zero_stage},
+        "bf16": {"enabled": precision == "bf16"},
+        "fp16": {"enabled": precision == "fp16"},
         "gradient_clipping": DEFAULT_GRADIENT_CLIPPING,
         "steps_per_print": 100,
         "wall_clock_breakdown": False,
     }
-    user = ds.config or {}
+    user = user or {}
     if not any(key in user for key in BATCH_KEYS):
-        generated[MICRO_BATCH] = ds.micro_batch_per_gpu or 1
-        generated[GRAD_ACCUM] = ds.gradient_accumulation or 1
+        generated[MICRO_BATCH] = micro_batch_per_gpu or 1
+        generated[GRAD_ACCUM] = gradient_accumulation or 1
     merged = _deep_merge(generated, user)
-    if ds.micro_batch_per_gpu is not None:
-        merged[MICRO_BATCH] = ds.micro_batch_per_gpu
-    if ds.gradient_accumulation is not None:
-        merged[GRAD_ACCUM] = ds.gradient_accumulation
+    if micro_batch_per_gpu is not None:
+        merged[MICRO_BATCH] = micro_batch_per_gpu
+    if gradient_accumulation is not None:
+        merged[GRAD_ACCUM] = gradient_accumulation
     return merged
+
+
+def world_sizes(procs_per_pod: int, pods: int, elastic: tuple[int, int] | None) -> list[int]:
+    """Every data-parallel world size a job can run at: pods x processes per pod, at every
+    pod count of an elastic range (torchrun restarts the group at any size inside it)."""
+    if elastic is not None:
+        return [n * procs_per_pod for n in range(elastic[0], elastic[1] + 1)]
+    return [pods * procs_per_pod]
 
 
 def config_json(config: dict[str, Any]) -> str:
@@ -68,20 +81,31 @@ def config_json(config: dict[str, Any]) -> str:
     return json.dumps(config, sort_keys=True, separators=(",", ":"))
 
 
-def batch_error(config: dict[str, Any], world_size: int) -> str | None:
+# The HF Trainer fills `"auto"` values from its own arguments before DeepSpeed reads them.
+AUTO = "auto"
+
+
+def batch_error(config: dict[str, Any], world_size: int, require_batch: bool = True) -> str | None:
     """Why DeepSpeed would reject `config` at `world_size` (None when it accepts it).
 
-    Mirrors DeepSpeed's own derivation: missing values are derived by integer
-    division and the product is then asserted.
+    Mirrors DeepSpeed's own derivation (deepspeed/runtime/config.py,
+    `_set_batch_related_parameters`): missing values are derived by integer division and
+    the product is then asserted. An `"auto"` value is unknown here (HF Trainer sets it), and
+    so is a config with neither batch key unless `require_batch` (ours always has one).
     """
     if isinstance(config.get("elasticity"), dict) and config["elasticity"].get("enabled"):
         return None  # DeepSpeed's elasticity block computes the batch itself
-    tb, mb, gas = (config.get(k) for k in BATCH_KEYS)
-    for key, value in zip(BATCH_KEYS, (tb, mb, gas), strict=True):
-        if value is not None and (not isinstance(value, int) or value < 1):
+    values = [config.get(k) for k in BATCH_KEYS]
+    if AUTO in values:
+        return None
+    tb, mb, gas = values
+    for key, value in zip(BATCH_KEYS, values, strict=True):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
             return f"`{key}` must be a positive integer, got {value!r}"
     if tb is None and mb is None:
-        return f"set `{MICRO_BATCH}` (or `{TRAIN_BATCH}`)"
+        return f"set `{MICRO_BATCH}` (or `{TRAIN_BATCH}`)" if require_batch else None
     if tb is not None and mb is not None and gas is not None:
         pass
     elif tb is not None and mb is not None:

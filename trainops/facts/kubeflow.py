@@ -1,4 +1,6 @@
-"""What the Kubeflow Training Operator v1 does to the pods it creates: the env it sets.
+"""What the Kubeflow Training Operator v1 (and the MPI Operator) do: the job kinds and where
+their replica specs live, the restart policy a replica gets when it names none, the labels and
+the env they put on the pods they create.
 
 Read from the operator's source (v1.9, `kubeflow/trainer` release-1.9):
 `pkg/controller.v1/pytorch/envvar.go` (setPodEnv), `master.go` (MasterEnvVarGenerator),
@@ -10,7 +12,83 @@ https://github.com/kubeflow/trainer/blob/release-1.9/pkg/controller.v1/pytorch/e
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
+
+KUBEFLOW_GROUP = "kubeflow.org"
+KUBEFLOW_VERSION = "v1"
+# The Training Operator finds the training container of a PyTorchJob by this name.
+PYTORCH_CONTAINER = "pytorch"
+# Label the operator puts on every pod of a job (its value: the job's name).
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+
+
+@dataclass(frozen=True)
+class JobKind:
+    """A Kubeflow Training Operator job kind."""
+
+    kind: str
+    replica_specs: str
+    """Field under `spec` holding the replica types (Master/Worker, Chief/PS/Worker, ...)."""
+
+    @property
+    def api_version(self) -> str:
+        return f"{KUBEFLOW_GROUP}/{KUBEFLOW_VERSION}"
+
+
+# The job kinds the GitOps health checks and the diff know. They share the training
+# operator's JobCondition types (Created, Running, Restarting, Succeeded, Failed, Suspended):
+# https://github.com/kubeflow/trainer/blob/v1.9.4/pkg/apis/kubeflow.org/v1/common_types.go
+TRAINING_JOB_KINDS: tuple[JobKind, ...] = (
+    JobKind("PyTorchJob", "pytorchReplicaSpecs"),
+    JobKind("TFJob", "tfReplicaSpecs"),
+    JobKind("MPIJob", "mpiReplicaSpecs"),
+)
+
+# Kubeflow Training Operator v1 kinds -> the key holding their replica specs.
+# https://github.com/kubeflow/trainer/tree/release-1.9/pkg/apis/kubeflow.org/v1
+KUBEFLOW_REPLICA_KEYS: dict[str, str] = {
+    "PyTorchJob": "pytorchReplicaSpecs",
+    "TFJob": "tfReplicaSpecs",
+    "MPIJob": "mpiReplicaSpecs",
+    "XGBoostJob": "xgbReplicaSpecs",
+    "PaddleJob": "paddleReplicaSpecs",
+    "JAXJob": "jaxReplicaSpecs",
+}
+
+# Replica types that do the work of a batch job and must end: `Always` restarts them forever.
+# Master/Chief/Launcher drive the job; Worker/Evaluator compute. (PS servers too.)
+LEADER_REPLICA_TYPES = frozenset({"master", "chief", "launcher"})
+
+# The restart policy the operators give a replica whose spec names none, read from their
+# defaulting code. Training Operator v1 (kubeflow/trainer release-1.9,
+# pkg/apis/kubeflow.org/v1/<kind>_types.go `<Kind>DefaultRestartPolicy`, applied by
+# <kind>_defaults.go): PyTorchJob and PaddleJob OnFailure; TFJob, XGBoostJob, JAXJob and
+# MPIJob (Launcher and Worker) Never. MPI Operator v2beta1 (kubeflow/mpi-operator
+# pkg/apis/kubeflow/v2beta1/default.go, constants.go): Launcher OnFailure, Worker Never.
+# The CRDs cannot tell: their shared ReplicaSpec description says "Default to Never" for
+# every kind, which the PyTorchJob/PaddleJob defaulting overrides.
+# https://github.com/kubeflow/trainer/blob/release-1.9/pkg/apis/kubeflow.org/v1/tensorflow_types.go
+# https://github.com/kubeflow/mpi-operator/blob/master/pkg/apis/kubeflow/v2beta1/default.go
+DEFAULT_RESTART_POLICY: dict[str, str] = {
+    "PyTorchJob": "OnFailure",
+    "PaddleJob": "OnFailure",
+    "TFJob": "Never",
+    "XGBoostJob": "Never",
+    "JAXJob": "Never",
+    "MPIJob": "Never",
+}
+# (apiVersion, kind, lower-case replica type) -> default, where a replica type differs.
+DEFAULT_RESTART_POLICY_BY_REPLICA: dict[tuple[str, str, str], str] = {
+    ("kubeflow.org/v2beta1", "MPIJob", "launcher"): "OnFailure",
+}
+
+
+def default_restart_policy(api_version: str, kind: str, rtype: str) -> str:
+    """The restart policy the operator defaults a replica of this job to."""
+    key = (api_version, kind, rtype.lower())
+    return DEFAULT_RESTART_POLICY_BY_REPLICA.get(key, DEFAULT_RESTART_POLICY.get(kind, "Never"))
+
 
 # Rendezvous backends torchrun accepts and the operator's elasticPolicy enumerates.
 # https://github.com/kubeflow/trainer/blob/release-1.9/pkg/apis/kubeflow.org/v1/pytorch_types.go

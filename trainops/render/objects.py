@@ -11,13 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from trainops.facts import deepspeed as ds_config
+from trainops.facts.gpus import DEFAULT_GPU_RESOURCE
+from trainops.facts.kubeflow import JOB_NAME_LABEL, PYTORCH_CONTAINER
 from trainops.spec.model import ClusterProfile, GpuProduct, Target, TrainingJob
 
 API_PYTORCHJOB = "kubeflow.org/v1"
-# The Training Operator finds the training container by this name (kubeflow.org/v1 PyTorchJob).
-CONTAINER_NAME = "pytorch"
-# Default GPU resource in the base; a cluster's product may name another (overlay replaces it).
-DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
 SHM_VOLUME = "dshm"
 DEEPSPEED_VOLUME = "deepspeed-config"
 METRICS_PORT_NAME = "metrics"
@@ -30,8 +28,6 @@ NO_PRUNE_ANNOTATIONS = {
     "argocd.argoproj.io/sync-options": "Prune=false",
     "kustomize.toolkit.fluxcd.io/prune": "disabled",
 }
-# Pod labels the Training Operator v1 sets; our Service selects pods with this one.
-OPERATOR_JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 JOB_LABEL = "trainops.dev/job"
 METRICS_LABEL = "trainops.dev/metrics"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -127,6 +123,7 @@ def _resources(
     requests: dict[str, Any] = {"cpu": job.cpu, "memory": job.memory}
     limits: dict[str, Any] = {"memory": job.memory}
     if job.gpus_per_replica:
+        # The base names the default resource; a cluster's product may name another.
         resource = gpu.resource if gpu else DEFAULT_GPU_RESOURCE
         requests[resource] = job.gpus_per_replica
         limits[resource] = job.gpus_per_replica
@@ -212,7 +209,7 @@ def pod_template(
     gpu = _gpu(cluster, target)
     volumes, mounts = _volumes(job)
     container: dict[str, Any] = {
-        "name": CONTAINER_NAME,
+        "name": PYTORCH_CONTAINER,
         "image": job.image,
         "imagePullPolicy": "IfNotPresent",
         "command": torchrun_command(job),
@@ -257,14 +254,10 @@ def pod_template(
     return {"metadata": meta, "spec": spec}
 
 
-def replicas_on(job: TrainingJob, target: Target | None) -> int:
-    return (target.replicas if target and target.replicas else None) or job.replicas
-
-
 def pytorchjob(
     job: TrainingJob, cluster: ClusterProfile | None = None, target: Target | None = None
 ) -> dict[str, Any]:
-    pods = replicas_on(job, target)
+    pods = job.pods_on(target)
     template = pod_template(job, cluster, target)
     replica_specs: dict[str, Any] = {}
     if job.elastic:
@@ -359,7 +352,7 @@ def metrics_service(job: TrainingJob) -> dict[str, Any]:
             ],
             # The operator labels every pod of the job with its name; our own template
             # labels would do too, but this is the label users query (`kubectl get pods -l`).
-            "selector": {OPERATOR_JOB_NAME_LABEL: job.name},
+            "selector": {JOB_NAME_LABEL: job.name},
         },
     }
 
@@ -386,9 +379,7 @@ def deepspeed_configmap(job: TrainingJob) -> dict[str, Any] | None:
         "metadata": _metadata(
             job, deepspeed_configmap_name(job), {SYNC_WAVE: SYNC_WAVE_BEFORE_JOBS}
         ),
-        "data": {
-            ds_config.CONFIG_FILE: ds_config.config_json(ds_config.build_config(job.deepspeed))
-        },
+        "data": {ds_config.CONFIG_FILE: ds_config.config_json(job.deepspeed_config() or {})},
     }
 
 

@@ -10,62 +10,23 @@ PersistentVolumeClaims for cross-object rules) and the cluster profile.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Generic, TypeVar
 
 from trainops.core.manifest import Manifest
+from trainops.facts import gpus as gpu_facts
+from trainops.facts.kubeflow import (
+    KUBEFLOW_GROUP,
+    KUBEFLOW_REPLICA_KEYS,
+    LEADER_REPLICA_TYPES,
+    default_restart_policy,
+)
 from trainops.rules.model import Path
 from trainops.spec.model import ClusterProfile
 
-# Kubeflow Training Operator v1 kinds -> the key holding their replica specs.
-# https://github.com/kubeflow/trainer/tree/release-1.9/pkg/apis/kubeflow.org/v1
-KUBEFLOW_REPLICA_KEYS: dict[str, str] = {
-    "PyTorchJob": "pytorchReplicaSpecs",
-    "TFJob": "tfReplicaSpecs",
-    "MPIJob": "mpiReplicaSpecs",
-    "XGBoostJob": "xgbReplicaSpecs",
-    "PaddleJob": "paddleReplicaSpecs",
-    "JAXJob": "jaxReplicaSpecs",
-}
-KUBEFLOW_GROUP = "kubeflow.org"
 VOLCANO_JOB_GROUP = "batch.volcano.sh"
-
-# Replica types that do the work of a batch job and must end: `Always` restarts them forever.
-# Master/Chief/Launcher drive the job; Worker/Evaluator compute. (PS servers too.)
-LEADER_REPLICA_TYPES = frozenset({"master", "chief", "launcher"})
-
-# The restart policy the operators give a replica whose spec names none, read from their
-# defaulting code. Training Operator v1 (kubeflow/trainer release-1.9,
-# pkg/apis/kubeflow.org/v1/<kind>_types.go `<Kind>DefaultRestartPolicy`, applied by
-# <kind>_defaults.go): PyTorchJob and PaddleJob OnFailure; TFJob, XGBoostJob, JAXJob and
-# MPIJob (Launcher and Worker) Never. MPI Operator v2beta1 (kubeflow/mpi-operator
-# pkg/apis/kubeflow/v2beta1/default.go, constants.go): Launcher OnFailure, Worker Never.
-# The CRDs cannot tell: their shared ReplicaSpec description says "Default to Never" for
-# every kind, which the PyTorchJob/PaddleJob defaulting overrides.
-# https://github.com/kubeflow/trainer/blob/release-1.9/pkg/apis/kubeflow.org/v1/tensorflow_types.go
-# https://github.com/kubeflow/mpi-operator/blob/master/pkg/apis/kubeflow/v2beta1/default.go
-DEFAULT_RESTART_POLICY: dict[str, str] = {
-    "PyTorchJob": "OnFailure",
-    "PaddleJob": "OnFailure",
-    "TFJob": "Never",
-    "XGBoostJob": "Never",
-    "JAXJob": "Never",
-    "MPIJob": "Never",
-}
-# (apiVersion, kind, lower-case replica type) -> default, where a replica type differs.
-DEFAULT_RESTART_POLICY_BY_REPLICA: dict[tuple[str, str, str], str] = {
-    ("kubeflow.org/v2beta1", "MPIJob", "launcher"): "OnFailure",
-}
-
-
-def default_restart_policy(api_version: str, kind: str, rtype: str) -> str:
-    """The restart policy the operator defaults a replica of this job to."""
-    key = (api_version, kind, rtype.lower())
-    return DEFAULT_RESTART_POLICY_BY_REPLICA.get(key, DEFAULT_RESTART_POLICY.get(kind, "Never"))
-
 
 # Workload kinds of core Kubernetes whose pod template sits at a fixed path.
 CORE_TEMPLATE_PATHS: dict[str, Path] = {
@@ -77,14 +38,10 @@ CORE_TEMPLATE_PATHS: dict[str, Path] = {
     "CronJob": ("spec", "jobTemplate", "spec", "template"),
 }
 
-# Extended resources that are GPUs (device plugins of NVIDIA, AMD and Intel; MIG slices).
-_GPU_RESOURCE = re.compile(r"^(nvidia\.com/(gpu|mig-.+)|amd\.com/gpu|gpu\.intel\.com/.+)$")
 
-
-def is_gpu_resource(name: str, cluster: ClusterProfile | None = None) -> bool:
-    if cluster is not None and any(g.resource == name for g in cluster.gpus):
-        return True
-    return bool(_GPU_RESOURCE.match(name))
+def gpu_products(cluster: ClusterProfile | None) -> frozenset[str]:
+    """The GPU resources a cluster profile declares (beyond the device plugins' well-known)."""
+    return frozenset(g.resource for g in cluster.gpus) if cluster else frozenset()
 
 
 def as_dict(value: Any) -> dict[str, Any]:
@@ -254,13 +211,8 @@ class PodTemplate:
         }
 
     def gpus(self, cluster: ClusterProfile | None = None) -> int:
-        """GPUs one pod of this template gets (sum over its containers, after defaulting)."""
-        total = 0
-        for c in self.containers():
-            for name, value in c.effective_requests().items():
-                if is_gpu_resource(str(name), cluster):
-                    total += as_int(value) or 0
-        return total
+        """GPUs one pod of this template gets (`trainops.facts.gpus.pod_gpus`)."""
+        return gpu_facts.pod_gpus(self.spec, gpu_products(cluster))
 
     @property
     def scheduler_name(self) -> str | None:

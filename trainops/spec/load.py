@@ -509,14 +509,6 @@ def _job(doc: Document, out: _Collector) -> model.TrainingJob | None:
     )
 
 
-def world_sizes(job: model.TrainingJob, target: model.Target) -> list[int]:
-    """Every data-parallel world size the job can run at on `target`."""
-    procs = max(job.gpus_per_replica, 1)
-    if job.elastic:
-        return [n * procs for n in range(job.elastic.min_replicas, job.elastic.max_replicas + 1)]
-    return [(target.replicas or job.replicas) * procs]
-
-
 def _job_against_clusters(
     job: model.TrainingJob,
     doc: Document,
@@ -582,8 +574,8 @@ def _job_against_clusters(
                     f" `{cluster.name}` ({', '.join(sorted(allowed_classes))})",
                 )
         if job.deepspeed:
-            config = ds_config.build_config(job.deepspeed)
-            for size in world_sizes(job, target):
+            config = job.deepspeed_config() or {}
+            for size in job.world_sizes(target):
                 error = ds_config.batch_error(config, size)
                 if error:
                     advice = (

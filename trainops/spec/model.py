@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from trainops.facts import deepspeed as ds_facts
+
 Transport = Literal["rdma", "tcp"]
 SchedulerKind = Literal["default", "volcano", "kueue"]
 DeliveryTool = Literal["argocd", "flux"]
@@ -246,6 +248,24 @@ class TrainingJob:
     annotations: dict[str, str] = field(default_factory=dict)
     security: PodSecurity = field(default_factory=PodSecurity)
     """The pod securityContext's user, group and volume group."""
+
+    def pods_on(self, target: Target | None) -> int:
+        """Pods at the configured size on `target` (its `replicas`, else the job's)."""
+        return (target.replicas if target and target.replicas else None) or self.replicas
+
+    def world_sizes(self, target: Target) -> list[int]:
+        """Every data-parallel world size the job can run at on `target`."""
+        elastic = (self.elastic.min_replicas, self.elastic.max_replicas) if self.elastic else None
+        return ds_facts.world_sizes(max(self.gpus_per_replica, 1), self.pods_on(target), elastic)
+
+    def deepspeed_config(self) -> dict[str, Any] | None:
+        """The DeepSpeed config the job runs with (None without DeepSpeed)."""
+        ds = self.deepspeed
+        if ds is None:
+            return None
+        return ds_facts.build_config(
+            ds.zero_stage, ds.precision, ds.micro_batch_per_gpu, ds.gradient_accumulation, ds.config
+        )
 
 
 # ---------------------------------------------------------------- repository settings

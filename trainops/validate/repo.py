@@ -10,33 +10,25 @@ a SARIF upload or a GitHub annotation can point at).
 
 from __future__ import annotations
 
-import os
-import re
 import tempfile
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trainops import build as kustomize
-from trainops.core import yamlio
+from trainops import build
+from trainops.core import paths, yamlio
 from trainops.core.errors import InputError, Problem
 from trainops.core.findings import Finding, Severity
 from trainops.core.manifest import Manifest
+from trainops.facts import kustomize as kustomize_facts
 from trainops.render import render_repository
-from trainops.spec.load import load_repository
-from trainops.spec.model import ClusterProfile
+from trainops.spec.model import ClusterProfile, Repository
 from trainops.validate.crd import load_crd_dir
 from trainops.validate.load import documents_to_manifests
 from trainops.validate.pipeline import validate_manifests
 from trainops.validate.schemas import SchemaStore
 
 RULE_BUILD = "build"
-GITOPS_DIR = "gitops"
-# Overlays are built concurrently, one `kustomize build` process per core: each is
-# single-threaded and on a large repository takes most of the run (kustomize's own
-# cost grows faster than linearly with the resources in an overlay).
-MAX_PARALLEL_BUILDS = os.cpu_count() or 1
 
 
 @dataclass
@@ -45,12 +37,6 @@ class RepoResult:
     resources: int = 0
     built: dict[str, str] = field(default_factory=dict)
     """cluster -> `kustomize build` output (for kubeconform)."""
-
-
-# kustomize generators and the kind of object each produces.
-_GENERATORS = {"configMapGenerator": "ConfigMap", "secretGenerator": "Secret"}
-# kustomize appends `-` and a 10-character content hash to a generated object's name.
-_HASH_SUFFIX = re.compile(r"-[a-z0-9]{10}$")
 
 
 @dataclass
@@ -84,7 +70,7 @@ def _source_index(files: dict[str, str]) -> _Sources:
 def _index_generators(doc: yamlio.Document, out: dict[tuple[str, str], tuple[str, int]]) -> None:
     if not isinstance(doc.data, dict):
         return
-    for field_name, kind in _GENERATORS.items():
+    for field_name, kind in kustomize_facts.GENERATORS.items():
         entries = doc.data.get(field_name)
         for index, entry in enumerate(entries if isinstance(entries, list) else []):
             if isinstance(entry, dict) and isinstance(entry.get("name"), str):
@@ -107,7 +93,7 @@ def _attach_sources(manifests: list[Manifest], sources: _Sources, overlay: str) 
             continue
         m.document = None
         generated = sources.generated.get((m.kind, name)) or sources.generated.get(
-            (m.kind, _HASH_SUFFIX.sub("", name))
+            (m.kind, kustomize_facts.unhashed(name))
         )
         if generated is not None:
             m.file, m.source_line = generated
@@ -131,95 +117,86 @@ def _store_for(
 
 def validate_repository(
     root: Path,
+    repo: Repository,
+    *,
     cluster_name: str | None = None,
     crds: Path | None = None,
     unknown_kind: Severity | None = Severity.ERROR,
-    build: Callable[[Path], str] = kustomize.build,
+    run: Callable[[Path], str] = build.kustomize,
 ) -> RepoResult:
-    """Findings for every overlay (or one) plus the gitops/ objects."""
-    # Every parsed document (data and node tree) stays alive until we return.
-    with yamlio.gc_paused():
-        return _validate_repository(root, cluster_name, crds, unknown_kind, build)
-
-
-def _validate_repository(
-    root: Path,
-    cluster_name: str | None,
-    crds: Path | None,
-    unknown_kind: Severity | None,
-    build: Callable[[Path], str],
-) -> RepoResult:
-    repo = load_repository(root)
+    """Findings for every overlay (or one) plus the gitops/ objects of the loaded `repo`."""
     if cluster_name is not None and cluster_name not in repo.clusters:
         known = ", ".join(sorted(repo.clusters)) or "none"
         raise InputError(
             Problem("--cluster", None, None, f"unknown cluster {cluster_name!r} (known: {known})")
         )
+    # Every parsed document (data and node tree) stays alive until we return.
+    with yamlio.gc_paused():
+        result = _validate(
+            root, repo, cluster_name=cluster_name, crds=crds, unknown_kind=unknown_kind, run=run
+        )
+    result.findings.sort(key=Finding.sort_key)
+    return result
+
+
+def _build_finding(name: str, message: str) -> Finding:
+    file = f"{paths.OVERLAYS_DIR}/{name}/kustomization.yaml"
+    return Finding(RULE_BUILD, Severity.ERROR, message, file=file, cluster=name)
+
+
+def _validate(
+    root: Path,
+    repo: Repository,
+    *,
+    cluster_name: str | None,
+    crds: Path | None,
+    unknown_kind: Severity | None,
+    run: Callable[[Path], str],
+) -> RepoResult:
     files = render_repository(repo)
     result = RepoResult()
     stores: dict[tuple[str, str], SchemaStore] = {}
     names = [cluster_name] if cluster_name else sorted(repo.clusters)
     with tempfile.TemporaryDirectory(prefix="trainops-validate-") as tmp:
         work = Path(tmp)
-        for rel, text in files.items():
-            target = work / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-        with ThreadPoolExecutor(max_workers=max(1, min(len(names), MAX_PARALLEL_BUILDS))) as pool:
-            # Started together, consumed in order: findings do not depend on timing,
-            # and the first overlay is validated while the others still build.
-            builds = [pool.submit(build, work / f"overlays/{name}") for name in names]
-            index = _source_index(files)
-            for name, pending in zip(names, builds, strict=True):
-                cluster = repo.clusters[name]
-                overlay = f"overlays/{name}"
-                try:
-                    built = pending.result()
-                except kustomize.KustomizeError as err:
-                    result.findings.append(
-                        Finding(
-                            RULE_BUILD,
-                            Severity.ERROR,
-                            f"kustomize build failed: {err}",
-                            file=f"{overlay}/kustomization.yaml",
-                            cluster=name,
-                        )
+        build.write_tree(files, work)
+        builds = build.build_overlays(work, names, run)
+        # Indexed while the first overlays build.
+        index = _source_index(files)
+        for name, built in builds:
+            if isinstance(built, build.KustomizeError):
+                result.findings.append(_build_finding(name, f"kustomize build failed: {built}"))
+                continue
+            overlay = f"overlays/{name}"
+            try:
+                docs = yamlio.load_text(built, f"kustomize build {overlay}")
+                manifests, problems = documents_to_manifests(docs, name)
+                if problems:
+                    raise InputError(problems)
+            except InputError as err:
+                result.findings.append(
+                    _build_finding(
+                        name, f"kustomize build printed what is not Kubernetes objects: {err}"
                     )
-                    continue
-                try:
-                    docs = yamlio.load_text(built, f"kustomize build {overlay}")
-                    manifests, problems = documents_to_manifests(docs, name)
-                    if problems:
-                        raise InputError(problems)
-                except InputError as err:
-                    result.findings.append(
-                        Finding(
-                            RULE_BUILD,
-                            Severity.ERROR,
-                            f"kustomize build printed what is not Kubernetes objects: {err}",
-                            file=f"{overlay}/kustomization.yaml",
-                            cluster=name,
-                        )
-                    )
-                    continue
-                result.built[name] = built
-                _attach_sources(manifests, index, overlay)
-                result.resources += len(manifests)
-                store = _store_for(cluster, root, crds, stores)
-                result.findings += validate_manifests(
-                    manifests, cluster, store, unknown_kind=unknown_kind
                 )
-        gitops = {rel: text for rel, text in files.items() if rel.startswith(f"{GITOPS_DIR}/")}
-        if gitops and cluster_name is None:
-            manifests = []
-            for rel, text in gitops.items():
-                if rel.endswith((".yaml", ".yml")):
-                    found, problems = documents_to_manifests(yamlio.load_text(text, rel))
-                    if problems:
-                        raise InputError(problems)
-                    manifests += found
+                continue
+            result.built[name] = built
+            _attach_sources(manifests, index, overlay)
             result.resources += len(manifests)
-            store = SchemaStore(crd_schemas=load_crd_dir(crds) if crds else None)
-            result.findings += validate_manifests(manifests, None, store, unknown_kind=unknown_kind)
-    result.findings.sort(key=Finding.sort_key)
+            store = _store_for(repo.clusters[name], root, crds, stores)
+            result.findings += validate_manifests(
+                manifests, repo.clusters[name], store, unknown_kind=unknown_kind
+            )
+    gitops = {rel: text for rel, text in files.items() if rel.startswith(f"{paths.GITOPS_DIR}/")}
+    if gitops and cluster_name is None:
+        manifests = []
+        for rel, text in gitops.items():
+            if rel.endswith((".yaml", ".yml")):
+                found, problems = documents_to_manifests(yamlio.load_text(text, rel))
+                if problems:
+                    raise InputError(problems)
+                manifests += found
+        result.resources += len(manifests)
+        store = SchemaStore(crd_schemas=load_crd_dir(crds) if crds else None)
+        result.findings += validate_manifests(manifests, None, store, unknown_kind=unknown_kind)
     return result

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainops.render.gitops.kinds import KUBEFLOW_GROUP, NAMESPACED_KINDS, TRAINING_JOB_KINDS
+from trainops.facts.kubeflow import KUBEFLOW_GROUP, TRAINING_JOB_KINDS
+from trainops.render.gitops.kinds import NAMESPACED_KINDS
 from trainops.spec.model import ClusterProfile, Repository
 
 ARGOCD_API = "argoproj.io/v1alpha1"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainops.render.gitops.kinds import TRAINING_JOB_KINDS
+from trainops.facts.kubeflow import TRAINING_JOB_KINDS
 from trainops.spec.model import ClusterProfile, Repository
 
 SOURCE_API = "source.toolkit.fluxcd.io/v1"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
-from trainops.render.gitops.kinds import KUBEFLOW_GROUP, TRAINING_JOB_KINDS
+from trainops.facts.kubeflow import KUBEFLOW_GROUP, TRAINING_JOB_KINDS
 from trainops.spec.model import RepoSettings
 
 # One script serves all three kinds: they share the operator's condition types.

@@ -10,31 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-KUBEFLOW_GROUP = "kubeflow.org"
-KUBEFLOW_VERSION = "v1"
-
-
-@dataclass(frozen=True)
-class JobKind:
-    """A Kubeflow Training Operator job kind."""
-
-    kind: str
-    replica_specs: str
-    """Field under `spec` holding the replica types (Master/Worker, Chief/PS/Worker, ...)."""
-
-    @property
-    def api_version(self) -> str:
-        return f"{KUBEFLOW_GROUP}/{KUBEFLOW_VERSION}"
-
-
-# The job kinds the issue asks health for. They share the training operator's
-# JobCondition types (Created, Running, Restarting, Succeeded, Failed, Suspended):
-# https://github.com/kubeflow/trainer/blob/v1.9.4/pkg/apis/kubeflow.org/v1/common_types.go
-TRAINING_JOB_KINDS: tuple[JobKind, ...] = (
-    JobKind("PyTorchJob", "pytorchReplicaSpecs"),
-    JobKind("TFJob", "tfReplicaSpecs"),
-    JobKind("MPIJob", "mpiReplicaSpecs"),
-)
+from trainops.facts.kubeflow import KUBEFLOW_GROUP
 
 
 @dataclass(frozen=True, order=True)

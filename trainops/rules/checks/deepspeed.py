@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainops.core.findings import Severity
+from trainops.facts import deepspeed as ds_facts
 from trainops.rules.checks.elastic import elastic_range
 from trainops.rules.checks.resources import nproc_per_pod
 from trainops.rules.context import (
@@ -171,41 +172,23 @@ def world_sizes(obj: Object, ds: DeepSpeedConfig, ctx: Context) -> list[int]:
         slots = as_int(obj.spec.get("slotsPerWorker")) or 1
         worker = obj.replica("Worker")
         return [slots * ((worker.replicas or 0) if worker else 0)]
-    span = elastic_range(obj)
-    if span is not None:
-        return [n * procs for n in range(span[0], span[1] + 1)]
     nodes = as_int((ds.launch.option("num_nodes") or ("", ()))[0])
-    if nodes is None:
-        nodes = obj.pod_count()
-    return [nodes * procs]
+    return ds_facts.world_sizes(
+        procs, obj.pod_count() if nodes is None else nodes, elastic_range(obj)
+    )
 
 
 def _batch(config: dict[str, Any]) -> tuple[int | None, int | None, int | None]:
     def num(key: str) -> int | None:
         return as_int(config.get(key))  # "auto" (HF Trainer fills it) -> None
 
-    return (
-        num("train_batch_size"),
-        num("train_micro_batch_size_per_gpu"),
-        num("gradient_accumulation_steps"),
-    )
+    return (num(ds_facts.TRAIN_BATCH), num(ds_facts.MICRO_BATCH), num(ds_facts.GRAD_ACCUM))
 
 
 def batch_problem(config: dict[str, Any], world: int) -> str | None:
-    """What DeepSpeed's batch check says at this world size (`_configure_train_batch_size`)."""
-    tb, mb, ga = _batch(config)
-    if tb is not None and mb is not None and ga is not None:
-        if tb != mb * ga * world:
-            return (
-                f"train_batch_size {tb} != micro batch {mb} x accumulation {ga} x world size"
-                f" {world} = {mb * ga * world}"
-            )
-    elif tb is not None and mb is not None:
-        if tb % (mb * world) or tb < mb * world:
-            return f"train_batch_size {tb} is not a multiple of micro batch {mb} x world {world}"
-    elif tb is not None and ga is not None and (tb % (ga * world) or tb < ga * world):
-        return f"train_batch_size {tb} is not a multiple of accumulation {ga} x world {world}"
-    return None
+    """What DeepSpeed's batch check says at this world size (`trainops.facts.deepspeed`); a
+    config without batch keys gets them from its launcher (e.g. the HF Trainer)."""
+    return ds_facts.batch_error(config, world, require_batch=False)
 
 
 def _batch_mismatch(obj: Object, ctx: Context) -> Iterator[Violation]:

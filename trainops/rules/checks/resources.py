@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
-from trainops.rules.context import Context, Object, PodTemplate, as_dict, as_int, is_gpu_resource
+from trainops.facts.gpus import is_gpu_resource
+from trainops.rules.context import Context, Object, PodTemplate, as_dict, as_int, gpu_products
 from trainops.rules.launch import DEEPSPEED, LEGACY_LAUNCH, TORCHRUN, launches
 from trainops.rules.model import Rule, Violation
 from trainops.rules.quantity import GIB, parse_quantity
@@ -20,7 +21,7 @@ def _gpu_request_limit(obj: Object, ctx: Context) -> Iterator[Violation]:
     for pod in obj.pods:
         for c in pod.containers(init=True):
             for name, value in c.requests.items():
-                if not is_gpu_resource(str(name), ctx.cluster):
+                if not is_gpu_resource(str(name), gpu_products(ctx.cluster)):
                     continue
                 path = (*c.path, "resources", "requests", str(name))
                 if name not in c.limits:

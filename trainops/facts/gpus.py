@@ -1,0 +1,69 @@
+"""GPUs: which extended resources are GPUs, and how many a container, a pod and a job get.
+
+One count for everyone: the renderer's table (`trainops build`), the PR diff's GPU change and
+the rules all call these, so they cannot report different totals for one job.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from trainops.facts.kubeflow import KUBEFLOW_GROUP
+
+# Device plugins' resource names: NVIDIA (whole GPUs and MIG slices), AMD, Intel.
+# https://github.com/NVIDIA/k8s-device-plugin, https://github.com/ROCm/k8s-device-plugin,
+# https://github.com/intel/intel-device-plugins-for-kubernetes
+GPU_RESOURCE = re.compile(r"^(nvidia\.com/(gpu|mig-.+)|amd\.com/gpu|gpu\.intel\.com/.+)$")
+DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
+
+
+def is_gpu_resource(name: str, products: Collection[str] = ()) -> bool:
+    """Whether `name` is a GPU: a known device plugin's resource or one a cluster profile
+    declares for its products (`products`, e.g. `nvidia.com/h100`)."""
+    return name in products or bool(GPU_RESOURCE.match(name))
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return 0
+
+
+def container_gpus(container: Mapping[str, Any], products: Collection[str] = ()) -> int:
+    """GPUs a container gets. An extended resource given only as a limit is requested at that
+    limit (Kubernetes defaults requests from limits), so requests win where both are given."""
+    resources = container.get("resources") or {}
+    limits = resources.get("limits") or {}
+    requests = {**limits, **(resources.get("requests") or {})}
+    return sum(_count(v) for k, v in requests.items() if is_gpu_resource(str(k), products))
+
+
+def pod_gpus(pod_spec: Mapping[str, Any], products: Collection[str] = ()) -> int:
+    """GPUs a pod holds: the larger of its containers' sum and its largest init container
+    (init containers run one at a time, before the others; the scheduler reserves the max).
+    https://kubernetes.io/docs/concepts/workloads/pods/init-containers/#resource-sharing-within-containers
+    """
+    app = sum(container_gpus(c, products) for c in pod_spec.get("containers") or [])
+    init = [container_gpus(c, products) for c in pod_spec.get("initContainers") or []]
+    return max([app, *init])
+
+
+def job_gpus(obj: Mapping[str, Any], products: Collection[str] = ()) -> int:
+    """GPUs a Kubeflow training job asks for at its configured size: for every replica type,
+    replicas (default 1) x the GPUs of one of its pods. 0 for any other object."""
+    if str(obj.get("apiVersion", "")).split("/")[0] != KUBEFLOW_GROUP:
+        return 0
+    total = 0
+    for key, replica_specs in (obj.get("spec") or {}).items():
+        if not key.endswith("ReplicaSpecs") or not isinstance(replica_specs, dict):
+            continue
+        for replica in replica_specs.values():
+            pod = ((replica or {}).get("template") or {}).get("spec") or {}
+            total += _count(replica.get("replicas", 1)) * pod_gpus(pod, products)
+    return total
