@@ -35,6 +35,7 @@ lint: setup
 	$(PY) -m ruff check trainops trainer tests
 	$(PY) -m ruff format --check trainops trainer tests
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
 
 format: setup
 	$(PY) -m ruff check --fix trainops trainer tests

@@ -8,6 +8,7 @@ checkpoint folder. The loop (`trainer.train`) owns data order, RNG, signals and 
 from __future__ import annotations
 
 import abc
+import argparse
 import contextlib
 import hashlib
 import math
@@ -294,8 +295,6 @@ class DeepSpeedEngine(Engine):
         """Rank 0 converts `deepspeed/` to `deepspeed-universal/` once (atomic rename)."""
         target = folder / DS_UNIVERSAL_TAG
         if self.env.is_main and not target.is_dir():
-            import argparse
-
             from deepspeed.checkpoint import ds_to_universal
 
             tmp = folder / f".tmp-{DS_UNIVERSAL_TAG}"

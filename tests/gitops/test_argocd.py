@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -13,10 +14,14 @@ import yaml
 
 from tests.gitops.crdschema import crd_validator, errors
 from tests.gitops.fixtures import flux_only_repo, mixed_repo
-from tests.tools import require_upstream
+from tests.tools import REPO, require_tool, require_upstream
+from trainops.build import write_tree
+from trainops.diff import build_overlays
+from trainops.render import render_repository
 from trainops.render.gitops import render_gitops
 from trainops.render.gitops.argocd import SYNC_OPTIONS, app_project, application_set
 from trainops.render.gitops.kinds import NAMESPACED_KINDS
+from trainops.spec.load import load_repository
 
 
 def test_render_gitops_layout() -> None:
@@ -182,14 +187,6 @@ def test_upstream_validation_catches_a_wrong_field() -> None:
 def test_appproject_allows_every_kind_the_renderer_builds(tmp_path: Path) -> None:
     """Build the shipped examples' overlays: each object's kind is allowed, and nothing
     in them would make Argo CD re-run a finished job (no TTL, no Replace, no suspend)."""
-    import shutil
-
-    from tests.tools import REPO, require_tool
-    from trainops.build import write_tree
-    from trainops.diff import build_overlays
-    from trainops.render import render_repository
-    from trainops.spec.load import load_repository
-
     if not shutil.which("kustomize"):
         require_tool("kubectl")
     repo = load_repository(REPO)

@@ -22,6 +22,7 @@ from tests.rules.helpers import (
 from trainops.core.findings import Finding
 from trainops.core.manifest import Manifest
 from trainops.rules import check
+from trainops.spec.model import Network, Scheduler
 
 SEED000 = Path(__file__).parent / "seeds" / "seed000.yaml"
 
@@ -136,8 +137,6 @@ def test_seed000() -> None:
 
 
 def test_seed000_on_a_tcp_cluster_without_volcano() -> None:
-    from trainops.spec.model import Network, Scheduler
-
     cluster = make_cluster(
         network=Network(transport="tcp", socket_interface="eth0"),
         scheduler=Scheduler(kind="kueue"),

@@ -13,6 +13,7 @@ from tests.tools import REPO, require_tool, require_upstream
 from trainops.cli import main
 from trainops.core.findings import Finding, Severity
 from trainops.report import formats as report
+from trainops.rules import RULES
 from trainops.validate.crd import convert_schema
 
 GOOD = """apiVersion: v1
@@ -659,8 +660,6 @@ SARIF_SUBSET = {
 
 
 def test_sarif_rules_carry_descriptions_from_rule_metadata() -> None:
-    from trainops.rules import RULES
-
     policy = RULES[0]
     findings = [
         Finding(rule, Severity.ERROR, "m", "a.yaml", 2) for rule in ("schema", "build", "spec")

@@ -8,6 +8,9 @@ from typing import Any
 
 from trainops.core.yamlio import Document
 
+FieldPath = tuple[str | int, ...]
+"""A place inside an object: keys and list indexes, e.g. ("spec", "template", "spec")."""
+
 
 @dataclass
 class Manifest:

@@ -19,6 +19,7 @@ from xml.sax.saxutils import quoteattr
 
 from trainops import __version__
 from trainops.core.findings import Finding, Severity
+from trainops.rules import RULES_BY_SLUG
 
 FORMATS = ("text", "json", "junit", "sarif", "github")
 
@@ -194,8 +195,6 @@ def _sarif_level(severity: Severity) -> str:
 
 def sarif_rule(rule_id: str) -> dict[str, Any]:
     """SARIF `reportingDescriptor` for a rule id, from the policy rule's own metadata."""
-    from trainops.rules import RULES_BY_SLUG
-
     rule = RULES_BY_SLUG.get(rule_id)
     if rule is not None:
         markdown = f"{rule.why}\n\n**Fix:** {rule.fix}\n\n```yaml\n{rule.example.rstrip()}\n```"

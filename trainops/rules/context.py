@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Generic, TypeVar
 
+from trainops.core.manifest import FieldPath as Path
 from trainops.core.manifest import Manifest
 from trainops.facts import gpus as gpu_facts
 from trainops.facts.kubeflow import (
@@ -23,7 +24,6 @@ from trainops.facts.kubeflow import (
     LEADER_REPLICA_TYPES,
     default_restart_policy,
 )
-from trainops.rules.model import Path
 from trainops.spec.model import ClusterProfile
 
 VOLCANO_JOB_GROUP = "batch.volcano.sh"
@@ -426,6 +426,8 @@ class Context:
 
     objects: list[Object]
     cluster: ClusterProfile | None = None
+    rule_slugs: frozenset[str] = frozenset()
+    """Every rule the engine knows (a waiver must name one)."""
 
     @cached_property
     def _by_kind(self) -> dict[str, list[Object]]:

@@ -48,7 +48,7 @@ def check(
     `cluster` is context for the rules that need one (skipped without it) and the source of
     per-rule severity overrides.
     """
-    ctx = Context([Object(m) for m in manifests], cluster)
+    ctx = Context([Object(m) for m in manifests], cluster, frozenset(RULES_BY_SLUG))
     findings: list[Finding] = []
     for obj in ctx.objects:
         waived = _waived(obj)

@@ -14,8 +14,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from trainops.core.manifest import FieldPath as Path
 from trainops.rules.context import Container
-from trainops.rules.model import Path
 
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash"})
 PYTHONS = re.compile(r"^python(\d+(\.\d+)?)?$")

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from trainops.core.findings import Severity
+from trainops.core.manifest import FieldPath
+from trainops.rules.context import Context, Object
 
-if TYPE_CHECKING:
-    from trainops.rules.context import Context, Object
-
-Path = tuple[str | int, ...]
+Path = FieldPath
 
 
 @dataclass(frozen=True)
@@ -32,7 +30,7 @@ class Violation:
     the rule's default severity. A cluster policy override still wins."""
 
 
-CheckFn = Callable[["Object", "Context"], Iterable[Violation]]
+CheckFn = Callable[[Object, Context], Iterable[Violation]]
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,9 @@ SLUG = "waiver-invalid"
 
 
 def _invalid(obj: Object, ctx: Context) -> Iterator[Violation]:
-    from trainops.rules.registry import RULES_BY_SLUG
-
     for waiver in waivers(obj):
         path = ("metadata", "annotations", waiver.annotation)
-        if waiver.slug == SLUG or waiver.slug not in RULES_BY_SLUG:
+        if waiver.slug == SLUG or waiver.slug not in ctx.rule_slugs:
             yield Violation(f"`{waiver.annotation}` names no rule that can be waived", path)
         elif not waiver.reason:
             yield Violation(
