@@ -1,8 +1,9 @@
 """Typed model of the inputs: `TrainingJob` (jobs/*.yaml), `ClusterProfile` (clusters/*.yaml).
 
 Everything here is already checked: the loader (`trainops.spec.load`) validates
-the YAML against `schemas/*.schema.json` and the cross-field rules, with file and
-line, before building these objects. Field docs mirror the schema descriptions.
+the YAML against `trainops/schemas/*.schema.json` and the cross-field rules, with file and
+line, before building these objects. Field docs mirror the schema descriptions; defaults are
+the schema's own (`trainops.spec.schemas.default`), never restated here.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from trainops.facts import deepspeed as ds_facts
+from trainops.spec.schemas import CLUSTER, JOB, SETTINGS, default
 
 Transport = Literal["rdma", "tcp"]
 SchedulerKind = Literal["default", "volcano", "kueue"]
@@ -32,7 +34,7 @@ class Rdma:
     """NCCL_NET_GDR_LEVEL: 0-5 or LOC/PIX/PXB/PHB/SYS (how far GPUDirect RDMA may reach)."""
     device_resource: str
     """Extended resource of the RDMA device plugin, e.g. `rdma/rdma_shared_device_a`."""
-    device_count: int = 1
+    device_count: int = default(CLUSTER, "network.rdma.deviceCount")
     """How many RDMA devices each pod requests."""
     multus_network: str | None = None
     """Multus NetworkAttachmentDefinition for the RDMA interface (pod annotation), if any."""
@@ -44,7 +46,7 @@ class Network:
     """`rdma`: NCCL over InfiniBand/RoCE; `tcp`: NCCL sockets only (IB disabled)."""
     socket_interface: str
     """NCCL_SOCKET_IFNAME: interface NCCL bootstraps (and on tcp, transfers) over."""
-    allow_host_network: bool = False
+    allow_host_network: bool = default(CLUSTER, "network.allowHostNetwork")
     """Whether jobs may use `hostNetwork: true` on this cluster."""
     rdma: Rdma | None = None
     """Present exactly when transport is `rdma`."""
@@ -87,30 +89,37 @@ class Delivery:
     """How the cluster syncs its overlay (Argo CD or Flux)."""
 
     tool: DeliveryTool
-    destination_server: str = "https://kubernetes.default.svc"
+    """`argocd` or `flux`."""
+    destination_server: str = default(CLUSTER, "delivery.server")
     """Argo CD destination server (the cluster's API URL as registered in Argo CD)."""
     destination_name: str | None = None
     """Argo CD destination cluster name (instead of the server URL)."""
-    self_heal: bool = False
+    self_heal: bool = default(CLUSTER, "delivery.selfHeal")
     """Argo CD automated self-heal / Flux's periodic re-apply of drifted objects."""
-    prune: bool = True
+    prune: bool = default(CLUSTER, "delivery.prune")
     """Delete objects that were removed from Git."""
 
 
 @dataclass(frozen=True)
 class ClusterProfile:
     name: str
+    """The profile's name, equal to its file name; jobs name it in `targets[].cluster`."""
     file: str
     """The clusters/*.yaml file it came from."""
     kubernetes_version: str
     """`major.minor`, selects the core JSON Schemas used for validation."""
     network: Network
+    """How pods talk: RDMA or TCP, the socket interface, hostNetwork."""
     gpus: tuple[GpuProduct, ...]
+    """The GPU products of this cluster, each with its node selector and tolerations."""
     scheduler: Scheduler
+    """Who places the pods: Volcano (gang), Kueue (queueing) or kube-scheduler."""
     storage: Storage
+    """Storage classes for the claims jobs create."""
     namespaces: tuple[str, ...]
     """Namespaces training jobs may use on this cluster."""
     delivery: Delivery
+    """How the overlay reaches the cluster (Argo CD or Flux)."""
     crds: str | None = None
     """Optional directory of real CRD YAML to validate against instead of `schemas/`."""
     policy: dict[str, str] = field(default_factory=dict)
@@ -130,7 +139,9 @@ class Volume:
     name: str
     """Volume name inside the pod (`dataset`, `checkpoints`, ...)."""
     mount_path: str
+    """Where the training container sees it."""
     read_only: bool
+    """Mounted read-only in the training container (default: true for `dataset`)."""
     claim_name: str
     """Claim to mount: an existing one, or the one we create (`<job>-<name>`)."""
     create: bool
@@ -139,14 +150,16 @@ class Volume:
     """Requested size of a created claim, e.g. `500Gi`."""
     storage_class: str | None = None
     """StorageClass of a created claim; None means the cluster's default."""
-    access_mode: str = "ReadWriteMany"
+    access_mode: str = default(JOB, "volumes.*.accessMode")
     """Access mode of a created claim."""
 
 
 @dataclass(frozen=True)
 class Elastic:
     min_replicas: int
+    """Fewest pods the job keeps training with."""
     max_replicas: int
+    """Most pods the job scales to."""
     max_restarts: int
     """torchrun's --max-restarts: group restarts before the job fails."""
 
@@ -154,9 +167,13 @@ class Elastic:
 @dataclass(frozen=True)
 class DeepSpeed:
     zero_stage: int
+    """ZeRO stage 0-3 (optimizer states, gradients, parameters partitioned)."""
     precision: Precision
+    """`bf16`, `fp16` or `fp32`: which of DeepSpeed's precision blocks is enabled."""
     micro_batch_per_gpu: int | None
+    """`train_micro_batch_size_per_gpu`; None leaves it to `config` (or 1)."""
     gradient_accumulation: int | None
+    """`gradient_accumulation_steps`; None leaves it to `config` (or 1)."""
     config: dict[str, Any] | None
     """A full DeepSpeed config given by the user; batch keys are checked, not trusted."""
     config_flag: str
@@ -168,18 +185,25 @@ class DataSync:
     """An init container that fills the dataset volume before training (e.g. `aws s3 sync`)."""
 
     image: str
+    """Image of the init container, e.g. `amazon/aws-cli:2.17.0`."""
     command: tuple[str, ...]
+    """Its command, e.g. `[aws, s3, sync, s3://bucket/data, /data]` (keep it idempotent)."""
     volume: str
     """Which job volume it writes to (mounted read-write in the init container only)."""
     env: dict[str, str] = field(default_factory=dict)
+    """Plain env of the init container."""
     secret_env: tuple[SecretEnv, ...] = ()
+    """Env of the init container from Secrets (secretKeyRef)."""
 
 
 @dataclass(frozen=True)
 class SecretEnv:
     name: str
+    """The environment variable."""
     secret: str
+    """The Secret in the job's namespace."""
     key: str
+    """The key inside the Secret."""
 
 
 @dataclass(frozen=True)
@@ -187,19 +211,22 @@ class RunPolicy:
     clean_pod_policy: str
     """`All`, `Running` or `None`: which pods the operator deletes when the job finishes."""
     backoff_limit: int | None = None
+    """Pod restarts before the operator marks the job failed."""
     active_deadline_seconds: int | None = None
+    """Wall-clock limit after which the operator fails the job."""
     ttl_seconds_after_finished: int | None = None
+    """Delete the job this long after it finishes (GitOps re-creates it: `gitops-rerun-risk`)."""
 
 
 @dataclass(frozen=True)
 class PodSecurity:
     """Who the pods run as (the pod `securityContext`)."""
 
-    run_as_user: int = 10001
+    run_as_user: int = default(JOB, "securityContext.runAsUser")
     """uid of every container; the trainer image's USER. 0 renders runAsNonRoot: false."""
-    run_as_group: int = 10001
+    run_as_group: int = default(JOB, "securityContext.runAsGroup")
     """Primary gid of every container."""
-    fs_group: int = 10001
+    fs_group: int = default(JOB, "securityContext.fsGroup")
     """gid the kubelet gives mounted volumes: without it a new claim is root-owned and the
     non-root trainer's first checkpoint write fails with permission denied."""
 
@@ -209,6 +236,7 @@ class Target:
     """One cluster the job runs on, with what differs there."""
 
     cluster: str
+    """Name of a cluster profile (`clusters/<name>.yaml`)."""
     gpu_product: str | None = None
     """GPU product name from the cluster profile; defaults to its only product."""
     replicas: int | None = None
@@ -220,32 +248,55 @@ class Target:
 @dataclass(frozen=True)
 class TrainingJob:
     name: str
+    """The job's name, equal to its file name; every rendered object derives from it."""
     namespace: str
+    """Namespace the job runs in; every target cluster must allow it."""
     file: str
+    """The jobs/*.yaml file it came from (findings and generated headers name it)."""
     framework: Literal["pytorch"]
+    """`pytorch` (PyTorchJob)."""
     image: str
+    """The training image, pinned by tag or digest."""
     command: tuple[str, ...]
     """The training program as run by hand: `python -m trainer` or `python train.py`."""
     args: tuple[str, ...]
+    """The program's arguments, as strings."""
     replicas: int
+    """Pods at the configured size (Master + Workers, or Workers of an elastic job)."""
     gpus_per_replica: int
+    """GPUs per pod; also torchrun's processes per pod (`nprocPerNode`)."""
     cpu: str
+    """CPU request per pod (a Kubernetes quantity)."""
     memory: str
+    """Memory request and limit per pod (a Kubernetes quantity)."""
     elastic: Elastic | None
+    """Elastic range and restarts (torchrun c10d rendezvous); None for a fixed size."""
     deepspeed: DeepSpeed | None
+    """DeepSpeed settings; None for plain DDP."""
     volumes: tuple[Volume, ...]
+    """Persistent volumes mounted into every training container."""
     data_sync: DataSync | None
+    """An init container filling the dataset volume; None without one."""
     shared_memory: str
+    """Size of the in-memory /dev/shm (DataLoader workers and NCCL use it)."""
     env: dict[str, str]
+    """Plain env of the training container, values as written."""
     secret_env: tuple[SecretEnv, ...]
+    """Env of the training container from Secrets (secretKeyRef only)."""
     metrics_port: int
+    """Port the trainer serves Prometheus metrics on (LOCAL_RANK 0 of each pod)."""
     run_policy: RunPolicy
+    """The operator's run policy: clean-up, restarts, deadline, TTL."""
     targets: tuple[Target, ...]
-    host_network: bool = False
-    termination_grace_seconds: int = 300
+    """The clusters the job runs on, with what differs on each."""
+    host_network: bool = default(JOB, "hostNetwork")
+    """Pods on the host network (only where the cluster allows it)."""
+    termination_grace_seconds: int = default(JOB, "terminationGracePeriodSeconds")
     """SIGTERM to SIGKILL; the trainer checkpoints in it (Kubernetes' 30 s default is too short)."""
     labels: dict[str, str] = field(default_factory=dict)
+    """Labels added to every rendered object."""
     annotations: dict[str, str] = field(default_factory=dict)
+    """Annotations added to the training job object."""
     security: PodSecurity = field(default_factory=PodSecurity)
     """The pod securityContext's user, group and volume group."""
 
@@ -275,15 +326,15 @@ class TrainingJob:
 class RepoSettings:
     """Repository-wide delivery settings (`trainops.yaml` at the root; all optional)."""
 
-    repo_url: str = "https://github.com/example/trainops.git"
+    repo_url: str = default(SETTINGS, "repoURL")
     """Git URL Argo CD and Flux pull this repository from."""
-    revision: str = "main"
+    revision: str = default(SETTINGS, "revision")
     """Branch (or tag) the clusters follow."""
-    argocd_namespace: str = "argocd"
+    argocd_namespace: str = default(SETTINGS, "argocdNamespace")
     """Namespace Argo CD runs in (ApplicationSet, AppProject and argocd-cm live there)."""
-    argocd_project: str = "training"
+    argocd_project: str = default(SETTINGS, "argocdProject")
     """Name of the AppProject that confines the training applications."""
-    flux_namespace: str = "flux-system"
+    flux_namespace: str = default(SETTINGS, "fluxNamespace")
     """Namespace Flux runs in (GitRepository and Kustomizations live there)."""
 
 
@@ -292,6 +343,7 @@ class Repository:
     """Everything under one repo root, loaded and checked."""
 
     settings: RepoSettings
+    """Repository-wide delivery settings (`trainops.yaml`)."""
     jobs: tuple[TrainingJob, ...]
     """Sorted by name."""
     clusters: dict[str, ClusterProfile]

@@ -1,0 +1,92 @@
+"""A cluster profile (`clusters/<name>.yaml`): its schema, the checks the schema cannot say,
+and the typed `ClusterProfile` built from it with the schema's defaults filled in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from trainops.core.yamlio import Document
+from trainops.spec import model, schemas
+from trainops.spec.problems import Collector, schema_problems
+
+
+def _checks(d: dict[str, Any], stem: str, out: Collector) -> None:
+    """What the schema cannot say (run on the profile as written, before defaults)."""
+    if d["name"] != stem:
+        out.add(["name"], f"`name` must equal the file name `{stem}`, got {d['name']!r}")
+    net = d["network"]
+    rdma = net.get("rdma")
+    if net["transport"] == "rdma" and rdma is None:
+        out.add(["network"], "transport `rdma` needs a `network.rdma` block (hca, gidIndex, ...)")
+    if net["transport"] == "tcp" and rdma is not None:
+        out.add(["network", "rdma"], "`network.rdma` is only for transport `rdma`: remove it")
+    sched = d.get("scheduler", {})
+    if sched.get("name") == "kueue" and "queue" not in sched:
+        out.add(["scheduler"], "scheduler `kueue` needs `queue` (the LocalQueue jobs are sent to)")
+    names = [g["name"] for g in d["gpus"]]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            out.add(["gpus", i, "name"], f"GPU product `{name}` is listed twice")
+    delivery = d["delivery"]
+    if "server" in delivery and "destinationName" in delivery:
+        out.add(["delivery"], "give either `server` or `destinationName`, not both")
+
+
+def build_cluster(doc: Document, out: Collector) -> model.ClusterProfile | None:
+    """The profile in `doc`, or None with the problems in `out`."""
+    schema_problems(doc, schemas.CLUSTER, out)
+    if out.problems:
+        return None
+    _checks(doc.data, Path(doc.file).stem, out)
+    if out.problems:
+        return None
+    d = schemas.with_defaults(schemas.CLUSTER, doc.data)
+    net, delivery, sched = d["network"], d["delivery"], d["scheduler"]
+    rdma = net.get("rdma")
+    return model.ClusterProfile(
+        name=d["name"],
+        file=doc.file,
+        kubernetes_version=d["kubernetesVersion"],
+        network=model.Network(
+            transport=net["transport"],
+            socket_interface=net["socketInterface"],
+            allow_host_network=net["allowHostNetwork"],
+            rdma=model.Rdma(
+                hca=rdma["hca"],
+                gid_index=rdma["gidIndex"],
+                gdr_level=str(rdma["gdrLevel"]),
+                device_resource=rdma["deviceResource"],
+                device_count=rdma["deviceCount"],
+                multus_network=rdma.get("multusNetwork"),
+            )
+            if rdma
+            else None,
+        ),
+        gpus=tuple(
+            model.GpuProduct(
+                name=g["name"],
+                resource=g["resource"],
+                per_node=g["perNode"],
+                node_selector=dict(g["nodeSelector"]),
+                tolerations=tuple(g.get("tolerations", ())),
+            )
+            for g in d["gpus"]
+        ),
+        scheduler=model.Scheduler(
+            kind=sched["name"], queue=sched.get("queue"), priority_class=sched.get("priorityClass")
+        ),
+        storage=model.Storage(
+            default_class=d["storage"]["defaultClass"], classes=tuple(d["storage"]["classes"])
+        ),
+        namespaces=tuple(d["namespaces"]),
+        delivery=model.Delivery(
+            tool=delivery["tool"],
+            destination_server=delivery["server"],
+            destination_name=delivery.get("destinationName"),
+            self_heal=delivery["selfHeal"],
+            prune=delivery["prune"],
+        ),
+        crds=d.get("crds"),
+        policy=dict(d["policy"]),
+    )

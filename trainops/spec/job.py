@@ -1,0 +1,272 @@
+"""A training job spec (`jobs/<name>.yaml`): its schema, the checks within the file the
+schema cannot say (elastic bounds, volumes, env, DeepSpeed settings against the program's
+flags), and the typed `TrainingJob` built from it with the schema's defaults filled in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from trainops.core.yamlio import Document
+from trainops.facts import deepspeed as ds_facts
+from trainops.spec import model, schemas
+from trainops.spec.problems import Collector, dotted, schema_problems
+
+RESERVED_ENV = frozenset(
+    {
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "WORLD_SIZE",
+        "RANK",
+        "LOCAL_RANK",
+        "NCCL_IB_DISABLE",
+        "NCCL_IB_HCA",
+        "NCCL_IB_GID_INDEX",
+        "NCCL_NET_GDR_LEVEL",
+        "NCCL_SOCKET_IFNAME",
+        "TRAINOPS_METRICS_PORT",
+    }
+)
+SECURITY_KEYS = {"runAsUser": "run_as_user", "runAsGroup": "run_as_group", "fsGroup": "fs_group"}
+PYTHON_LAUNCHERS = ("python", "python3")
+SINGLE_NODE_MODES = frozenset({"ReadWriteOnce", "ReadWriteOncePod"})
+DISTRIBUTED_LAUNCHERS = ("torchrun", "deepspeed", "mpirun", "horovodrun")
+
+
+def _secret_env(raw: dict[str, Any]) -> tuple[model.SecretEnv, ...]:
+    return tuple(
+        model.SecretEnv(name=k, secret=v["secret"], key=v["key"]) for k, v in sorted(raw.items())
+    )
+
+
+def _env(doc: Document, path: list[str | int]) -> dict[str, str]:
+    """An env mapping as strings, each value as the user wrote it: YAML reads `2.10` as the
+    float 2.1 and `1e-3` as 0.001, but a variable's value is text."""
+    raw: Any = doc.data
+    for part in path:
+        if isinstance(part, int):
+            raw = raw[part] if isinstance(raw, list) and part < len(raw) else {}
+        else:
+            raw = raw.get(part, {}) if isinstance(raw, dict) else {}
+    return {
+        k: v if isinstance(v, str) else (doc.scalar_text([*path, k]) or str(v))
+        for k, v in sorted(raw.items())
+    }
+
+
+def _job_checks(d: dict[str, Any], out: Collector, stem: str) -> None:
+    """Checks within one job file, on the spec as written (before defaults: some checks are
+    about what the author set, e.g. `zeroStage` next to a config that sets the stage)."""
+    if d["name"] != stem:
+        out.add(["name"], f"`name` must equal the file name `{stem}`, got {d['name']!r}")
+    cmd = d["command"]
+    if cmd[0] in DISTRIBUTED_LAUNCHERS or any("torch.distributed" in c for c in cmd):
+        out.add(
+            ["command", 0],
+            "`command` is the training program, not its launcher: trainops generates torchrun"
+            " around it from the operator's PET_* variables; write e.g. [python, -m, trainer]",
+        )
+    elif cmd[0] not in PYTHON_LAUNCHERS:
+        out.add(["command", 0], f"`command` must start with python, got {cmd[0]!r}")
+    elif cmd[1] == "-m" and len(cmd) < 3:
+        out.add(["command"], "`python -m` needs a module name")
+    elastic = d.get("elastic")
+    if elastic:
+        lo, hi = elastic["minReplicas"], elastic["maxReplicas"]
+        if lo > hi:
+            out.add(["elastic", "minReplicas"], f"`minReplicas` ({lo}) > `maxReplicas` ({hi})")
+        if not lo <= d["replicas"] <= hi:
+            out.add(["replicas"], f"`replicas` must be within elastic [{lo}, {hi}]")
+        for i, t in enumerate(d["targets"]):
+            if "replicas" in t and not lo <= t["replicas"] <= hi:
+                out.add(
+                    ["targets", i, "replicas"],
+                    f"`targets[{i}].replicas` must be within elastic [{lo}, {hi}],"
+                    f" got {t['replicas']}",
+                )
+    volumes = d.get("volumes", {})
+    for name, vol in volumes.items():
+        has_claim, has_size = "claimName" in vol, "size" in vol
+        if has_claim == has_size:
+            out.add(
+                ["volumes", name],
+                "give exactly one of `claimName` (an existing claim) or `size` (a new claim)",
+            )
+        if has_claim and ("storageClass" in vol or "accessMode" in vol):
+            out.add(["volumes", name], "`storageClass`/`accessMode` only apply to a new claim")
+        most_pods = max(d["replicas"], (d.get("elastic") or {}).get("maxReplicas", 0))
+        for t in d["targets"]:
+            most_pods = max(most_pods, t.get("replicas", 0))
+        if vol.get("accessMode") in SINGLE_NODE_MODES and most_pods > 1:
+            out.add(
+                ["volumes", name, "accessMode"],
+                f"`{vol['accessMode']}` mounts on one node, but this job runs up to {most_pods}"
+                " pods on different nodes: the others never start; use ReadWriteMany"
+                " (or ReadOnlyMany for a dataset)",
+            )
+    sync = d.get("dataSync")
+    if sync and sync["volume"] not in volumes:
+        out.add(["dataSync", "volume"], f"no volume named {sync['volume']!r} in `volumes`")
+    secret_env = d.get("secretEnv", {})
+    env_blocks: list[tuple[list[str | int], dict[str, Any]]] = [(["env"], d.get("env", {}))]
+    env_blocks += [(["targets", i, "env"], t.get("env", {})) for i, t in enumerate(d["targets"])]
+    for where, env in env_blocks:
+        name = dotted(where)
+        for key in env:
+            if key in RESERVED_ENV:
+                out.add([*where, key], f"`{name}.{key}` is set by trainops/the operator: remove it")
+            if key in secret_env:
+                out.add([*where, key], f"`{name}.{key}` is also in `secretEnv`: keep one")
+    port = d.get("metricsPort", schemas.default(schemas.JOB, "metricsPort"))
+    if port in {23456, 29400, 29500}:
+        out.add(["metricsPort"], f"port {port} is used by the torch rendezvous: pick another")
+    ds = d.get("deepspeed")
+    if ds:
+        _deepspeed_settings(ds, [str(a) for a in d.get("args", ())], out)
+
+
+# What a program's precision flag says, in the spellings trainers use (ours, Lightning, HF).
+PRECISION_WORDS = {
+    "bf16": "bf16", "bf16-mixed": "bf16", "bfloat16": "bf16",
+    "fp16": "fp16", "16": "fp16", "16-mixed": "fp16", "float16": "fp16",
+    "fp32": "fp32", "32": "fp32", "float32": "fp32",
+}  # fmt: skip
+
+
+_DEFAULT_PRECISION = schemas.default(schemas.JOB, "deepspeed.precision")
+
+
+def _deepspeed_settings(ds: dict[str, Any], args: list[str], out: Collector) -> None:
+    """The DeepSpeed fields, the full `config` and the program's flags must say one thing:
+    the trainer refuses to start on a contradiction, and DeepSpeed itself on bf16 + fp16."""
+    config = ds.get("config") or {}
+    for key, name in (
+        (ds_facts.MICRO_BATCH, "microBatchPerGpu"),
+        (ds_facts.GRAD_ACCUM, "gradientAccumulation"),
+    ):
+        if key in config and name in ds:
+            out.add(["deepspeed", name], f"`{name}` and config `{key}` both set: keep one")
+    stage = (config.get("zero_optimization") or {}).get("stage")
+    if "zeroStage" in ds and stage is not None and stage != ds["zeroStage"]:
+        out.add(
+            ["deepspeed", "config", "zero_optimization", "stage"],
+            f"config `zero_optimization.stage` ({stage}) contradicts `zeroStage`"
+            f" ({ds['zeroStage']}): keep one",
+        )
+    enabled = [
+        mode
+        for mode, keys in (("bf16", ("bf16", "bfloat16")), ("fp16", ("fp16",)))
+        if any((config.get(k) or {}).get("enabled") for k in keys)
+    ]
+    if len(enabled) == 2:
+        out.add(["deepspeed", "config"], "config enables both bf16 and fp16: DeepSpeed refuses")
+    elif enabled and "precision" in ds and ds["precision"] != enabled[0]:
+        out.add(
+            ["deepspeed", "precision"],
+            f"`precision: {ds['precision']}` contradicts the config, which enables"
+            f" {enabled[0]}: keep one",
+        )
+    effective = enabled[0] if enabled else ds.get("precision", _DEFAULT_PRECISION)
+    for i, arg in enumerate(args):
+        value = None
+        if arg.startswith("--precision="):
+            value = arg.split("=", 1)[1]
+        elif arg == "--precision" and i + 1 < len(args):
+            value = args[i + 1]
+        said = PRECISION_WORDS.get((value or "").lower())
+        if said and said != effective:
+            out.add(
+                ["args", i],
+                f"`{arg}` contradicts the DeepSpeed precision ({effective}): the trainer"
+                " refuses to start; drop the flag (the DeepSpeed config decides) or change"
+                " `deepspeed.precision`",
+            )
+
+
+def build_job(doc: Document, out: Collector) -> model.TrainingJob | None:
+    """The job in `doc`, or None with the problems in `out`."""
+    schema_problems(doc, schemas.JOB, out)
+    if out.problems:
+        return None
+    _job_checks(doc.data, out, Path(doc.file).stem)
+    if out.problems:
+        return None
+    d = schemas.with_defaults(schemas.JOB, doc.data)
+    vols = []
+    for name, v in sorted(d["volumes"].items()):
+        vols.append(
+            model.Volume(
+                name=name,
+                mount_path=v["mountPath"],
+                read_only=v.get("readOnly", name == "dataset"),
+                claim_name=v.get("claimName", f"{d['name']}-{name}"),
+                create="size" in v,
+                size=v.get("size"),
+                storage_class=v.get("storageClass"),
+                access_mode=v["accessMode"],
+            )
+        )
+    el = d.get("elastic")
+    ds = d.get("deepspeed")
+    sync = d.get("dataSync")
+    rp, security = d["runPolicy"], d["securityContext"]
+    return model.TrainingJob(
+        name=d["name"],
+        namespace=d["namespace"],
+        file=doc.file,
+        framework=d["framework"],
+        image=d["image"],
+        command=tuple(d["command"]),
+        args=tuple(str(a) for a in d["args"]),
+        replicas=d["replicas"],
+        gpus_per_replica=d["gpusPerReplica"],
+        cpu=str(d["resources"]["cpu"]),
+        memory=str(d["resources"]["memory"]),
+        elastic=model.Elastic(el["minReplicas"], el["maxReplicas"], el["maxRestarts"])
+        if el
+        else None,
+        deepspeed=model.DeepSpeed(
+            zero_stage=ds["zeroStage"],
+            precision=ds["precision"],
+            micro_batch_per_gpu=ds.get("microBatchPerGpu"),
+            gradient_accumulation=ds.get("gradientAccumulation"),
+            config=ds.get("config"),
+            config_flag=ds["configFlag"],
+        )
+        if ds is not None
+        else None,
+        volumes=tuple(vols),
+        data_sync=model.DataSync(
+            image=sync["image"],
+            command=tuple(sync["command"]),
+            volume=sync["volume"],
+            env=_env(doc, ["dataSync", "env"]),
+            secret_env=_secret_env(sync["secretEnv"]),
+        )
+        if sync
+        else None,
+        shared_memory=str(d["sharedMemory"]),
+        env=_env(doc, ["env"]),
+        secret_env=_secret_env(d["secretEnv"]),
+        metrics_port=d["metricsPort"],
+        run_policy=model.RunPolicy(
+            clean_pod_policy=rp["cleanPodPolicy"],
+            backoff_limit=rp.get("backoffLimit"),
+            active_deadline_seconds=rp.get("activeDeadlineSeconds"),
+            ttl_seconds_after_finished=rp.get("ttlSecondsAfterFinished"),
+        ),
+        targets=tuple(
+            model.Target(
+                cluster=t["cluster"],
+                gpu_product=t.get("gpuProduct"),
+                replicas=t.get("replicas"),
+                env=_env(doc, ["targets", i, "env"]),
+            )
+            for i, t in enumerate(d["targets"])
+        ),
+        host_network=d["hostNetwork"],
+        termination_grace_seconds=d["terminationGracePeriodSeconds"],
+        labels=dict(d["labels"]),
+        annotations=dict(d["annotations"]),
+        security=model.PodSecurity(**{SECURITY_KEYS[k]: v for k, v in security.items()}),
+    )
