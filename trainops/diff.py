@@ -22,7 +22,8 @@ from typing import Any
 
 from trainops import build
 from trainops.core.errors import InputError, Problem
-from trainops.core.yamlio import dump, load_text
+from trainops.core.yaml_dump import dump
+from trainops.core.yamlio import load_text
 from trainops.facts import kustomize as kustomize_facts
 from trainops.facts.gpus import job_gpus
 from trainops.facts.kubeflow import TRAINING_JOB_KINDS

@@ -20,7 +20,8 @@ import yaml
 
 from tests.tools import REPO, require_tool
 from trainops import build
-from trainops.render import expected_objects, objects, render_repository
+from trainops.facts.schedulers import KUEUE_QUEUE_LABEL
+from trainops.render import expected_objects, objects, pod, render_repository
 from trainops.render import write as render_write
 from trainops.spec.load import load_repository
 
@@ -115,8 +116,8 @@ def test_base_is_cluster_agnostic(rendered: dict[str, Path]) -> None:
         "nodeSelector",
         "schedulerName",
         "storageClassName",
-        objects.KUEUE_QUEUE_LABEL,
-        objects.MULTUS_ANNOTATION,
+        KUEUE_QUEUE_LABEL,
+        pod.MULTUS_ANNOTATION,
         "IPC_LOCK",
     ):
         assert cluster_only not in text

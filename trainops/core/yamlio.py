@@ -1,4 +1,4 @@
-"""Strict, safe YAML in and deterministic YAML out.
+"""Strict, safe YAML in.
 
 In: PyYAML's safe loader (the C one when available), made strict where the
 Kubernetes API server is strict and PyYAML is not: duplicate keys are an error
@@ -16,8 +16,8 @@ mapping to nulls and `!!omap`/`!!pairs` are lists of one-entry mappings. PyYAML
 would build `date`, `bytes`, `set`, tuples and non-string keys, which no JSON
 consumer (the schema validator included) can take.
 
-Out: sorted keys, block style, literal blocks for multi-line strings — the same
-bytes on every machine.
+Out (`trainops.core.yaml_dump`): sorted keys, block style, literal blocks for multi-line
+strings — the same bytes on every machine.
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ import base64
 import binascii
 import contextlib
 import gc
-import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,15 +34,14 @@ from typing import Any
 import yaml
 
 from trainops.core.errors import InputError, Problem
+from trainops.core.yaml_aliases import (
+    MAX_EXPANDED_NODES,
+    RecursiveAlias,
+    expanded_size,
+    recursive_alias_problem,
+)
 
 _BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_BaseDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-# A Kubernetes manifest has a few hundred nodes; a PyTorchJob with every pod
-# field set a few thousand. One million expanded nodes (aliases counted each
-# time they are used) is far above any real manifest and far below what would
-# exhaust memory when the document is walked.
-MAX_EXPANDED_NODES = 1_000_000
 
 
 class _DuplicateKeyError(yaml.MarkedYAMLError):
@@ -261,79 +259,6 @@ class Document:
         return Document(self.file, self.index, data, node) if found else None
 
 
-class _RecursiveAlias(Exception):
-    """`child` is an alias, inside `parent`, to a node that contains it."""
-
-    def __init__(self, parent: yaml.Node, child: yaml.Node) -> None:
-        super().__init__()
-        self.parent, self.child = parent, child
-
-
-def _expanded_size(node: yaml.Node, memo: dict[int, int], active: set[int]) -> int:
-    """Number of nodes once every alias is expanded, memoised per node (linear time).
-
-    `active` holds the nodes being counted (this one's ancestors): meeting one of
-    them again is an alias to an enclosing node, which would expand forever.
-    """
-    key = id(node)
-    if key in memo:
-        return memo[key]
-    active.add(key)
-    size = 1
-    if isinstance(node, yaml.MappingNode):
-        children = [child for pair in node.value for child in pair]
-    elif isinstance(node, yaml.SequenceNode):
-        children = node.value
-    else:
-        children = []
-    for child in children:
-        # A scalar is one node however often it is aliased: skip the call and the memo.
-        if type(child) is yaml.ScalarNode:
-            size += 1
-        elif id(child) in active:
-            raise _RecursiveAlias(node, child)
-        else:
-            size += _expanded_size(child, memo, active)
-    active.discard(key)
-    memo[key] = size
-    return size
-
-
-_ANCHOR = re.compile(r"&([^\s,\[\]{}]+)")
-
-
-def _recursive_alias_problem(file: str, text: str, found: _RecursiveAlias) -> Problem:
-    """Name the alias and the line it is on (the node tree keeps no alias, only its target)."""
-    lines = text.splitlines()
-    anchor_mark = found.child.start_mark
-    anchor_line = lines[anchor_mark.line] if anchor_mark.line < len(lines) else ""
-    match = _ANCHOR.match(anchor_line, anchor_mark.column)
-    line = found.parent.start_mark.line
-    if match is None:
-        return Problem(
-            file,
-            line + 1,
-            None,
-            f"recursive alias: an alias refers to itself (to the node at line"
-            f" {anchor_mark.line + 1} that contains it); remove it",
-        )
-    name = match.group(1)
-    alias = re.compile(rf"\*{re.escape(name)}(?![^\s,\[\]{{}}])")
-    column = None
-    for number in range(line, min(found.parent.end_mark.line + 1, len(lines))):
-        hit = alias.search(lines[number])
-        if hit:
-            line, column = number, hit.start()
-            break
-    return Problem(
-        file,
-        line + 1,
-        None if column is None else column + 1,
-        f"recursive alias: `*{name}` refers to itself (it is inside the node anchored"
-        f" `&{name}` at line {anchor_mark.line + 1}); remove the alias",
-    )
-
-
 def _problem(file: str, err: yaml.YAMLError, text: str) -> Problem:
     mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
     what = getattr(err, "problem", None) or str(err)
@@ -392,7 +317,7 @@ def _load_text(text: str, file: str) -> list[Document]:
             node = loader.get_node()
             if node is None:
                 continue
-            if not loader.tree_only and _expanded_size(node, {}, set()) > MAX_EXPANDED_NODES:
+            if not loader.tree_only and expanded_size(node, {}, set()) > MAX_EXPANDED_NODES:
                 line = node.start_mark.line + 1
                 raise InputError(
                     Problem(
@@ -409,8 +334,8 @@ def _load_text(text: str, file: str) -> list[Document]:
             index += 1
     except yaml.YAMLError as err:
         raise InputError(_problem(file, err, text)) from None
-    except _RecursiveAlias as found:
-        raise InputError(_recursive_alias_problem(file, text, found)) from None
+    except RecursiveAlias as found:
+        raise InputError(recursive_alias_problem(file, text, found)) from None
     except RecursionError:
         raise InputError(Problem(file, None, None, "YAML nests too deeply to load")) from None
     finally:
@@ -433,37 +358,3 @@ def load_file(path: Path, display: str | None = None) -> list[Document]:
             Problem(name, line, None, "not UTF-8 text (is this a binary file?); save it as UTF-8")
         ) from None
     return load_text(text, name)
-
-
-class _Dumper(_BaseDumper):  # type: ignore[misc, valid-type]
-    """Block style, no aliases, literal blocks for multi-line strings."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    if "\n" in value:
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
-
-
-_Dumper.add_representer(str, _represent_str)
-
-
-def dump(data: Any) -> str:
-    """One document, deterministic: sorted keys, block style, no line wrapping."""
-    text: str = yaml.dump(
-        data,
-        Dumper=_Dumper,
-        sort_keys=True,
-        default_flow_style=False,
-        allow_unicode=True,
-        width=10_000,
-    )
-    return text
-
-
-def dump_all(documents: Iterable[Any]) -> str:
-    """Several documents separated by `---`."""
-    return "---\n".join(dump(d) for d in documents)

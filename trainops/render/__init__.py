@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainops.core import paths
-from trainops.core.yamlio import dump_all
+from trainops.core.yaml_dump import dump_all
 from trainops.render import objects, patch
 from trainops.render.gitops import render_gitops
 from trainops.spec.model import ClusterProfile, Repository, Target, TrainingJob

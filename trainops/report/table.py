@@ -6,9 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from trainops.facts.gpus import job_gpus
+from trainops.facts.schedulers import KUEUE_QUEUE_LABEL
 from trainops.spec.model import ClusterProfile
-
-KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 COLUMNS = (
     "cluster",

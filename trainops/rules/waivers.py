@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from trainops.rules.context import Object
+from trainops.rules.objects import Object
 
 WAIVER_PREFIX = "trainops.dev/waive."
 

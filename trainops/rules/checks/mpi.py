@@ -6,9 +6,11 @@ import re
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
-from trainops.rules.context import Context, Object, as_int
+from trainops.rules.context import Context
 from trainops.rules.launch import MPI, is_shell_script, launches
 from trainops.rules.model import Rule, Violation
+from trainops.rules.objects import Object
+from trainops.rules.values import as_int
 
 # An option and its value fused into one argv element: `-x NCCL_DEBUG=INFO`, `--nnodes 4`.
 _FUSED = re.compile(r"^-{1,2}[A-Za-z][\w.-]*\s+\S")

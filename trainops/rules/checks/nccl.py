@@ -9,9 +9,11 @@ from dataclasses import dataclass
 
 from trainops.core.findings import Severity
 from trainops.facts.nccl import DEPRECATED, KNOWN, NCCL_VERSION, UNKNOWN_HINTS
-from trainops.rules.context import Container, Context, Object, PodTemplate
+from trainops.rules.context import Context
 from trainops.rules.launch import MPI, OTHER, launches
 from trainops.rules.model import Path, Rule, Violation
+from trainops.rules.objects import Object
+from trainops.rules.pods import Container, PodTemplate
 
 # Pod annotation Multus reads to attach extra networks (the RDMA interface).
 # https://github.com/k8snetworkplumbingwg/multus-cni/blob/master/docs/how-to-use.md

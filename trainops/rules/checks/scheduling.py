@@ -6,10 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
-from trainops.rules.context import Context, Object, as_dict, as_int
+from trainops.facts.schedulers import VOLCANO_SCHEDULER
+from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
+from trainops.rules.objects import Object
+from trainops.rules.values import as_dict, as_int
 
-GANG_SCHEDULER = "volcano"
+GANG_SCHEDULER = VOLCANO_SCHEDULER
 # Pod annotation naming the Volcano PodGroup a pod belongs to.
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 

@@ -1,0 +1,90 @@
+"""YAML aliases, bounded: a "billion laughs" document is tiny on disk and huge in memory,
+and an alias to an enclosing node expands forever. Counted on the node tree before any data
+is built, in linear time."""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from trainops.core.errors import Problem
+
+# A Kubernetes manifest has a few hundred nodes; a PyTorchJob with every pod
+# field set a few thousand. One million expanded nodes (aliases counted each
+# time they are used) is far above any real manifest and far below what would
+# exhaust memory when the document is walked.
+MAX_EXPANDED_NODES = 1_000_000
+
+
+class RecursiveAlias(Exception):
+    """`child` is an alias, inside `parent`, to a node that contains it."""
+
+    def __init__(self, parent: yaml.Node, child: yaml.Node) -> None:
+        super().__init__()
+        self.parent, self.child = parent, child
+
+
+def expanded_size(node: yaml.Node, memo: dict[int, int], active: set[int]) -> int:
+    """Number of nodes once every alias is expanded, memoised per node (linear time).
+
+    `active` holds the nodes being counted (this one's ancestors): meeting one of
+    them again is an alias to an enclosing node, which would expand forever.
+    """
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    active.add(key)
+    size = 1
+    if isinstance(node, yaml.MappingNode):
+        children = [child for pair in node.value for child in pair]
+    elif isinstance(node, yaml.SequenceNode):
+        children = node.value
+    else:
+        children = []
+    for child in children:
+        # A scalar is one node however often it is aliased: skip the call and the memo.
+        if type(child) is yaml.ScalarNode:
+            size += 1
+        elif id(child) in active:
+            raise RecursiveAlias(node, child)
+        else:
+            size += expanded_size(child, memo, active)
+    active.discard(key)
+    memo[key] = size
+    return size
+
+
+_ANCHOR = re.compile(r"&([^\s,\[\]{}]+)")
+
+
+def recursive_alias_problem(file: str, text: str, found: RecursiveAlias) -> Problem:
+    """Name the alias and the line it is on (the node tree keeps no alias, only its target)."""
+    lines = text.splitlines()
+    anchor_mark = found.child.start_mark
+    anchor_line = lines[anchor_mark.line] if anchor_mark.line < len(lines) else ""
+    match = _ANCHOR.match(anchor_line, anchor_mark.column)
+    line = found.parent.start_mark.line
+    if match is None:
+        return Problem(
+            file,
+            line + 1,
+            None,
+            f"recursive alias: an alias refers to itself (to the node at line"
+            f" {anchor_mark.line + 1} that contains it); remove it",
+        )
+    name = match.group(1)
+    alias = re.compile(rf"\*{re.escape(name)}(?![^\s,\[\]{{}}])")
+    column = None
+    for number in range(line, min(found.parent.end_mark.line + 1, len(lines))):
+        hit = alias.search(lines[number])
+        if hit:
+            line, column = number, hit.start()
+            break
+    return Problem(
+        file,
+        line + 1,
+        None if column is None else column + 1,
+        f"recursive alias: `*{name}` refers to itself (it is inside the node anchored"
+        f" `&{name}` at line {anchor_mark.line + 1}); remove the alias",
+    )

@@ -1,0 +1,12 @@
+"""What the batch schedulers read from the objects we render.
+
+Kueue admits a workload by the queue label on the job (https://kueue.sigs.k8s.io/docs/
+concepts/local_queue/) and flips `suspend` itself; Volcano schedules pods whose
+`schedulerName` is `volcano` as one gang (https://volcano.sh/en/docs/podgroup/).
+"""
+
+from __future__ import annotations
+
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+VOLCANO_SCHEDULER = "volcano"
+VOLCANO_JOB_GROUP = "batch.volcano.sh"

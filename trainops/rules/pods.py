@@ -1,0 +1,175 @@
+"""A pod template and its containers as the kubelet will run them: argv (command + args),
+env (with what `valueFrom` and `envFrom` provide), resources after defaulting, mounts, GPUs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from trainops.core.manifest import FieldPath as Path
+from trainops.facts import gpus as gpu_facts
+from trainops.rules.values import as_dict, as_list
+from trainops.spec.model import ClusterProfile
+
+
+def gpu_products(cluster: ClusterProfile | None) -> frozenset[str]:
+    """The GPU resources a cluster profile declares (beyond the device plugins' well-known)."""
+    return frozenset(g.resource for g in cluster.gpus) if cluster else frozenset()
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    name: str
+    value: str | None
+    """Literal value; None when it comes from `valueFrom`."""
+    value_from: dict[str, Any] | None
+    path: Path
+
+
+@dataclass(frozen=True)
+class Container:
+    """One container of a pod template, paths relative to the object."""
+
+    data: dict[str, Any]
+    path: Path
+    init: bool
+
+    @property
+    def name(self) -> str:
+        return str(self.data.get("name", ""))
+
+    @property
+    def image(self) -> str | None:
+        image = self.data.get("image")
+        return str(image) if image is not None else None
+
+    @cached_property
+    def argv(self) -> list[tuple[str, Path]]:
+        """command + args as the kubelet joins them, each word with its path."""
+        words: list[tuple[str, Path]] = []
+        for key in ("command", "args"):
+            for i, word in enumerate(as_list(self.data.get(key))):
+                words.append((str(word), (*self.path, key, i)))
+        return words
+
+    @cached_property
+    def env(self) -> dict[str, EnvVar]:
+        result: dict[str, EnvVar] = {}
+        for i, raw in enumerate(as_list(self.data.get("env"))):
+            item = as_dict(raw)
+            name = item.get("name")
+            if not isinstance(name, str):
+                continue
+            value = item.get("value")
+            result[name] = EnvVar(
+                name,
+                None if value is None else str(value),
+                as_dict(item.get("valueFrom")) or None,
+                (*self.path, "env", i),
+            )
+        return result
+
+    @property
+    def has_env_from(self) -> bool:
+        return bool(as_list(self.data.get("envFrom")))
+
+    @property
+    def resources(self) -> dict[str, Any]:
+        return as_dict(self.data.get("resources"))
+
+    @property
+    def limits(self) -> dict[str, Any]:
+        return as_dict(self.resources.get("limits"))
+
+    @property
+    def requests(self) -> dict[str, Any]:
+        return as_dict(self.resources.get("requests"))
+
+    def effective_requests(self) -> dict[str, Any]:
+        """Requests after API defaulting: a resource with only a limit requests its limit."""
+        return {**self.limits, **self.requests}
+
+    @property
+    def volume_mounts(self) -> list[dict[str, Any]]:
+        return [as_dict(m) for m in as_list(self.data.get("volumeMounts"))]
+
+    @property
+    def security_context(self) -> dict[str, Any]:
+        return as_dict(self.data.get("securityContext"))
+
+    def ports(self) -> list[dict[str, Any]]:
+        return [as_dict(p) for p in as_list(self.data.get("ports"))]
+
+
+@dataclass(frozen=True)
+class PodTemplate:
+    """A pod template inside an object: a replica spec, a task, or a workload's template."""
+
+    template: dict[str, Any]
+    path: Path
+    """Path of the template (`metadata` + `spec`) inside the object."""
+    replica_type: str | None = None
+    """`Master`, `Worker`, `Launcher`, ... as written; None outside replica specs."""
+    replicas: int | None = None
+    """Pods created from this template (defaulted to 1 where the operator defaults it)."""
+    restart_policy: str | None = None
+    """Effective restart policy (replica spec's, else the pod's, else the operator default)."""
+    restart_policy_path: Path = ()
+    restart_policy_explicit: bool = False
+    extra_labels: dict[str, str] = field(default_factory=dict)
+    """Labels the controller adds to the pods (the operator's `training.kubeflow.org/*`)."""
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return as_dict(self.template.get("spec"))
+
+    @property
+    def spec_path(self) -> Path:
+        return (*self.path, "spec")
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return as_dict(self.template.get("metadata"))
+
+    @property
+    def labels(self) -> dict[str, str]:
+        own = {str(k): str(v) for k, v in as_dict(self.metadata.get("labels")).items()}
+        return {**own, **self.extra_labels}
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        return {str(k): str(v) for k, v in as_dict(self.metadata.get("annotations")).items()}
+
+    @property
+    def rtype(self) -> str:
+        """Lower-case replica type, `` outside replica specs."""
+        return (self.replica_type or "").lower()
+
+    def containers(self, init: bool = False) -> list[Container]:
+        result = [
+            Container(as_dict(c), (*self.spec_path, "containers", i), False)
+            for i, c in enumerate(as_list(self.spec.get("containers")))
+        ]
+        if init:
+            result += [
+                Container(as_dict(c), (*self.spec_path, "initContainers", i), True)
+                for i, c in enumerate(as_list(self.spec.get("initContainers")))
+            ]
+        return result
+
+    @property
+    def volumes(self) -> dict[str, tuple[dict[str, Any], Path]]:
+        return {
+            str(as_dict(v).get("name")): (as_dict(v), (*self.spec_path, "volumes", i))
+            for i, v in enumerate(as_list(self.spec.get("volumes")))
+        }
+
+    def gpus(self, cluster: ClusterProfile | None = None) -> int:
+        """GPUs one pod of this template gets (`trainops.facts.gpus.pod_gpus`)."""
+        return gpu_facts.pod_gpus(self.spec, gpu_products(cluster))
+
+    @property
+    def scheduler_name(self) -> str | None:
+        name = self.spec.get("schedulerName")
+        return str(name) if name is not None else None
