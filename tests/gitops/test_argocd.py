@@ -182,15 +182,12 @@ def test_upstream_validation_catches_a_wrong_field() -> None:
 def test_appproject_allows_every_kind_the_renderer_builds(tmp_path: Path) -> None:
     """Build the shipped examples' overlays: each object's kind is allowed, and nothing
     in them would make Argo CD re-run a finished job (no TTL, no Replace, no suspend)."""
-    import shutil
-
-    from tests.tools import REPO, require_tool
+    from tests.tools import REPO, require_kustomize
     from trainops.gitops.diff import build_overlays, write_files
     from trainops.render import render_repository
     from trainops.spec.load import load_repository
 
-    if not shutil.which("kustomize"):
-        require_tool("kubectl")
+    require_kustomize()
     repo = load_repository(REPO)
     write_files(render_repository(repo), tmp_path)
     allowed = {(gk.group, gk.kind) for gk in NAMESPACED_KINDS}

@@ -8,16 +8,12 @@ import pytest
 import yaml
 
 from tests.gitops.fixtures import SETTINGS
-from tests.tools import in_ci
+from tests.tools import require_module
 from trainops.gitops.health import argocd_cm_patch, health_key, lua_source
 from trainops.gitops.kinds import KUBEFLOW_GROUP, TRAINING_JOB_KINDS
 
-try:
-    import lupa.lua51 as lupa
-except ImportError:  # a real Lua runtime is required under CI, like every real tool
-    if in_ci():
-        raise
-    pytest.skip("lupa (a real Lua runtime) is not installed", allow_module_level=True)
+# A real Lua 5.1 runtime; required under CI, like every real tool.
+lupa = require_module("lupa.lua51")
 
 
 def condition(
