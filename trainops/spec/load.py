@@ -393,12 +393,14 @@ def _job(doc: Document, out: _Collector) -> model.TrainingJob | None:
     if out.problems:
         return None
     vols = []
+    # The volume dataSync fills is the dataset, whatever its name: read-only for training.
+    synced = (d.get("dataSync") or {}).get("volume")
     for name, v in sorted(d.get("volumes", {}).items()):
         vols.append(
             model.Volume(
                 name=name,
                 mount_path=v["mountPath"],
-                read_only=v.get("readOnly", name == "dataset"),
+                read_only=v.get("readOnly", name in {"dataset", synced}),
                 claim_name=v.get("claimName", f"{d['name']}-{name}"),
                 create="size" in v,
                 size=v.get("size"),
