@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,12 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.render.conftest import INPUTS, trainops
-from tests.tools import REPO, require_kustomize
-from trainops import kustomize
-
-RICH = REPO / "tests" / "golden" / "rich"
-REPOS = {"shipped": REPO, "rich": RICH}
+from tests.render.repos import REPOS, RICH, build_overlay, copy_inputs, read_yaml, render
+from tests.tools import require_kustomize
 
 # The documented names, spelled out here (not imported) so a changed constant shows up.
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
@@ -72,21 +67,6 @@ def _pairs() -> list[tuple[str, str]]:
 PAIRS = _pairs()
 
 
-@functools.cache
-def _rendered(label: str, tmp: Path) -> Path:
-    root = tmp / label
-    root.mkdir()
-    for name in INPUTS:
-        src = REPOS[label] / name
-        if src.is_dir():
-            shutil.copytree(src, root / name)
-        elif src.is_file():
-            shutil.copy(src, root / name)
-    result = trainops(root, "render")
-    assert result.returncode == 0, result.stderr
-    return root
-
-
 @pytest.fixture(scope="module")
 def build(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """`build(label, cluster)`: render once per repository, kustomize-build each overlay once."""
@@ -94,19 +74,25 @@ def build(tmp_path_factory: pytest.TempPathFactory) -> Any:
     tmp = tmp_path_factory.mktemp("guarantees")
 
     @functools.cache
+    def rendered(label: str) -> Path:
+        return render(copy_inputs(REPOS[label], tmp / label))
+
+    @functools.cache
     def get(label: str, cluster: str) -> Build:
-        root = _rendered(label, tmp)
-        profile = yaml.safe_load((root / "clusters" / f"{cluster}.yaml").read_text())
-        jobs = {}
-        for path in sorted((root / "jobs").glob("*.yaml")):
-            spec = yaml.safe_load(path.read_text())
-            if cluster in [t["cluster"] for t in spec["targets"]]:
-                jobs[spec["name"]] = spec
-        text = kustomize.build(root / "overlays" / cluster)
-        objects = [d for d in yaml.safe_load_all(text) if d]
-        return Build(root, profile, jobs, objects)
+        return load_build(rendered(label), cluster)
 
     return get
+
+
+def load_build(root: Path, cluster: str) -> Build:
+    """The specs (as plain YAML) and the kustomize-built overlay of one rendered cluster."""
+    jobs = {}
+    for path in sorted((root / "jobs").glob("*.yaml")):
+        spec = read_yaml(path)
+        if cluster in [t["cluster"] for t in spec["targets"]]:
+            jobs[spec["name"]] = spec
+    profile = read_yaml(root / "clusters" / f"{cluster}.yaml")
+    return Build(root, profile, jobs, build_overlay(root, cluster))
 
 
 def pod_templates(job: dict[str, Any]) -> list[tuple[str, int, dict[str, Any]]]:
@@ -355,32 +341,15 @@ def test_data_sync_into_a_volume_not_named_dataset(tmp_path: Path) -> None:
     """The synced volume is read-only for training whatever its name (found by this suite:
     only a volume named `dataset` was, so syncing into `corpus` left it writable)."""
     require_kustomize()
-    for name in INPUTS:
-        src = RICH / name
-        if src.is_dir():
-            shutil.copytree(src, tmp_path / name)
-        elif src.is_file():
-            shutil.copy(src, tmp_path / name)
-    path = tmp_path / "jobs" / "elastic-ds.yaml"
-    spec = yaml.safe_load(path.read_text())
+    root = copy_inputs(RICH, tmp_path / "rich")
+    path = root / "jobs" / "elastic-ds.yaml"
+    spec = read_yaml(path)
     spec["volumes"]["corpus"] = spec["volumes"].pop("dataset")
     spec["dataSync"]["volume"] = "corpus"
     path.write_text(yaml.safe_dump(spec))
-    result = trainops(tmp_path, "render")
-    assert result.returncode == 0, result.stderr
+    render(root)
     for cluster in [t["cluster"] for t in spec["targets"]]:
-        profile = yaml.safe_load((tmp_path / "clusters" / f"{cluster}.yaml").read_text())
-        objects = [
-            d for d in yaml.safe_load_all(kustomize.build(tmp_path / "overlays" / cluster)) if d
-        ]
-        jobs = {"elastic-ds": spec}
-        built = Build(
-            tmp_path,
-            profile,
-            jobs,
-            [o for o in objects if o["kind"] != "PyTorchJob" or o["metadata"]["name"] in jobs],
-        )
-        assert check_data_sync(built) > 0
+        assert check_data_sync(load_build(root, cluster)) > 0
 
 
 @pytest.mark.parametrize(("label", "cluster"), PAIRS)
