@@ -34,10 +34,6 @@ def test_no_argocd_files_without_argocd_clusters() -> None:
     assert not [p for p in render_gitops(flux_only_repo()) if p.startswith("gitops/argocd/")]
 
 
-def test_render_is_deterministic() -> None:
-    assert render_gitops(mixed_repo()) == render_gitops(mixed_repo())
-
-
 def test_appproject_confines_destinations_and_kinds() -> None:
     spec = app_project(mixed_repo())["spec"]
     assert spec["sourceRepos"] == ["https://git.example.com/ml/trainops.git"]
