@@ -22,6 +22,7 @@ from trainops import paths
 from trainops.errors import InputError, Problem
 from trainops.render import deepspeed as ds_config
 from trainops.spec import model
+from trainops.spec.policy import read_policy
 from trainops.yamlio import Document, load_file
 
 # Names the generated manifests set; a job setting them would fight the operator or the cluster.
@@ -172,6 +173,9 @@ def _yaml_files(directory: Path) -> Iterator[Path]:
 
 
 def _cluster(doc: Document, out: _Collector) -> model.ClusterProfile | None:
+    doc, policy_problems = read_policy(doc)
+    for path, message in policy_problems:
+        out.add(path, message)
     _schema_problems(doc, "clusterprofile", out)
     if out.problems:
         return None
