@@ -9,6 +9,9 @@ each raw skip with file and line.
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -68,3 +71,40 @@ def test_the_scan_finds_each_kind_of_raw_skip(source: str) -> None:
 
 def test_the_scan_ignores_formatter_comments() -> None:
     assert raw_skips("x = [1, 2]  # fmt: skip\n", "sample.py") == []
+
+
+SAMPLE = """\
+from tests.tools import require_module, require_tool
+
+def test_needs_a_package() -> None:
+    require_module("trainops_no_such_package")
+
+def test_needs_a_tool() -> None:
+    require_tool("trainops-no-such-tool")
+"""
+
+
+@pytest.mark.parametrize(("ci", "outcome"), [("true", "2 failed"), ("", "2 skipped")])
+def test_the_helper_skips_locally_and_fails_under_ci(tmp_path: Path, ci: str, outcome: str) -> None:
+    """Run a suite whose tests need what is not there: skipped here, failed under CI=true."""
+    (tmp_path / "test_sample.py").write_text(SAMPLE)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-n",
+            "0",
+            "-p",
+            "no:cacheprovider",
+            "test_sample.py",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "CI": ci, "PYTHONPATH": str(TESTS.parent)},
+        check=False,
+    )
+    assert outcome in result.stdout, result.stdout + result.stderr
+    assert result.returncode == (1 if ci else 0)
