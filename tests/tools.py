@@ -1,13 +1,24 @@
-"""Helpers for tests that drive real tools."""
+"""Helpers for tests that drive real tools, and the one place a test may skip.
+
+A test that cannot run here (a tool, a Python package or `../shared` is missing) calls
+`skip_or_fail`, directly or through `require_tool` / `require_module` / `require_shared`:
+it skips on a developer machine and FAILS under CI=true, so CI never reports green for a
+test that did not run. `tests/test_no_raw_skips.py` fails when a test skips any other way.
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import sys
 from pathlib import Path
+from types import ModuleType
+from typing import NoReturn
 
 import pytest
+
+from trainops import build
 
 REPO = Path(__file__).resolve().parent.parent
 UPSTREAM = REPO.parent / "shared" / "upstream"
@@ -26,14 +37,38 @@ def find_tool(name: str) -> str | None:
     return shutil.which(name)
 
 
+def skip_or_fail(reason: str, *, required: bool | None = None) -> NoReturn:
+    """Skip the calling test (or module), or fail it where it is `required` (default: CI=true).
+
+    Works at module level too (collection), so a module needing a package can call it there.
+    """
+    if in_ci() if required is None else required:
+        pytest.fail(f"{reason}; required under CI=true", pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
+
+
 def require_tool(name: str) -> str:
     """Path of `name`; skip the test when it is missing, but fail under CI=true."""
     path = find_tool(name)
     if path is None:
-        if in_ci():
-            pytest.fail(f"`{name}` is required under CI but is not on PATH")
-        pytest.skip(f"`{name}` is not on PATH")
+        skip_or_fail(f"`{name}` is not on PATH")
     return path
+
+
+def require_kustomize() -> list[str]:
+    """The kustomize invocation the project uses (`kustomize build` or `kubectl kustomize`)."""
+    try:
+        return build.kustomize_command()
+    except build.KustomizeError as err:
+        skip_or_fail(str(err))
+
+
+def require_module(name: str) -> ModuleType:
+    """Import `name`; skip when it is not installed, but fail under CI=true."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as err:
+        skip_or_fail(f"Python package `{name}` is not installed ({err})")
 
 
 def shared_required() -> bool:
@@ -49,9 +84,7 @@ def shared_required() -> bool:
 def require_shared(path: Path) -> Path:
     """`path` under `../shared`; skip when absent, fail where `shared_required()`."""
     if not path.exists():
-        if shared_required():
-            pytest.fail(f"{path} is required under CI")
-        pytest.skip(f"{path} is not present")
+        skip_or_fail(f"{path} is not present", required=shared_required())
     return path
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tools import REPO, require_tool
+from tests.tools import REPO, require_kustomize, require_tool
 from trainops.cli import main
 from trainops.diff import (
     COMMENT_MARKER,
@@ -46,8 +46,7 @@ def render_and_commit(root: Path, message: str) -> str:
 @pytest.fixture
 def scratch(tmp_path: Path) -> Path:
     require_tool("git")
-    if not shutil.which("kustomize"):
-        require_tool("kubectl")
+    require_kustomize()
     root = tmp_path / "repo"
     root.mkdir()
     shutil.copytree(REPO / "jobs", root / "jobs")

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
 import yaml
 
 from tests.gitops.fixtures import SETTINGS
-from tests.tools import in_ci
+from tests.tools import require_module
 from trainops.facts.kubeflow import KUBEFLOW_GROUP, TRAINING_JOB_KINDS
 from trainops.render.gitops.health import argocd_cm_patch, health_key, lua_source
 
-try:
-    import lupa.lua51 as lupa
-except ImportError:  # a real Lua runtime is required under CI, like every real tool
-    if in_ci():
-        raise
-    pytest.skip("lupa (a real Lua runtime) is not installed", allow_module_level=True)
+# A real Lua 5.1 runtime; required under CI, like every real tool.
+lupa = require_module("lupa.lua51")
 
 
 def condition(
@@ -134,11 +131,40 @@ def test_health_maps_conditions(
     assert message in result["message"]
 
 
-def test_status_is_one_argo_cd_knows() -> None:
+# docs/gitops.md, "Health checks": the first True condition in this order decides; any other
+# state (Restarting, Running, Created, none, no status) is Progressing.
+PRECEDENCE = (("Failed", "Degraded"), ("Succeeded", "Healthy"), ("Suspended", "Suspended"))
+CONDITION_TYPES = ("Created", "Running", "Restarting", "Suspended", "Succeeded", "Failed")
+
+
+def documented_health(conditions: list[dict[str, Any]] | None) -> str:
+    true = {c["type"] for c in conditions or [] if c["status"] == "True"}
+    return next((health for ctype, health in PRECEDENCE if ctype in true), "Progressing")
+
+
+def test_every_condition_combination_gets_a_status_argo_cd_knows() -> None:
+    """The shipped script, run on every combination of the operator's condition types (each
+    True or absent, and each True or False), returns a health status Argo CD accepts with a
+    message, and the one the documented precedence gives."""
     # Argo CD rejects any other health status string from a Lua check.
     known = {"Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"}
-    for param in CASES:
-        assert param.values[1] in known
+    combinations = [
+        *itertools.product(("True", None), repeat=len(CONDITION_TYPES)),
+        *itertools.product(("True", "False"), repeat=len(CONDITION_TYPES)),
+    ]
+    seen = set()
+    for statuses in combinations:
+        conditions = [
+            condition(ctype, status)
+            for ctype, status in zip(CONDITION_TYPES, statuses, strict=True)
+            if status is not None
+        ]
+        result = run_health(lua_source(), job("PyTorchJob", conditions))
+        assert result["status"] in known, (statuses, result)
+        assert isinstance(result["message"], str) and result["message"], (statuses, result)
+        assert result["status"] == documented_health(conditions), (statuses, result)
+        seen.add(result["status"])
+    assert seen == {"Degraded", "Healthy", "Suspended", "Progressing"}
 
 
 def test_configmap_embeds_the_same_script_for_every_kind() -> None:

@@ -16,9 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.tools import REPO, in_ci
+from tests.tools import REPO, require_module
 from trainops.facts import deepspeed as ds_config
 from trainops.render import objects
 from trainops.spec.load import load_repository
@@ -27,12 +25,7 @@ SCRIPT = Path(__file__).with_name("ds_world_sizes.py")
 
 
 def _deepspeed_verdicts(config: dict[str, Any], sizes: list[int]) -> dict[int, str | None]:
-    try:
-        import deepspeed  # noqa: F401, PLC0415 (heavy, optional outside CI)
-    except ImportError:
-        if in_ci():
-            pytest.fail("deepspeed is required under CI")
-        pytest.skip("deepspeed is not installed")
+    require_module("deepspeed")
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]

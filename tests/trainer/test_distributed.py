@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.tools import REPO
+from tests.tools import REPO, require_module
 from tests.trainer.launch import (
     TINY_GPT,
     env,
@@ -27,7 +27,7 @@ from tests.trainer.launch import (
     worker_pids,
 )
 
-pytest.importorskip("torch")
+require_module("torch")
 pytestmark = pytest.mark.slow
 
 # Long enough that the run is still going when the test intervenes, short enough to finish.
@@ -262,7 +262,7 @@ DS_ARGS = [a for a in TINY_GPT if a not in {"--batch-size", "8"}]
 
 @pytest.mark.parametrize("stage", [2, 3])
 def test_deepspeed_zero_loss_falls_and_ranks_stay_identical(tmp_path: Path, stage: int) -> None:
-    pytest.importorskip("deepspeed")
+    require_module("deepspeed")
     accum = 2 if stage == 2 else 1
     ckpt = tmp_path / "ckpt"
     args = [*DS_ARGS, CHECK_RANKS, "--engine", "deepspeed", "--deepspeed-config",

@@ -13,9 +13,9 @@ from pathlib import Path
 import yaml
 
 from trainops import build
+from trainops.cli.load import load
 from trainops.render import render_repository, write
 from trainops.report import table
-from trainops.spec.load import load_repository
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    repo = load_repository(args.root)
+    repo = load(args.root)
     if args.cluster and args.cluster not in repo.clusters:
         print(
             f"error: unknown cluster {args.cluster!r} (known: {', '.join(repo.clusters)})",

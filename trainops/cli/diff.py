@@ -14,9 +14,9 @@ from pathlib import Path
 
 from trainops import build, diff
 from trainops.build import KustomizeError
+from trainops.cli.load import load
 from trainops.core.errors import InputError, Problem
 from trainops.render import render_repository
-from trainops.spec.load import load_repository
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     root: Path = args.root
     try:
         base_ref = args.base or diff.default_base(root)
-        files = render_repository(load_repository(root))
+        files = render_repository(load(root))
         with tempfile.TemporaryDirectory(prefix="trainops-diff-") as tmp:
             base_tree, head_tree = Path(tmp, "base"), Path(tmp, "head")
             base_tree.mkdir()

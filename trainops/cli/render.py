@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from trainops.cli.load import load
 from trainops.render import render_repository, write
-from trainops.spec.load import load_repository
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    repo = load_repository(args.root)
+    repo = load(args.root)
     files = render_repository(repo)
     if args.check:
         drift = write.check(args.root, files)

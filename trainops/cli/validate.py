@@ -19,10 +19,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from trainops.cli.load import load
 from trainops.core.errors import InputError, Problem
 from trainops.core.findings import Finding, Severity
 from trainops.report import formats as report
-from trainops.spec.load import load_repository
 from trainops.spec.model import ClusterProfile
 from trainops.validate import kubeconform
 from trainops.validate.crd import load_crd_dir
@@ -75,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _cluster_profile(args: argparse.Namespace) -> ClusterProfile | None:
     if args.cluster is None:
         return None
-    repo = load_repository(args.root)
+    repo = load(args.root)
     if args.cluster not in repo.clusters:
         known = ", ".join(sorted(repo.clusters)) or "none"
         raise InputError(
@@ -152,7 +152,7 @@ def _validate(args: argparse.Namespace) -> tuple[list[Finding], int]:
             texts = {f: Path(f).read_text(encoding="utf-8") for f in files}
             findings += _run_kubeconform(texts, version)
     else:
-        repo = load_repository(args.root)
+        repo = load(args.root)
         result = validate_repository(
             args.root, repo, cluster_name=args.cluster, crds=args.crds, unknown_kind=unknown
         )

@@ -65,6 +65,8 @@ def as_markdown(rules: Sequence[Rule] = RULES) -> str:
         "",
         "Severity can be changed per cluster in the cluster profile (`policy: {<rule>: error |"
         " warning | off}`).",
+        "`off` can be written unquoted: YAML reads it (like `no` and `false`) as false, which"
+        " means off; an unknown rule name is an error with a did-you-mean.",
         f'One object can waive one rule with the annotation `{WAIVER_PREFIX}<rule>: "<reason>"`;',
         "a waiver without a reason, or naming an unknown rule, is itself a finding"
         " (`waiver-invalid`).",

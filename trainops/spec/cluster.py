@@ -3,11 +3,13 @@ and the typed `ClusterProfile` built from it with the schema's defaults filled i
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 from trainops.core.yamlio import Document
 from trainops.spec import model, schemas
+from trainops.spec.policy import read_policy
 from trainops.spec.problems import Collector, schema_problems
 
 
@@ -33,8 +35,14 @@ def _checks(d: dict[str, Any], stem: str, out: Collector) -> None:
         out.add(["delivery"], "give either `server` or `destinationName`, not both")
 
 
-def build_cluster(doc: Document, out: Collector) -> model.ClusterProfile | None:
-    """The profile in `doc`, or None with the problems in `out`."""
+def build_cluster(
+    doc: Document, out: Collector, rule_slugs: Collection[str] = ()
+) -> model.ClusterProfile | None:
+    """The profile in `doc`, or None with the problems in `out` (`rule_slugs`: the rules a
+    `policy:` may name; empty: not checked)."""
+    doc, policy_problems = read_policy(doc, rule_slugs)
+    for path, message in policy_problems:
+        out.add(path, message)
     schema_problems(doc, schemas.CLUSTER, out)
     if out.problems:
         return None

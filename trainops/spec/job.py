@@ -193,12 +193,14 @@ def build_job(doc: Document, out: Collector) -> model.TrainingJob | None:
         return None
     d = schemas.with_defaults(schemas.JOB, doc.data)
     vols = []
+    # The volume dataSync fills is the dataset, whatever its name: read-only for training.
+    synced = (d.get("dataSync") or {}).get("volume")
     for name, v in sorted(d["volumes"].items()):
         vols.append(
             model.Volume(
                 name=name,
                 mount_path=v["mountPath"],
-                read_only=v.get("readOnly", name == "dataset"),
+                read_only=v.get("readOnly", name in {"dataset", synced}),
                 claim_name=v.get("claimName", f"{d['name']}-{name}"),
                 create="size" in v,
                 size=v.get("size"),

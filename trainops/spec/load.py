@@ -12,6 +12,8 @@ Every problem in every file is collected before raising, so one run shows them a
 from __future__ import annotations
 
 import difflib
+import functools
+from collections.abc import Collection
 from pathlib import Path
 
 from trainops.core import paths
@@ -138,8 +140,12 @@ def _settings(root: Path) -> tuple[model.RepoSettings, list[Problem]]:
     return model.RepoSettings(**{field: d[key] for key, field in SETTINGS_KEYS.items()}), []
 
 
-def load_repository(root: Path) -> model.Repository:
-    """Load and check every input under `root`; raise InputError listing all problems."""
+def load_repository(root: Path, rule_slugs: Collection[str] = ()) -> model.Repository:
+    """Load and check every input under `root`; raise InputError listing all problems.
+
+    `rule_slugs`: the policy rules a cluster profile's `policy:` may name (the CLI passes
+    them; the rules sit above this layer). Empty: names are not checked.
+    """
     root = root.resolve()
     if not (root / paths.JOBS_DIR).is_dir() and not (root / paths.CLUSTERS_DIR).is_dir():
         raise InputError(
@@ -155,7 +161,8 @@ def load_repository(root: Path) -> model.Repository:
     settings, settings_problems = _settings(root)
     problems += settings_problems
 
-    loaded = load_all(root / paths.CLUSTERS_DIR, root, build_cluster, problems)
+    build = functools.partial(build_cluster, rule_slugs=rule_slugs)
+    loaded = load_all(root / paths.CLUSTERS_DIR, root, build, problems)
     problems += duplicates("cluster", loaded)
     clusters = {cluster.name: cluster for cluster, _ in loaded}
     invalid = {p.stem for p in yaml_files(root / paths.CLUSTERS_DIR)} - set(clusters)

@@ -1,0 +1,211 @@
+"""The Flux CEL health checks we ship, evaluated by a real CEL implementation.
+
+The expressions are read from the rendered `gitops/flux/<cluster>/training.yaml` of the
+shipped and rich repositories and evaluated with cel-python on job objects in each state the
+Kubeflow Training Operator leaves them in, the way kustomize-controller does
+(fluxcd/pkg `runtime/cel` StatusEvaluator, RFC-0009): the object's top-level fields are the
+variables; a `status.observedGeneration` that differs from `metadata.generation` is in
+progress; then `inProgress`, `failed`, `current` in that order, the first true one wins;
+none true is in progress. docs/gitops.md states what each state must read as.
+
+Not modelled: a job with no `status` field at all. Flux's cel-go reports an error for the
+missing variable (kstatus reads the job Unknown and polls again); cel-python evaluates
+`has(status.conditions)` to false instead. The operator writes status on its first
+reconcile, so the tests start from `status: {}`.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from tests.gitops.crdschema import _strict
+from tests.gitops.test_health_lua import run_health
+from tests.render.repos import REPOS, copy_inputs, read_yaml, render
+from tests.tools import require_module, require_upstream
+from trainops.render.gitops.health import lua_source
+
+celpy = require_module("celpy")
+
+KINDS = ("PyTorchJob", "TFJob", "MPIJob")
+CRD_FILES = {"PyTorchJob": "pytorchjobs.yaml", "TFJob": "tfjobs.yaml", "MPIJob": "mpijobs.yaml"}
+# kstatus results, as Flux names them.
+CURRENT, FAILED, IN_PROGRESS = "Current", "Failed", "InProgress"
+
+
+@functools.cache
+def shipped_exprs() -> dict[str, tuple[dict[str, str], ...]]:
+    """kind -> every distinct healthCheckExprs entry in every rendered Flux Kustomization."""
+    found: dict[str, set[tuple[tuple[str, str], ...]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, source in REPOS.items():
+            root = render(copy_inputs(source, Path(tmp) / label))
+            for path in sorted((root / "gitops" / "flux").glob("*/training.yaml")):
+                for entry in read_yaml(path)["spec"]["healthCheckExprs"]:
+                    found.setdefault(entry["kind"], set()).add(tuple(sorted(entry.items())))
+    return {kind: tuple(dict(e) for e in sorted(entries)) for kind, entries in found.items()}
+
+
+@functools.cache
+def _program(expr: str) -> Any:
+    env = celpy.Environment()
+    return env.program(env.compile(expr))
+
+
+def evaluate(expr: str, obj: dict[str, Any]) -> bool:
+    """One expression on one object, with the object's top-level fields as variables."""
+    activation = {key: celpy.json_to_cel(value) for key, value in obj.items()}
+    result = _program(expr).evaluate(activation)
+    # Flux's EvaluateBoolean rejects anything but a bool (an error is not "false").
+    assert isinstance(result, celpy.celtypes.BoolType), (expr, result)
+    return bool(result)
+
+
+def flux_status(entry: dict[str, str], obj: dict[str, Any]) -> str:
+    """What kustomize-controller's StatusEvaluator makes of `obj` with this entry."""
+    status = obj.get("status", {})
+    generation = obj["metadata"].get("generation")
+    observed = status.get("observedGeneration")
+    if observed is not None and generation is not None and observed != generation:
+        return IN_PROGRESS
+    for key, verdict in (("inProgress", IN_PROGRESS), ("failed", FAILED), ("current", CURRENT)):
+        if entry.get(key) and evaluate(entry[key], obj):
+            return verdict
+    return IN_PROGRESS
+
+
+def condition(kind: str, ctype: str, status: str = "True") -> dict[str, str]:
+    """A JobCondition as the training operator (kubeflow.org/v1) writes it."""
+    return {
+        "type": ctype,
+        "status": status,
+        "reason": f"{kind}{ctype}",
+        "message": f"{kind} llama is {ctype.lower()}.",
+        "lastUpdateTime": "2026-01-01T00:00:00Z",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+
+
+def job(kind: str, conditions: list[tuple[str, str]] | None) -> dict[str, Any]:
+    """A job whose status holds `conditions` ((type, status) pairs, oldest first)."""
+    status: dict[str, Any] = {}
+    if conditions is not None:
+        status = {
+            "conditions": [condition(kind, t, s) for t, s in conditions],
+            "replicaStatuses": {"Worker": {"active": 2}},
+            "startTime": "2026-01-01T00:00:00Z",
+        }
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": kind,
+        "metadata": {"name": "llama", "namespace": "ml", "generation": 1},
+        "spec": {"runPolicy": {"cleanPodPolicy": "All"}},
+        "status": status,
+    }
+
+
+# docs/gitops.md (Flux Kustomization, healthCheckExprs): started, finished or queued by Kueue
+# is current (delivery worked); Failed is failed; anything else is in progress.
+STATES = [
+    pytest.param(None, IN_PROGRESS, id="status-empty"),
+    pytest.param([], IN_PROGRESS, id="no-conditions"),
+    pytest.param([("Created", "True")], IN_PROGRESS, id="created"),
+    pytest.param([("Created", "True"), ("Running", "True")], CURRENT, id="running"),
+    pytest.param(
+        [("Created", "True"), ("Running", "False"), ("Restarting", "True")],
+        IN_PROGRESS,
+        id="restarting",
+    ),
+    pytest.param([("Created", "True"), ("Suspended", "True")], CURRENT, id="suspended"),
+    pytest.param(
+        [("Created", "True"), ("Suspended", "False"), ("Running", "True")], CURRENT, id="resumed"
+    ),
+    pytest.param(
+        [("Created", "True"), ("Running", "False"), ("Succeeded", "True")],
+        CURRENT,
+        id="succeeded",
+    ),
+    pytest.param(
+        [("Created", "True"), ("Running", "False"), ("Failed", "True")], FAILED, id="failed"
+    ),
+    pytest.param(
+        [("Created", "True"), ("Running", "True"), ("Failed", "True")],
+        FAILED,
+        id="failed-with-stale-running",
+    ),
+    pytest.param(
+        [("Created", "True"), ("Running", "False"), ("Succeeded", "False")],
+        IN_PROGRESS,
+        id="nothing-true-but-created",
+    ),
+]
+
+
+def test_every_job_kind_has_one_expression_set() -> None:
+    exprs = shipped_exprs()
+    assert sorted(exprs) == sorted(KINDS)
+    for kind, entries in exprs.items():
+        assert len(entries) == 1, f"{kind}: the clusters disagree"
+        assert entries[0]["apiVersion"] == "kubeflow.org/v1"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(("conditions", "expected"), STATES)
+def test_flux_reads_each_job_state(
+    kind: str, conditions: list[tuple[str, str]] | None, expected: str
+) -> None:
+    (entry,) = shipped_exprs()[kind]
+    assert flux_status(entry, job(kind, conditions)) == expected
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_states_are_real_operator_status_objects(kind: str) -> None:
+    """Every status above validates against the kind's upstream CRD status schema."""
+    path = require_upstream() / "crds" / "kubeflow.org" / CRD_FILES[kind]
+    crd = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")
+    schema = _strict(version["schema"]["openAPIV3Schema"]["properties"]["status"])
+    validator = jsonschema.Draft4Validator(schema)
+    for param in STATES:
+        status = job(kind, param.values[0])["status"]
+        assert [e.message for e in validator.iter_errors(status)] == [], param.id
+
+
+def test_a_changed_generation_is_in_progress() -> None:
+    """Flux's own rule, before any expression: the spec changed and the status is older."""
+    (entry,) = shipped_exprs()["PyTorchJob"]
+    obj = job("PyTorchJob", [("Created", "True"), ("Running", "True")])
+    obj["status"]["observedGeneration"] = 1
+    assert flux_status(entry, obj) == CURRENT
+    obj["metadata"]["generation"] = 2
+    assert flux_status(entry, obj) == IN_PROGRESS
+
+
+def test_flux_agrees_with_the_argo_cd_lua_on_every_condition_set() -> None:
+    """Both delivery tools must call the same job failed: run the shipped Lua (real Lua 5.1)
+    and the shipped CEL on every combination of the operator's condition types."""
+    (entry,) = shipped_exprs()["PyTorchJob"]
+    types = ("Created", "Running", "Restarting", "Suspended", "Succeeded", "Failed")
+    checked = 0
+    # Each type True or absent, and each True or False (the operator flips old ones to False).
+    combinations = [
+        *itertools.product(("True", None), repeat=len(types)),
+        *itertools.product(("True", "False"), repeat=len(types)),
+    ]
+    for statuses in combinations:
+        conditions = [(t, s) for t, s in zip(types, statuses, strict=True) if s is not None]
+        obj = job("PyTorchJob", conditions)
+        lua = run_health(lua_source(), obj)["status"]
+        flux = flux_status(entry, obj)
+        assert (lua == "Degraded") == (flux == FAILED), (conditions, lua, flux)
+        if lua == "Healthy":  # succeeded: delivered, and over
+            assert flux == CURRENT, conditions
+        checked += 1
+    assert checked == 2 * 2 ** len(types)

@@ -1,0 +1,51 @@
+"""The repositories the behaviour tests render, and the one way they render and build them.
+
+`shipped` is this repository's own jobs and clusters; `rich` (tests/golden/rich) uses every
+spec feature at least once. Both are copied into a scratch directory, rendered with the CLI
+as a user runs it, and each overlay is built with the real kustomize.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.render.conftest import INPUTS, trainops
+from tests.tools import REPO
+from trainops import build
+
+RICH = REPO / "tests" / "golden" / "rich"
+REPOS = {"shipped": REPO, "rich": RICH}
+
+
+def copy_inputs(source: Path, dest: Path) -> Path:
+    """Copy a repository's inputs (jobs, clusters, trainops.yaml) into `dest`."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in INPUTS:
+        src = source / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name)
+        elif src.is_file():
+            shutil.copy(src, dest / name)
+    return dest
+
+
+def render(root: Path) -> Path:
+    """`trainops render` in `root`, which must succeed."""
+    result = trainops(root, "render")
+    assert result.returncode == 0, result.stderr
+    return root
+
+
+def build_overlay(root: Path, cluster: str) -> list[dict[str, Any]]:
+    """The objects `kustomize build overlays/<cluster>` prints."""
+    text = build.kustomize(root / "overlays" / cluster)
+    return [d for d in yaml.safe_load_all(text) if d]
+
+
+def read_yaml(path: Path) -> Any:
+    """A spec or generated file as plain YAML (what a user or a GitOps controller reads)."""
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
