@@ -15,7 +15,7 @@ import difflib
 import io
 import subprocess
 import tarfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,9 +116,10 @@ def build_overlays(tree: Path) -> dict[str, dict[str, dict[str, Any]]]:
     return built
 
 
-def gpu_count(objects: Iterable[Mapping[str, Any]]) -> int:
-    """GPUs the training jobs ask for (`trainops.facts.gpus.job_gpus`, summed)."""
-    return sum(job_gpus(obj) for obj in objects)
+def gpu_count(objects: Iterable[Mapping[str, Any]], products: Collection[str] = ()) -> int:
+    """GPUs the training jobs ask for (`trainops.facts.gpus.job_gpus`, summed); `products`:
+    the GPU resources the cluster profile declares beyond the device plugins' own."""
+    return sum(job_gpus(obj, products) for obj in objects)
 
 
 @dataclass
@@ -162,13 +163,18 @@ def _unified(cluster: str, key: str, old: Any, new: Any) -> str:
 def compare(
     base: Mapping[str, Mapping[str, dict[str, Any]]],
     head: Mapping[str, Mapping[str, dict[str, Any]]],
+    products: Mapping[str, Collection[str]] | None = None,
 ) -> list[ClusterDiff]:
-    """Per cluster (union of both sides, by name): what was added, changed, removed."""
+    """Per cluster (union of both sides, by name): what was added, changed, removed, and the
+    GPUs asked for before and after (`products`: each cluster's declared GPU resources)."""
     result: list[ClusterDiff] = []
     for cluster in sorted(set(base) | set(head)):
         old, new = base.get(cluster, {}), head.get(cluster, {})
+        gpus = (products or {}).get(cluster, ())
         diff = ClusterDiff(
-            cluster, gpus_base=gpu_count(old.values()), gpus_head=gpu_count(new.values())
+            cluster,
+            gpus_base=gpu_count(old.values(), gpus),
+            gpus_head=gpu_count(new.values(), gpus),
         )
         for key in sorted(set(old) | set(new)):
             if key not in old:

@@ -37,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
     root: Path = args.root
     try:
         base_ref = args.base or diff.default_base(root)
-        files = render_repository(load(root))
+        repo = load(root)
+        files = render_repository(repo)
         with tempfile.TemporaryDirectory(prefix="trainops-diff-") as tmp:
             base_tree, head_tree = Path(tmp, "base"), Path(tmp, "head")
             base_tree.mkdir()
@@ -57,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
                 return 1
     except diff.GitError as err:
         raise InputError(Problem(str(root), None, None, f"git: {err}")) from None
-    changes = diff.compare(base, head)
+    products = {name: {g.resource for g in c.gpus} for name, c in repo.clusters.items()}
+    changes = diff.compare(base, head, products)
     shown = base_ref if args.base else f"merge base {base_ref[:12]}"
     if args.format == "markdown":
         sys.stdout.write(diff.format_markdown(changes, shown))
