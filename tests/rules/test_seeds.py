@@ -43,7 +43,7 @@ def _by(findings: list[Finding], name: str) -> dict[str, list[Finding]]:
 
 def test_seed001_elastic_pytorchjob() -> None:
     found = _by(run(_seed001()), "llm-finetune")
-    assert "torchrun --nnodes=4 is fixed" in found["elastic-inconsistent"][0].message
+    assert "torchrun --nnodes=4 is fixed" in found["elastic-nnodes-conflict"][0].message
     assert "$(MASTER_ADDR)" in found["env-reference-undefined"][0].message
     # No memory limit (only GPU and RDMA limits): a reviewer flags it; CPU is requested.
     assert [f.message for f in found["resources-unbounded"]] == [
@@ -53,7 +53,7 @@ def test_seed001_elastic_pytorchjob() -> None:
     assert [f.severity for f in found["rdma-incomplete"]] == ["warning"]
     assert "IPC_LOCK" in found["rdma-incomplete"][0].message
     assert set(found) == {
-        "elastic-inconsistent",
+        "elastic-nnodes-conflict",
         "env-reference-undefined",
         "resources-unbounded",
         "rdma-incomplete",

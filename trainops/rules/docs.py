@@ -27,9 +27,9 @@ def _scope(rule: Rule) -> str:
 def as_text(rules: Sequence[Rule] = RULES) -> str:
     width = max(len(r.slug) for r in rules)
     lines = [
-        f"{i:>2}  {r.slug:<{width}}  {r.severity.value:<7}  {r.summary}"
+        f"{r.code}  {r.slug:<{width}}  {r.severity.value:<7}  {r.summary}"
         + ("  [needs --cluster]" if r.needs_cluster else "")
-        for i, r in enumerate(rules, start=1)
+        for r in rules
     ]
     return "\n".join(lines) + "\n"
 
@@ -37,7 +37,7 @@ def as_text(rules: Sequence[Rule] = RULES) -> str:
 def as_json(rules: Sequence[Rule] = RULES) -> str:
     data = [
         {
-            "id": i,
+            "id": r.code,
             "rule": r.slug,
             "severity": r.severity.value,
             "summary": r.summary,
@@ -48,7 +48,7 @@ def as_json(rules: Sequence[Rule] = RULES) -> str:
             "waiver": f"{WAIVER_PREFIX}{r.slug}",
             "references": list(r.references),
         }
-        for i, r in enumerate(rules, start=1)
+        for r in rules
     ]
     return json.dumps({"rules": data}, indent=2, sort_keys=True) + "\n"
 
@@ -71,20 +71,20 @@ def as_markdown(rules: Sequence[Rule] = RULES) -> str:
         "a waiver without a reason, or naming an unknown rule, is itself a finding"
         " (`waiver-invalid`).",
         "",
-        "| # | rule | severity | scope | summary |",
+        "| code | rule | severity | scope | summary |",
         "| --- | --- | --- | --- | --- |",
     ]
-    for i, r in enumerate(rules, start=1):
+    for r in rules:
         summary = r.summary.replace("|", "\\|")
         out.append(
-            f"| {i} | [`{r.slug}`](#{r.slug}) | {r.severity.value} | {_scope(r)} | {summary} |"
+            f"| {r.code} | [`{r.slug}`](#{r.slug}) | {r.severity.value} | {_scope(r)} | {summary} |"
         )
     for r in rules:
         out += [
             "",
             f"## {r.slug}",
             "",
-            f"**Severity:** {r.severity.value} · **Scope:** {_scope(r)} · **Waiver:**"
+            f"**Code:** {r.code} · **Severity:** {r.severity.value} · **Scope:** {_scope(r)} · **Waiver:**"
             f" `{WAIVER_PREFIX}{r.slug}`",
             "",
             r.summary,

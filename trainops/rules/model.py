@@ -39,7 +39,12 @@ class Rule:
     """A policy rule: metadata plus its check. `docs/rules.md` is generated from these fields."""
 
     slug: str
-    """Stable id, the `rule` of JSON findings, the suffix of the waiver annotation."""
+    """Stable name, the `rule` of JSON findings, the suffix of the waiver annotation."""
+    code: str
+    """Stable short id (`TO101`), ruff-style: never reused, independent of list order. The
+    hundreds group families: 1 resources, 2 elastic/launch, 3 env, 4 scheduling and
+    lifecycle, 5 NCCL and network, 6 pod and image, 7 DeepSpeed, 8 MPI, 9 cluster, volumes,
+    metrics and waivers."""
     severity: Severity
     summary: str
     """One line: what it catches."""

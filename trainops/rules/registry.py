@@ -1,4 +1,4 @@
-"""Every rule, in the order `trainops rules` and docs/rules.md list them."""
+"""Every rule, by code (the order `trainops rules` and docs/rules.md list them in)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from trainops.rules.checks import (
 )
 from trainops.rules.model import Rule
 
-RULES: tuple[Rule, ...] = (
+_ALL: tuple[Rule, ...] = (
     *resources.RULES,
     *elastic.RULES,
     *env.RULES,
@@ -35,5 +35,7 @@ RULES: tuple[Rule, ...] = (
     *waiver.RULES,
 )
 
+RULES: tuple[Rule, ...] = tuple(sorted(_ALL, key=lambda rule: rule.code))
 RULES_BY_SLUG: dict[str, Rule] = {rule.slug: rule for rule in RULES}
-assert len(RULES_BY_SLUG) == len(RULES), "rule slugs must be unique"
+RULES_BY_CODE: dict[str, Rule] = {rule.code: rule for rule in RULES}
+assert len(RULES_BY_SLUG) == len(RULES) == len(RULES_BY_CODE), "slugs and codes must be unique"

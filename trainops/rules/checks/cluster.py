@@ -72,6 +72,7 @@ def _namespace(obj: Object, ctx: Context) -> Iterator[Violation]:
 RULES = (
     Rule(
         slug="gpu-product-unknown",
+        code="TO901",
         severity=Severity.ERROR,
         summary="A GPU product selector the cluster does not have.",
         why="No node carries the label, so every pod stays Pending forever.",
@@ -83,6 +84,7 @@ RULES = (
     ),
     Rule(
         slug="namespace-not-allowed",
+        code="TO902",
         severity=Severity.ERROR,
         summary="A namespace outside the cluster's allow-list.",
         why="The GitOps project confines training to these namespaces: the sync fails, or the"

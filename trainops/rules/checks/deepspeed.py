@@ -263,6 +263,7 @@ def _precision(obj: Object, ctx: Context) -> Iterator[Violation]:
 RULES = (
     Rule(
         slug="deepspeed-batch-mismatch",
+        code="TO701",
         severity=Severity.ERROR,
         summary="DeepSpeed config `train_batch_size` != micro batch x accumulation x world"
         " size, or the launcher's batch arguments disagree with the config.",
@@ -277,6 +278,7 @@ RULES = (
     ),
     Rule(
         slug="deepspeed-elastic-batch",
+        code="TO702",
         severity=Severity.ERROR,
         summary="An elastic job whose DeepSpeed config pins train batch, micro batch and"
         " accumulation, or becomes invalid at some world size inside [min, max].",
@@ -294,6 +296,7 @@ RULES = (
     ),
     Rule(
         slug="deepspeed-precision-conflict",
+        code="TO703",
         severity=Severity.ERROR,
         summary="bf16 and fp16 both enabled, or the launcher's precision flag contradicts the"
         " config.",

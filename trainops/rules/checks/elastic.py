@@ -32,49 +32,26 @@ def _nnodes_range(value: str) -> tuple[int, int] | None:
     return (a, b) if a is not None and b is not None else None
 
 
-def _fixed_world(obj: Object) -> Iterator[Violation]:
-    """A non-elastic PyTorchJob: torchrun's --nnodes must admit exactly its pods."""
-    if obj.kind != "PyTorchJob" or not obj.is_kubeflow_job:
-        return
-    pods = obj.pod_count()
-    shape = " + ".join(f"{p.replica_type} {p.replicas}" for p in obj.pods)
+def _torchrun_nnodes(obj: Object) -> Iterator[tuple[str | None, str, tuple[str | int, ...]]]:
+    """(replica type, --nnodes value, its path) of every torchrun launch in the job."""
     for pod in obj.pods:
         for c in pod.containers():
             for launch in launches(c):
                 if launch.tool not in {TORCHRUN, LEGACY_LAUNCH}:
                     continue
                 nnodes = launch.option("nnodes")
-                span = _nnodes_range(nnodes[0]) if nnodes is not None else None
-                if nnodes is None or span is None or span[0] <= pods <= span[1]:
-                    continue
-                outcome = (
-                    "node ranks past it do not fit the world and the rendezvous fails or hangs"
-                    if span[1] < pods
-                    else "the rendezvous waits for nodes that never come and the job hangs"
-                )
-                yield Violation(
-                    f"{pod.replica_type}: torchrun --nnodes={nnodes[0]} but the job runs {pods}"
-                    f" pods ({shape}): {outcome}; drop --nnodes (the operator sets"
-                    f" PET_NNODES={pods})",
-                    nnodes[1],
-                )
+                if nnodes is not None:
+                    yield pod.replica_type, nnodes[0], nnodes[1]
 
 
-def _inconsistent(obj: Object, ctx: Context) -> Iterator[Violation]:
-    policy = obj.elastic_policy
-    if policy is None:
-        yield from _fixed_world(obj)
+def _range_invalid(obj: Object, ctx: Context) -> Iterator[Violation]:
+    if obj.elastic_policy is None:
         return
-    base = ("spec", "elasticPolicy")
     low, high = elastic_range(obj) or (1, 1)
     if low > high:
-        yield Violation(f"minReplicas {low} is above maxReplicas {high}", (*base, "minReplicas"))
-    backend = policy.get("rdzvBackend")
-    if backend is not None and str(backend) not in RDZV_BACKENDS:
         yield Violation(
-            f"rdzvBackend `{backend}` is not one torchrun supports"
-            f" ({', '.join(sorted(RDZV_BACKENDS))})",
-            (*base, "rdzvBackend"),
+            f"minReplicas {low} is above maxReplicas {high}",
+            ("spec", "elasticPolicy", "minReplicas"),
         )
     for pod in obj.pods:
         if pod.replicas is not None and not low <= pod.replicas <= high and pod.rtype == "worker":
@@ -82,28 +59,60 @@ def _inconsistent(obj: Object, ctx: Context) -> Iterator[Violation]:
                 f"Worker replicas {pod.replicas} outside elasticPolicy [{low}, {high}]",
                 (*pod.path[:-1], "replicas"),
             )
-        for c in pod.containers():
-            for launch in launches(c):
-                if launch.tool not in {TORCHRUN, LEGACY_LAUNCH}:
-                    continue
-                nnodes = launch.option("nnodes")
-                if nnodes is None:
-                    continue
-                value, path = nnodes
-                if ":" not in value and low != high:
-                    yield Violation(
-                        f"torchrun --nnodes={value} is fixed but elasticPolicy allows"
-                        f" {low} to {high} pods: the rendezvous waits for {value} nodes and"
-                        " the job never scales; drop --nnodes (the operator sets PET_NNODES"
-                        f"={low}:{high})",
-                        path,
-                    )
-                elif ":" in value and value != f"{low}:{high}":
-                    yield Violation(
-                        f"torchrun --nnodes={value} disagrees with elasticPolicy"
-                        f" {low}:{high}; drop --nnodes (the operator sets PET_NNODES)",
-                        path,
-                    )
+
+
+def _rdzv_backend(obj: Object, ctx: Context) -> Iterator[Violation]:
+    backend = (obj.elastic_policy or {}).get("rdzvBackend")
+    if backend is not None and str(backend) not in RDZV_BACKENDS:
+        yield Violation(
+            f"rdzvBackend `{backend}` is not one torchrun supports"
+            f" ({', '.join(sorted(RDZV_BACKENDS))})",
+            ("spec", "elasticPolicy", "rdzvBackend"),
+        )
+
+
+def _elastic_nnodes(obj: Object, ctx: Context) -> Iterator[Violation]:
+    if obj.elastic_policy is None:
+        return
+    low, high = elastic_range(obj) or (1, 1)
+    for _, value, path in _torchrun_nnodes(obj):
+        if ":" not in value and low != high:
+            yield Violation(
+                f"torchrun --nnodes={value} is fixed but elasticPolicy allows"
+                f" {low} to {high} pods: the rendezvous waits for {value} nodes and"
+                " the job never scales; drop --nnodes (the operator sets PET_NNODES"
+                f"={low}:{high})",
+                path,
+            )
+        elif ":" in value and value != f"{low}:{high}":
+            yield Violation(
+                f"torchrun --nnodes={value} disagrees with elasticPolicy"
+                f" {low}:{high}; drop --nnodes (the operator sets PET_NNODES)",
+                path,
+            )
+
+
+def _fixed_nnodes(obj: Object, ctx: Context) -> Iterator[Violation]:
+    """A non-elastic PyTorchJob: torchrun's --nnodes must admit exactly its pods."""
+    if obj.elastic_policy is not None or obj.kind != "PyTorchJob" or not obj.is_kubeflow_job:
+        return
+    pods = obj.pod_count()
+    shape = " + ".join(f"{p.replica_type} {p.replicas}" for p in obj.pods)
+    for replica_type, value, path in _torchrun_nnodes(obj):
+        span = _nnodes_range(value)
+        if span is None or span[0] <= pods <= span[1]:
+            continue
+        outcome = (
+            "node ranks past it do not fit the world and the rendezvous fails or hangs"
+            if span[1] < pods
+            else "the rendezvous waits for nodes that never come and the job hangs"
+        )
+        yield Violation(
+            f"{replica_type}: torchrun --nnodes={value} but the job runs {pods}"
+            f" pods ({shape}): {outcome}; drop --nnodes (the operator sets"
+            f" PET_NNODES={pods})",
+            path,
+        )
 
 
 def _needs_torchrun(obj: Object, ctx: Context) -> Iterator[Violation]:
@@ -136,26 +145,62 @@ def _needs_torchrun(obj: Object, ctx: Context) -> Iterator[Violation]:
 
 RULES = (
     Rule(
-        slug="elastic-inconsistent",
+        slug="elastic-range-invalid",
+        code="TO201",
         severity=Severity.ERROR,
-        summary="elasticPolicy with min > max, replicas outside [min, max], a fixed `--nnodes`"
-        " where min != max, or an unsupported rendezvous backend; in a non-elastic PyTorchJob,"
-        " a torchrun `--nnodes` other than its pod count (Master + Workers).",
-        why="torchrun takes its node range from `--nnodes` (or PET_NNODES, which the operator"
-        " sets from elasticPolicy, or to the pod count); a fixed count waits for exactly that"
-        " many nodes, so the job neither scales nor survives losing a pod, and a count that"
-        " differs from the pods the job runs leaves nodes outside the world: the rendezvous"
-        " hangs or fails.",
-        fix="Drop `--nnodes` from the command and let the operator set PET_NNODES (min:max for"
-        " elastic jobs, the pod count otherwise); keep Worker replicas inside [min, max]; use"
-        " rdzvBackend c10d.",
+        summary="elasticPolicy with minReplicas above maxReplicas, or Worker replicas outside"
+        " [min, max].",
+        why="The operator starts the Worker replicas you ask for, and torchrun's elastic agent"
+        " only admits a group size inside [min, max]: a job outside its own range never forms.",
+        fix="Keep minReplicas <= Worker replicas <= maxReplicas.",
+        example="elasticPolicy: {minReplicas: 4, maxReplicas: 2}",
+        check=_range_invalid,
+        references=("https://pytorch.org/docs/stable/elastic/run.html",),
+    ),
+    Rule(
+        slug="elastic-nnodes-conflict",
+        code="TO202",
+        severity=Severity.ERROR,
+        summary="An elastic PyTorchJob whose torchrun `--nnodes` is fixed where min != max, or"
+        " names another range than elasticPolicy.",
+        why="torchrun takes its node range from `--nnodes` over PET_NNODES (which the operator"
+        " sets to min:max): a fixed count waits for exactly that many nodes, so the job neither"
+        " scales nor survives losing a pod.",
+        fix="Drop `--nnodes` from the command and let the operator set PET_NNODES.",
         example="elasticPolicy: {minReplicas: 2, maxReplicas: 8}\n"
         "command: [torchrun, --nnodes=4, train.py]",
-        check=_inconsistent,
+        check=_elastic_nnodes,
+        references=("https://pytorch.org/docs/stable/elastic/run.html",),
+    ),
+    Rule(
+        slug="rdzv-backend-unsupported",
+        code="TO203",
+        severity=Severity.ERROR,
+        summary="elasticPolicy.rdzvBackend that torchrun does not support.",
+        why="torchrun refuses to start with a rendezvous backend it does not know, on every pod.",
+        fix="Use rdzvBackend c10d (no etcd to run).",
+        example="elasticPolicy: {rdzvBackend: zookeeper, minReplicas: 1, maxReplicas: 4}",
+        check=_rdzv_backend,
+        references=("https://pytorch.org/docs/stable/elastic/rendezvous.html",),
+    ),
+    Rule(
+        slug="nnodes-pod-mismatch",
+        code="TO204",
+        severity=Severity.ERROR,
+        summary="A non-elastic PyTorchJob whose torchrun `--nnodes` differs from its pod count"
+        " (Master + Workers).",
+        why="The operator sets PET_NNODES to the pod count; an explicit `--nnodes` overrides it,"
+        " and a count that differs from the pods the job runs leaves nodes outside the world:"
+        " the rendezvous hangs or fails.",
+        fix="Drop `--nnodes` from the command (the operator sets PET_NNODES to the pod count).",
+        example="Master: {replicas: 1}\nWorker: {replicas: 3}\n"
+        "command: [torchrun, --nnodes=3, train.py]",
+        check=_fixed_nnodes,
         references=("https://pytorch.org/docs/stable/elastic/run.html",),
     ),
     Rule(
         slug="elastic-needs-torchrun",
+        code="TO205",
         severity=Severity.ERROR,
         summary="elasticPolicy but the command does not launch through torchrun (e.g. the"
         " deprecated `torch.distributed.launch`, or plain `python`).",

@@ -115,6 +115,7 @@ def _plain_secret(obj: Object, ctx: Context) -> Iterator[Violation]:
 RULES = (
     Rule(
         slug="env-reference-undefined",
+        code="TO301",
         severity=Severity.ERROR,
         summary="A `$(VAR)` in command or args that neither the container's env nor the"
         " Training Operator defines for this job's shape.",
@@ -134,6 +135,7 @@ RULES = (
     ),
     Rule(
         slug="secret-in-plain-env",
+        code="TO302",
         severity=Severity.ERROR,
         summary="An env var whose name says secret (TOKEN, PASSWORD, SECRET, API_KEY,"
         " ACCESS_KEY, ...) with a literal value instead of a secretKeyRef (names ending in"

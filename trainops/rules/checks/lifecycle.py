@@ -160,6 +160,7 @@ def _ttl_rerun(obj: Object, ctx: Context) -> Iterator[Violation]:
 RULES = (
     Rule(
         slug="restart-policy-unsafe",
+        code="TO402",
         severity=Severity.WARNING,
         summary="`Always` on a batch replica, or `Never` on workers of a non-elastic job;"
         " written or defaulted (TFJob, XGBoostJob and JAXJob default to `Never`).",
@@ -172,6 +173,7 @@ RULES = (
     ),
     Rule(
         slug="ttl-missing",
+        code="TO403",
         severity=Severity.WARNING,
         summary="No `ttlSecondsAfterFinished` and cleanPodPolicy not `All`: finished pods pile up.",
         why="Completed and failed pods keep their logs but also their IPs, volumes and quota"
@@ -183,6 +185,7 @@ RULES = (
     ),
     Rule(
         slug="gitops-rerun-risk",
+        code="TO404",
         severity=Severity.ERROR,
         summary="A job that GitOps delivery would run again: TTL-deleted jobs re-created by"
         " Argo CD / Flux (with a cluster profile), Replace/Force sync options on a job or its"

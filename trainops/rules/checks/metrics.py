@@ -217,6 +217,7 @@ def _metrics(obj: Object, ctx: Context) -> Iterator[Violation]:
 RULES = (
     Rule(
         slug="metrics-port-mismatch",
+        code="TO904",
         severity=Severity.ERROR,
         summary="A ServiceMonitor endpoint port name not on the Service it selects, a"
         " PodMonitor endpoint port (name or number) no selected pod declares, or a Service"

@@ -63,6 +63,7 @@ def _has_space(obj: Object, ctx: Context) -> Iterator[Violation]:
 RULES = (
     Rule(
         slug="mpi-np-mismatch",
+        code="TO801",
         severity=Severity.ERROR,
         summary="mpirun `-np` != `slotsPerWorker` x worker replicas.",
         why="Fewer processes leave GPUs idle; more than the hostfile's slots makes mpirun"
@@ -73,6 +74,7 @@ RULES = (
     ),
     Rule(
         slug="mpi-arg-has-space",
+        code="TO802",
         severity=Severity.ERROR,
         summary='An argv element with whitespace inside (e.g. `"-x NCCL_DEBUG=INFO"` as one'
         " element: mpirun receives one word and misparses it).",

@@ -317,6 +317,7 @@ def _network_mismatch(obj: Object, ctx: Context) -> Iterator[Violation]:
 RULES = (
     Rule(
         slug="nccl-env-deprecated",
+        code="TO501",
         severity=Severity.WARNING,
         summary="NCCL variables NCCL has renamed or removed (legacy NRINGS names, the"
         " thresholds removed in 2.5.6, PyTorch's pre-2.2 names).",
@@ -331,6 +332,7 @@ RULES = (
     ),
     Rule(
         slug="nccl-env-unknown",
+        code="TO502",
         severity=Severity.WARNING,
         summary="An `NCCL_*` name that NCCL does not define (e.g. `NCCL_TIMEOUT`).",
         why="NCCL silently ignores names it does not know, so the setting has no effect.",
@@ -342,6 +344,7 @@ RULES = (
     ),
     Rule(
         slug="rdma-incomplete",
+        code="TO503",
         severity=Severity.ERROR,
         summary="InfiniBand/RoCE requested in the NCCL env of pods that run NCCL (mpirun"
         " exports count for the MPI ranks) but no RDMA device resource: error when NCCL_NET=IB"
@@ -360,6 +363,7 @@ RULES = (
     ),
     Rule(
         slug="network-mismatch",
+        code="TO504",
         severity=Severity.ERROR,
         summary="NCCL settings that contradict the cluster's transport or socket interface"
         " (warning: IB merely allowed, e.g. NCCL_IB_DISABLE=0, on a TCP cluster).",

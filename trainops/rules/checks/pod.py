@@ -96,6 +96,7 @@ def _privileged(obj: Object, ctx: Context) -> Iterator[Violation]:
 RULES = (
     Rule(
         slug="host-network-dns",
+        code="TO505",
         severity=Severity.ERROR,
         summary="`hostNetwork: true` without `dnsPolicy: ClusterFirstWithHostNet`; error too"
         " where the cluster forbids hostNetwork.",
@@ -111,6 +112,7 @@ RULES = (
     ),
     Rule(
         slug="image-unpinned",
+        code="TO601",
         severity=Severity.ERROR,
         summary="An image with no tag, or a moving tag (`latest`, `latest-*`, `nightly`,"
         " `main`, `master`); digests are best.",
@@ -122,6 +124,7 @@ RULES = (
     ),
     Rule(
         slug="privileged",
+        code="TO602",
         severity=Severity.ERROR,
         summary="`privileged: true`, `allowPrivilegeEscalation: true`, or added capabilities"
         " beyond what RDMA needs (IPC_LOCK).",

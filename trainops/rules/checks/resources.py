@@ -149,6 +149,7 @@ def _shm(obj: Object, ctx: Context) -> Iterator[Violation]:
 RULES = (
     Rule(
         slug="gpu-request-limit-mismatch",
+        code="TO101",
         severity=Severity.ERROR,
         summary="An extended GPU resource in requests differs from limits, or is in requests only.",
         why="Kubernetes does not overcommit extended resources: the API server rejects a pod"
@@ -160,6 +161,7 @@ RULES = (
     ),
     Rule(
         slug="resources-unbounded",
+        code="TO102",
         severity=Severity.ERROR,
         summary="A training container without a memory limit or a CPU request.",
         why="Without a memory limit one runaway rank starves every pod on the node; without a"
@@ -171,6 +173,7 @@ RULES = (
     ),
     Rule(
         slug="nproc-gpu-mismatch",
+        code="TO103",
         severity=Severity.ERROR,
         summary="Processes per pod (`nprocPerNode`, `--nproc_per_node`) differ from the GPUs"
         " the pod gets.",
@@ -183,6 +186,7 @@ RULES = (
     ),
     Rule(
         slug="shm-missing",
+        code="TO104",
         severity=Severity.WARNING,
         summary="A multi-GPU or multi-process pod without a memory-backed /dev/shm, or one"
         " below 1 GiB.",

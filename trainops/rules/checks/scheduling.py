@@ -61,6 +61,7 @@ def _gang(obj: Object, ctx: Context) -> Iterator[Violation]:
 RULES = (
     Rule(
         slug="gang-scheduling-inconsistent",
+        code="TO401",
         severity=Severity.ERROR,
         summary="Volcano on some replica templates but not all, `minAvailable` above the job's"
         " pod count, or gang settings for a scheduler the cluster does not run.",

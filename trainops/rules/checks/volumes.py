@@ -141,6 +141,7 @@ def _access(obj: Object, ctx: Context) -> Iterator[Violation]:
 RULES = (
     Rule(
         slug="volume-access-mode",
+        code="TO903",
         severity=Severity.ERROR,
         summary="A ReadWriteOnce claim mounted by a job with more than one pod; a command"
         " (init containers too) that writes into a read-only mount (readOnly, ReadOnlyMany"

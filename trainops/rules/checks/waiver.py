@@ -29,6 +29,7 @@ def _invalid(obj: Object, ctx: Context) -> Iterator[Violation]:
 RULES = (
     Rule(
         slug=SLUG,
+        code="TO905",
         severity=Severity.ERROR,
         summary="A waiver annotation without a reason, or naming no known rule.",
         why="A waiver is a reviewed exception: without a reason nobody can tell later whether"
