@@ -7,7 +7,7 @@ TRAINOPS := $(VENV)/bin/trainops
 DEEPSPEED_VERSION := 0.19.8
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test lint format render check bench bench-trainer clean
+.PHONY: setup demo test test-fast lint format render check bench bench-trainer clean
 
 setup: $(VENV)/.installed
 
@@ -44,6 +44,10 @@ format: setup
 ## test: set up, lint, type-check, then the whole pytest suite.
 test: lint
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+## test-fast: the developer loop: every test not marked slow, on all cores (no lint).
+test-fast: setup
+	$(PY) -m pytest -q -m "not slow" -n auto $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) -m bench.validate

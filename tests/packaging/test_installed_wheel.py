@@ -20,6 +20,9 @@ import pytest
 
 from tests.tools import REPO
 
+# Seconds to minutes: `make test` runs it, `make test-fast` does not.
+pytestmark = pytest.mark.slow
+
 USER_FILES = ("jobs", "clusters", "trainops.yaml", "base", "overlays", "gitops")
 
 

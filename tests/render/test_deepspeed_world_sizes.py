@@ -16,10 +16,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.tools import REPO, require_module
 from trainops.facts import deepspeed as ds_config
 from trainops.render import objects
 from trainops.spec.load import load_repository
+
+# Seconds to minutes: `make test` runs it, `make test-fast` does not.
+pytestmark = pytest.mark.slow
 
 SCRIPT = Path(__file__).with_name("ds_world_sizes.py")
 

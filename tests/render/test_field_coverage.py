@@ -31,6 +31,9 @@ from trainops.core.errors import InputError
 from trainops.render import render_repository
 from trainops.spec.load import load_repository
 
+# Seconds to minutes: `make test` runs it, `make test-fast` does not.
+pytestmark = pytest.mark.slow
+
 RICH = Path(__file__).parents[1] / "golden" / "rich"
 # Where each schema's documents live in a repository.
 SCHEMAS = {"trainingjob": "jobs", "clusterprofile": "clusters", "trainops": "trainops.yaml"}
