@@ -57,8 +57,12 @@ def test_the_schema_check_rejects_a_broken_workflow(tmp_path: Path) -> None:
     assert validate_workflow(path).returncode != 0
 
 
-@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+SETUP_ACTION = REPO / ".github" / "actions" / "setup" / "action.yml"
+
+
+@pytest.mark.parametrize("path", [*WORKFLOWS, SETUP_ACTION], ids=lambda p: p.name)
 def test_actions_are_pinned_to_full_commit_shas(path: Path) -> None:
+    """Third-party actions by full commit SHA; our own composite action by its path."""
     uses = [
         line.split("uses:", 1)[1].strip()
         for line in path.read_text().splitlines()
@@ -66,7 +70,30 @@ def test_actions_are_pinned_to_full_commit_shas(path: Path) -> None:
     ]
     assert uses
     for ref in uses:
-        assert FULL_SHA_WITH_VERSION.match(ref), ref
+        if ref.startswith("./"):
+            assert (REPO / ref / "action.yml").is_file(), ref
+        else:
+            assert FULL_SHA_WITH_VERSION.match(ref), ref
+
+
+def test_setup_action_matches_the_github_schema() -> None:
+    proc = subprocess.run(
+        [check_jsonschema(), "--builtin-schema", "vendor.github-actions", str(SETUP_ACTION)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_every_job_installs_through_the_setup_action() -> None:
+    """One installer, not a copy per job: no job downloads kustomize or sets up Python itself."""
+    text = WORKFLOWS[0].read_text()
+    assert "setup-python" not in text and "kustomize.tgz" not in text
+    jobs = load(WORKFLOWS[0])["jobs"]
+    for name in ("validate", "test", "wheel", "diff"):
+        steps = [s.get("uses", "") for s in jobs[name]["steps"]]
+        assert "./.github/actions/setup" in steps, name
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
@@ -85,12 +112,13 @@ def test_least_privilege_permissions(path: Path) -> None:
 
 
 def test_tools_are_pinned_and_checksummed() -> None:
-    env = load(WORKFLOWS[0])["env"]
+    action = load(SETUP_ACTION)
+    install = next(s for s in action["runs"]["steps"] if "kustomize" in s.get("name", ""))
+    env = install["env"]
     for tool in ("KUSTOMIZE", "KUBECONFORM"):
         assert re.fullmatch(r"\d+\.\d+\.\d+", env[f"{tool}_VERSION"])
         assert re.fullmatch(r"[0-9a-f]{64}", env[f"{tool}_SHA256"])
-    text = WORKFLOWS[0].read_text()
-    assert text.count("sha256sum --check --strict") >= 2
+    assert install["run"].count("sha256sum --check --strict") == 2
 
 
 def test_pr_and_main_jobs() -> None:
