@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -91,3 +92,27 @@ def require_shared(path: Path) -> Path:
 def require_upstream() -> Path:
     """`../shared/upstream` (upstream CRDs and example manifests)."""
     return require_shared(UPSTREAM)
+
+
+INPUTS = ("jobs", "clusters", "trainops.yaml")
+"""What a trainops repository's authors write (the rest is rendered)."""
+
+
+def trainops(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run the real CLI in a subprocess, as a user would."""
+    return subprocess.run(
+        [sys.executable, "-m", "trainops", "--root", str(root), *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """Every file under root (relative path -> bytes)."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }

@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.render.conftest import INPUTS, trainops, tree
-from tests.tools import REPO
+from tests.tools import INPUTS, REPO, trainops, tree
 
 HERE = Path(__file__).parent
 RICH = HERE / "rich"

@@ -13,8 +13,7 @@ from typing import Any
 
 import yaml
 
-from tests.render.conftest import INPUTS, trainops
-from tests.tools import REPO
+from tests.tools import INPUTS, REPO, trainops
 from trainops import build
 
 RICH = REPO / "tests" / "golden" / "rich"

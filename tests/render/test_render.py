@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.render.conftest import trainops, tree
-from tests.tools import REPO
+from tests.tools import REPO, trainops, tree
 from trainops.render import render_repository
 from trainops.render import write as render_write
 from trainops.spec.load import load_repository

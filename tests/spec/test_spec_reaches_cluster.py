@@ -15,8 +15,7 @@ from typing import Any
 
 import yaml
 
-from tests.render.conftest import trainops, tree
-from tests.tools import require_tool
+from tests.tools import require_tool, trainops, tree
 from trainops import build
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.gitops.fixtures import SETTINGS
+from tests.render.gitops.fixtures import SETTINGS
 from tests.tools import require_module
 from trainops.facts.kubeflow import KUBEFLOW_GROUP, TRAINING_JOB_KINDS
 from trainops.render.gitops.health import argocd_cm_patch, health_key, lua_source

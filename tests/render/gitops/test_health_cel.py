@@ -26,8 +26,8 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.gitops.crdschema import _strict
-from tests.gitops.test_health_lua import run_health
+from tests.render.gitops.crdschema import _strict
+from tests.render.gitops.test_health_lua import run_health
 from tests.render.repos import REPOS, copy_inputs, read_yaml, render
 from tests.tools import require_module, require_upstream
 from trainops.render.gitops.health import lua_source

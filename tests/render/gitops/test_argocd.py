@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.gitops.crdschema import crd_validator, errors
-from tests.gitops.fixtures import flux_only_repo, mixed_repo
+from tests.render.gitops.crdschema import crd_validator, errors
+from tests.render.gitops.fixtures import flux_only_repo, mixed_repo
 from tests.tools import REPO, require_kustomize, require_upstream
 from trainops.build import write_tree
 from trainops.diff import build_overlays

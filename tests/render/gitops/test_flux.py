@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tests.gitops.crdschema import crd_validator, errors
-from tests.gitops.fixtures import flux_only_repo, mixed_repo
+from tests.render.gitops.crdschema import crd_validator, errors
+from tests.render.gitops.fixtures import flux_only_repo, mixed_repo
 from tests.tools import require_upstream
 from trainops.render.gitops import render_gitops
 from trainops.render.gitops.flux import git_repository, health_check_exprs, kustomization

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.gitops.test_argocd import _render_template_patch
+from tests.render.gitops.test_argocd import _render_template_patch
 from tests.render.repos import REPOS, build_overlay, copy_inputs, read_yaml, render
 from tests.tools import REPO, require_kustomize
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.render.conftest import trainops, tree
+from tests.tools import trainops, tree
 
 
 def _edit(path: Path, old: str, new: str) -> None:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.render.conftest import trainops
-from tests.tools import REPO, require_tool
+from tests.tools import REPO, require_tool, trainops
 from trainops import build
 
 

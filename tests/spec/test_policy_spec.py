@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.render.conftest import trainops, tree
 from tests.rules.helpers import manifests_from_text
+from tests.tools import trainops, tree
 from trainops.rules import check
 from trainops.spec.load import load_repository
 

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.tools import require_tool
+from tests.tools import REPO, require_tool
 from trainops import build
 from trainops.core import paths
 from trainops.core.errors import InputError
@@ -34,7 +34,7 @@ from trainops.spec.load import load_repository
 # Seconds to minutes: `make test` runs it, `make test-fast` does not.
 pytestmark = pytest.mark.slow
 
-RICH = Path(__file__).parents[1] / "golden" / "rich"
+RICH = REPO / "tests" / "golden" / "rich"
 # Where each schema's documents live in a repository.
 SCHEMAS = {"trainingjob": "jobs", "clusterprofile": "clusters", "trainops": "trainops.yaml"}
 
