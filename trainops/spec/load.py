@@ -243,6 +243,7 @@ def _cluster(doc: Document, out: _Collector) -> model.ClusterProfile | None:
         ),
         crds=d.get("crds"),
         policy=dict(d.get("policy", {})),
+        context=d.get("context"),
     )
 
 

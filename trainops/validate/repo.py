@@ -222,3 +222,36 @@ def _validate_repository(
             result.findings += validate_manifests(manifests, None, store, unknown_kind=unknown_kind)
     result.findings.sort(key=Finding.sort_key)
     return result
+
+
+def build_overlay(
+    root: Path, cluster_name: str, build: Callable[[Path], str] = kustomize.build
+) -> tuple[ClusterProfile, list[Manifest]]:
+    """The objects `kustomize build overlays/<cluster>` makes from the repository rendered in
+    memory, each pointing at the repository file it came from (as validation findings do).
+
+    For the cluster-facing commands (live diff, server-side dry run, status), which compare
+    what Git builds with what the cluster runs. Raises InputError for bad input or an unknown
+    cluster, and kustomize.KustomizeError when the build fails.
+    """
+    repo = load_repository(root)
+    if cluster_name not in repo.clusters:
+        known = ", ".join(sorted(repo.clusters)) or "none"
+        raise InputError(
+            Problem("--cluster", None, None, f"unknown cluster {cluster_name!r} (known: {known})")
+        )
+    files = render_repository(repo)
+    overlay = f"overlays/{cluster_name}"
+    with tempfile.TemporaryDirectory(prefix="trainops-build-") as tmp:
+        for rel, text in files.items():
+            target = Path(tmp) / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        built = build(Path(tmp) / overlay)
+    manifests, problems = documents_to_manifests(
+        yamlio.load_text(built, f"kustomize build {overlay}"), cluster_name
+    )
+    if problems:
+        raise InputError(problems)
+    _attach_sources(manifests, _source_index(files), overlay)
+    return repo.clusters[cluster_name], manifests
