@@ -86,7 +86,7 @@ def require_namespaces(client: Client, namespaces: Iterable[str], profile: Clust
     for ns in sorted(set(namespaces)):
         if client.namespace_exists(ns) is False:
             raise ClusterError(
-                f"namespace {ns!r} does not exist on cluster {profile.name} ({client.where});"
+                f"namespace {ns!r} does not exist on cluster {profile.name} at {client.where};"
                 f" create it (`kubectl create namespace {ns}`) or remove it from"
                 f" {profile.file}"
             )
