@@ -97,6 +97,12 @@ _TERM = re.compile(
 )
 
 
+def reply(status: int, payload: Any, content_type: str | None = None) -> rendering.Response:
+    """A response with this status (kmock keeps the last status a reaction set: always give one)."""
+    headers = {"Content-Type": content_type} if content_type else None
+    return rendering.Response(status=status, payload=payload, headers=headers)
+
+
 def selector_matches(selector: str, labels: dict[str, str]) -> bool:
     """Kubernetes label selector semantics for the forms kubectl and pykube-ng send."""
     for term in re.split(r",(?![^(]*\))", selector):
@@ -186,13 +192,13 @@ class ApiEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         name = request.url.path.rstrip("/").rsplit("/", 1)[-1]
         key = (kmock.resource("", "v1", "namespaces"), None, name)
         if key in self.objects and not self.objects[key].deleted:
-            return self.objects[key].raw
+            return reply(200, self.objects[key].raw)
         status = {
             **NOT_FOUND,
             "message": f'namespaces "{name}" not found',
             "details": {"name": name, "kind": "namespaces"},
         }
-        return aiohttp.web.json_response(status, status=404)
+        return reply(404, status)
 
     async def _serve_dry_run(self, request: rendering.Request) -> Any:
         obj = copy.deepcopy(request.data or {})
@@ -203,7 +209,7 @@ class ApiEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
                 "message": f'namespaces "{ns}" not found',
                 "details": {"name": ns, "kind": "namespaces"},
             }
-            return aiohttp.web.json_response(status, status=404)
+            return reply(404, status)
         key = (request.resource, ns, request.name)
         existing = key in self.objects and not self.objects[key].deleted
         stored = copy.deepcopy(self.objects[key].raw) if existing else {}
@@ -223,9 +229,9 @@ class ApiEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
             }
         ]
         result = {**stored, **obj, "metadata": meta}
-        return aiohttp.web.json_response(result, status=200 if existing else 201)
+        return reply(200 if existing else 201, result)
 
-    async def _serve_log(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
+    async def _serve_log(self, request: rendering.Request) -> rendering.Response:
         container = request.params.get("container", "")
         previous = request.params.get("previous") == "true"
         key = (request.namespace or "", request.name or "", container, previous)
@@ -237,10 +243,10 @@ class ApiEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
                 "message": f'previous terminated container "{container}" in pod'
                 f' "{request.name}" not found',
             }
-            return aiohttp.web.json_response(status, status=400)
+            return reply(400, status)
         lines = self.logs[key].splitlines(keepends=True)
         tail = int(request.params.get("tailLines", len(lines)))
-        return aiohttp.web.Response(text="".join(lines[-tail:]), content_type="text/plain")
+        return reply(200, "".join(lines[-tail:]).encode(), "text/plain; charset=utf-8")
 
 
 class RunningEmulator:
