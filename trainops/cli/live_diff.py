@@ -24,9 +24,11 @@ def run(args: argparse.Namespace) -> int:
     profile, built = cluster_args.built_for(args.root, args.cluster)
     client = cluster_args.connect(args, profile)
     require_namespaces(client, [m.namespace for m in built if m.namespace], profile)
+    ordered = sorted(built, key=lambda m: (m.file or "", m.kind, m.namespace or "", m.name or ""))
+    # Every kind first: a missing CRD stops the command before any diff is printed.
+    resources = [client.require(m.api_version, m.kind) for m in ordered]
     differing = 0
-    for m in sorted(built, key=lambda m: (m.file or "", m.kind, m.namespace or "", m.name or "")):
-        resource = client.require(m.api_version, m.kind)
+    for m, resource in zip(ordered, resources, strict=True):
         namespace = m.namespace if resource.namespaced else None
         live = client.get(resource, namespace, m.name or "")
         where = f"{m.kind} {namespace + '/' if namespace else ''}{m.name}"

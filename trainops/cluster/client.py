@@ -20,6 +20,7 @@ from typing import Any
 import pykube
 import requests
 
+from trainops.cluster import kinds
 from trainops.cluster.errors import ClusterError
 from trainops.cluster.kubeconfig import Target
 
@@ -202,7 +203,7 @@ class Client:
         if found is None:
             raise ClusterError(
                 f"{self.where} does not serve {kind} ({api_version}): its CRD is not installed;"
-                " install the operator that provides it (e.g. the Kubeflow Training Operator)"
+                f" install {kinds.provider(api_version)}"
             )
         return found
 

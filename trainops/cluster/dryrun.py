@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from trainops.cluster import kinds
 from trainops.cluster.client import Client
 from trainops.findings import Finding, Severity
 from trainops.manifest import Manifest
@@ -82,7 +83,7 @@ def dry_run(client: Client, manifests: list[Manifest]) -> list[Finding]:
                 _finding(
                     m,
                     f"the cluster does not serve {m.kind} ({m.api_version}): its CRD is not"
-                    " installed; install the operator that provides it first",
+                    f" installed; install {kinds.provider(m.api_version)} first",
                     m.line_of(["kind"]),
                 )
             )

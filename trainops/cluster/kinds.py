@@ -24,6 +24,24 @@ KUEUE_WORKLOAD = ("kueue.x-k8s.io/v1beta1", "Workload")
 VOLCANO_PODGROUP = ("scheduling.volcano.sh/v1beta1", "PodGroup")
 
 
+# Who installs the CRDs of each API group: named in "CRD not installed" errors.
+PROVIDERS = {
+    "kubeflow.org": "the Kubeflow Training Operator",
+    "trainer.kubeflow.org": "Kubeflow Trainer v2",
+    "kueue.x-k8s.io": "Kueue",
+    "scheduling.volcano.sh": "Volcano",
+    "batch.volcano.sh": "Volcano",
+    "monitoring.coreos.com": "the Prometheus Operator",
+    "jobset.x-k8s.io": "JobSet",
+}
+
+
+def provider(api_version: str) -> str:
+    """Who provides the CRDs of `api_version`'s group, for a message."""
+    group = api_version.rpartition("/")[0]
+    return PROVIDERS.get(group, f"the operator that serves {group or 'it'}")
+
+
 def is_training(api_version: str, kind: str) -> bool:
     return (api_version, kind) in TRAINING_KINDS
 
