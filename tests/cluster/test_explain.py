@@ -80,7 +80,8 @@ def test_image_pull_backoff(
     assert code == 1, err
     first = out.splitlines()[0]
     assert first.startswith(
-        "ImagePullBackOff: pod resnet50-ddp-worker-0 cannot pull image ghcr.io/example/trainer:v1.4.0:"
+        "ImagePullBackOff: pod resnet50-ddp-worker-0 cannot pull image"
+        " ghcr.io/example/trainer:v1.4.0:"
     )
     assert "not found" in first
 
@@ -201,7 +202,8 @@ def test_job_in_git_but_not_on_the_cluster(
     code, out, err = _explain(capsys, repo, kubeconfig)
     assert code == 1, err
     assert out.splitlines()[0].startswith(
-        "NotDeployed: PyTorchJob ml-vision/resnet50-ddp is in Git (base/resnet50-ddp/pytorchjob.yaml)"
+        "NotDeployed: PyTorchJob ml-vision/resnet50-ddp is in Git"
+        " (base/resnet50-ddp/pytorchjob.yaml)"
     )
 
 
