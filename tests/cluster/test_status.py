@@ -78,6 +78,7 @@ def test_status_json_reports_every_job_of_cluster_and_git(
     assert resnet["file"] == "base/resnet50-ddp/pytorchjob.yaml"
     assert jobs[("ai-training", "llm-finetune")]["git"] == "differs"
     assert jobs[("ai-training", "llm-finetune")]["phase"] == "Unknown"  # no status yet
+    assert jobs[("ai-training", "llm-finetune")]["queue"] == "kueue: no Workload"
     assert jobs[("ml-vision", "old-experiment")]["git"] == "not in Git"
     # The pods were listed with the job-name label selector, once per namespace.
     pod_lists = [r for r in api.requests if r.url.path.endswith("/pods")]
@@ -114,3 +115,26 @@ def test_status_table_shows_phase_replicas_queue_and_age(
     row = next(line for line in out.splitlines() if " resnet50-ddp " in line)
     assert "Running" in row and "Master=1/0/0 Worker=3/0/0" in row
     assert "kueue: Admitted" in row and row.rstrip().endswith("in sync")
+
+
+def test_status_on_a_volcano_cluster_shows_the_podgroup_phase(
+    api: RunningEmulator, repo: Path, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    objects = built(repo, "onprem-a100")
+    job = live(
+        find(objects, "PyTorchJob", "resnet50-ddp"), response("pytorchjob-status", "running")
+    )
+    api.add(
+        job,
+        owned("PodGroup", name="resnet50-ddp", job="resnet50-ddp", ns="ml-vision",
+              status=response("schedulers", "podgroup-running")),
+    )  # fmt: skip
+    code, out, err = run_cli(
+        capsys, "--root", str(repo), "status", "--cluster", "onprem-a100",
+        "--kubeconfig", str(kubeconfig), "--context", CONTEXT,
+    )  # fmt: skip
+    assert code == 0, err
+    jobs = {j["name"]: j for j in json.loads(out)["jobs"]}
+    assert jobs["resnet50-ddp"]["queue"] == "volcano: Running"
+    assert jobs["resnet50-ddp"]["git"] == "in sync"
+    assert jobs["llm-finetune"]["git"] == "missing"

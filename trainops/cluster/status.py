@@ -166,9 +166,14 @@ def pods_by_job(pods: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]
 
 
 def queue_state(
-    job: dict[str, Any], workloads: list[dict[str, Any]], podgroups: list[dict[str, Any]]
+    job: dict[str, Any],
+    workloads: list[dict[str, Any]],
+    podgroups: list[dict[str, Any]],
+    scheduler: str = "default",
 ) -> str | None:
-    """Kueue admission (from the job's Workload) or the Volcano PodGroup phase."""
+    """Kueue admission (from the job's Workload) or the Volcano PodGroup phase; on a
+    cluster whose profile names Kueue or Volcano, their absence is said too (the queue
+    label or schedulerName did not reach them, or they are not installed)."""
     meta = job.get("metadata") or {}
     uid = meta.get("uid")
     for wl in workloads:
@@ -181,6 +186,10 @@ def queue_state(
     for pg in podgroups:
         if kinds.owned_by(pg, uid) or (pg.get("metadata") or {}).get("name") == meta.get("name"):
             return f"volcano: {(pg.get('status') or {}).get('phase') or 'Pending'}"
+    if scheduler == "kueue":
+        return "kueue: no Workload"
+    if scheduler == "volcano":
+        return "volcano: no PodGroup"
     return None
 
 
@@ -241,7 +250,7 @@ def collect(
                     gpus=job_gpus(job, profile),
                     created=meta.get("creationTimestamp"),
                     age_seconds=_age(meta.get("creationTimestamp"), now),
-                    queue=queue_state(job, workloads, podgroups),
+                    queue=queue_state(job, workloads, podgroups, profile.scheduler.kind),
                     file=desired.file if desired is not None else None,
                 )
             )
