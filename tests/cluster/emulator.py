@@ -97,10 +97,15 @@ _TERM = re.compile(
 )
 
 
-def reply(status: int, payload: Any, content_type: str | None = None) -> rendering.Response:
-    """A response with this status (kmock keeps the last status a reaction set: always give one)."""
-    headers = {"Content-Type": content_type} if content_type else None
-    return rendering.Response(status=status, payload=payload, headers=headers)
+def reply(status: int, payload: Any, content_type: str = "application/json") -> rendering.Response:
+    """A response with this status (kmock keeps the last status a reaction set: always give one).
+
+    JSON goes out as `Content-Type: application/json` exactly, as kube-apiserver sends it
+    (aiohttp would add `; charset=utf-8`, which sends pykube-ng down another error path).
+    """
+    return rendering.Response(
+        status=status, payload=payload, headers={"Content-Type": content_type}
+    )
 
 
 def selector_matches(selector: str, labels: dict[str, str]) -> bool:
@@ -167,7 +172,7 @@ class ApiEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
 
     async def _render_error(self, exc: Exception) -> aiohttp.web.StreamResponse:
         if isinstance(exc, kmock.KubernetesNotFoundError):
-            return aiohttp.web.json_response(NOT_FOUND, status=404)
+            return aiohttp.web.json_response(NOT_FOUND, status=404, content_type="application/json")
         response: aiohttp.web.StreamResponse = await super()._render_error(exc)
         return response
 

@@ -228,3 +228,39 @@ def test_unknown_cluster_profile(
     assert _one_line_error(*result) == (
         "--cluster: unknown cluster 'cloud-h10' (known: cloud-h100, onprem-a100)"
     )
+
+
+def test_403_on_get_goes_through_pykube_status_error_too(
+    api: RunningEmulator, repo: Path, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A GET refused with a v1 Status body (`Content-Type: application/json`, as a real API
+    server sends it) surfaces in pykube-ng as its own HTTPError: same one line."""
+    forbidden = response("errors", "forbidden-list-pytorchjobs")
+    forbidden["message"] = forbidden["message"].replace("cannot list", "cannot get")
+    api.call(
+        lambda e: (
+            e[
+                "get",
+                kmock.resource("kubeflow.org", "v1", "pytorchjobs"),
+                kmock.name("resnet50-ddp"),
+            ]
+            << (lambda: reply(403, forbidden))
+        )
+    )
+    result = run_cli(
+        capsys, "--root", str(repo), "explain", "resnet50-ddp", "--cluster", "cloud-h100",
+        "--kubeconfig", str(kubeconfig),
+    )  # fmt: skip
+    message = _one_line_error(*result)
+    assert message.startswith(
+        "403 Forbidden: not allowed to get pytorchjobs.kubeflow.org in namespace ml-vision"
+    )
+    assert 'cannot get resource "pytorchjobs"' in message
+
+
+def test_malformed_server_url_is_one_line(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_kubeconfig(tmp_path / "kubeconfig", "127.0.0.1:6443")  # no scheme
+    message = _one_line_error(*_status(capsys, repo, config))
+    assert "(context trainops-test)" in message

@@ -128,8 +128,14 @@ class Client:
             if err.response is None:
                 raise ClusterError(f"{verb} {what} on {self.where} failed: {err}") from None
             raise self.http_error(err.response, verb, what, namespace) from None
+        except pykube.exceptions.HTTPError as err:
+            # pykube-ng's own error for a response whose body is a v1 Status (a real API
+            # server's `Content-Type: application/json`): the same message as above.
+            raise self.failure(err.code, str(err), verb, what, namespace) from None
         except pykube.PyKubeError as err:
             raise ClusterError(f"{verb} {what} on {self.where}: {err}") from None
+        except requests.exceptions.RequestException as err:
+            raise ClusterError(f"{verb} {what} on {self.where} failed: {_reason(err)}") from None
         except (NotImplementedError, OSError, subprocess.CalledProcessError) as err:
             # pykube-ng's exec credential plugins: an unsupported apiVersion, a missing binary.
             raise ClusterError(
@@ -141,8 +147,12 @@ class Client:
         self, response: requests.Response, verb: str, what: str, namespace: str | None
     ) -> ClusterError:
         """The one line for an HTTP error that stops the command (401, 403, 5xx, ...)."""
-        code = response.status_code
-        message = status_message(response)
+        return self.failure(response.status_code, status_message(response), verb, what, namespace)
+
+    def failure(
+        self, code: int, message: str, verb: str, what: str, namespace: str | None
+    ) -> ClusterError:
+        """The one line for HTTP status `code` with the server's `message`."""
         where_ns = f" in namespace {namespace}" if namespace else ""
         if code == 401:
             return ClusterError(
