@@ -263,4 +263,7 @@ def test_malformed_server_url_is_one_line(
 ) -> None:
     config = write_kubeconfig(tmp_path / "kubeconfig", "127.0.0.1:6443")  # no scheme
     message = _one_line_error(*_status(capsys, repo, config))
-    assert "(context trainops-test)" in message
+    assert message == (
+        f"context 'trainops-test' in {config}: server '127.0.0.1:6443' of cluster 'emulator'"
+        " is not an https:// URL; fix the kubeconfig"
+    )

@@ -157,6 +157,12 @@ def resolve(
             f"context {name!r} in {source} names cluster {cluster_name!r}, which has no"
             " `server` there; fix the kubeconfig"
         )
+    server_url = str(clusters[cluster_name]["server"])
+    if not server_url.startswith(("https://", "http://")):
+        raise ClusterError(
+            f"context {name!r} in {source}: server {server_url!r} of cluster {cluster_name!r}"
+            " is not an https:// URL; fix the kubeconfig"
+        )
     config = pykube.KubeConfig(doc, current_context=name)
     try:
         server = str(config.cluster["server"]).rstrip("/")
