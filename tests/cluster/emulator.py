@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import copy
+import json
 import re
 import threading
 from collections.abc import Callable, Iterator
@@ -172,7 +173,9 @@ class ApiEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
 
     async def _render_error(self, exc: Exception) -> aiohttp.web.StreamResponse:
         if isinstance(exc, kmock.KubernetesNotFoundError):
-            return aiohttp.web.json_response(NOT_FOUND, status=404, content_type="application/json")
+            body = json.dumps(NOT_FOUND).encode()
+            headers = {"Content-Type": "application/json"}
+            return aiohttp.web.Response(body=body, status=404, headers=headers)
         response: aiohttp.web.StreamResponse = await super()._render_error(exc)
         return response
 

@@ -39,6 +39,7 @@ def test_pending_pod_names_the_node_selector_no_node_has(
     api.add(
         _job(repo, "created"),
         pod(JOB, "master", 0, response("pods", "pending-unschedulable")),
+        pod("other-job", "master", 0, response("pods", "oom-killed")),
         *response("events", ""),
     )
     code, out, err = _explain(capsys, repo, kubeconfig)
@@ -55,7 +56,11 @@ def test_pending_pod_names_the_node_selector_no_node_has(
     assert "Warning  FailedScheduling  pod/resnet50-ddp-master-0" in evidence
     assert "(x6)" in evidence
     assert "SuccessfulCreatePod  pytorchjob/resnet50-ddp" in evidence
-    assert "other-job" not in evidence
+    assert "other-job" not in evidence  # its pod and events: the label selector left them out
+    pod_lists = [r for r in api.requests if r.url.path == "/api/v1/namespaces/ml-vision/pods"]
+    assert [r.params["labelSelector"] for r in pod_lists] == [
+        "training.kubeflow.org/job-name=resnet50-ddp"
+    ]
 
 
 def test_pending_for_lack_of_gpus_quotes_the_scheduler(
