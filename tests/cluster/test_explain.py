@@ -222,3 +222,16 @@ def test_unknown_job_is_a_usage_error(
     assert (code, out) == (2, "")
     assert err.startswith("error: no training job 'resnet-50' for cluster cloud-h100:")
     assert "llm-finetune, resnet50-ddp" in err and len(err.splitlines()) == 1
+
+
+def test_a_log_the_kubelet_no_longer_has_is_left_out(
+    api: RunningEmulator, repo: Path, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The emulator answers the log request 400, as the kubelet does for a container whose
+    log is gone: the cause still comes first, the log section is simply absent."""
+    api.add(_job(repo, "failed"), pod(JOB, "master", 0, response("pods", "oom-killed")))
+    code, out, err = _explain(capsys, repo, kubeconfig)
+    assert code == 1, err
+    assert out.startswith("OOMKilled: container pytorch of pod resnet50-ddp-master-0")
+    assert "Log of" not in out
+    assert any(r.url.path.endswith("/pods/resnet50-ddp-master-0/log") for r in api.requests)

@@ -118,3 +118,11 @@ def test_server_side_needs_a_cluster(
     code, out, err = run_cli(capsys, "--root", str(repo), "validate", "--server-side")
     assert (code, out) == (2, "")
     assert err == "error: --server-side: needs --cluster NAME: the cluster to ask\n"
+
+
+def test_connection_options_need_server_side(
+    repo: Path, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_cli(capsys, "--root", str(repo), "validate", "--context", "trainops-test")
+    assert (code, out) == (2, "")
+    assert err == "error: --context/--kubeconfig: only apply with --server-side\n"

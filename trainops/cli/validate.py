@@ -129,6 +129,10 @@ def spec_findings(err: InputError) -> list[Finding]:
 def run(args: argparse.Namespace) -> int:
     if args.server_side:
         return server_side.run(args)
+    if args.context or args.kubeconfig:
+        raise InputError(
+            Problem("--context/--kubeconfig", None, None, "only apply with --server-side")
+        )
     try:
         findings, resources = _validate(args)
     except InputError as err:

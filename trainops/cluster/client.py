@@ -13,7 +13,7 @@ import contextlib
 import json
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -255,16 +255,16 @@ class Client:
         """The last lines of a container's log (of its previous run if `previous`); None
         when the kubelet has none to give (the container never started, the node is gone)."""
         obj = {"metadata": {"name": pod, "namespace": namespace}}
-        try:
-            with self._calling("get", "pods/log", namespace):
+        with self._calling("get", "pods/log", namespace):
+            try:
                 text: str = pykube.Pod(self.api, obj).logs(
                     container=container, previous=previous, tail_lines=tail_lines
                 )
-        except ClusterError as err:
-            # 400 "container ... is waiting to start", 404 for a gone pod: no log to show.
-            if str(err).startswith(("400 ", "404 ")):
-                return None
-            raise
+            except requests.HTTPError as err:
+                # 400 "container ... is waiting to start", 404 for a gone pod: no log to show.
+                if err.response is not None and err.response.status_code in {400, 404}:
+                    return None
+                raise
         return text
 
     # ------------------------------------------------------------------ writes (dry run)
@@ -288,7 +288,15 @@ class Client:
             raise self.http_error(response, "patch", resource.qualified, namespace)
         return ApplyResult(response.status_code, _status_body(response))
 
-    def _send(self, verb: str, what: str, namespace: str | None, call: Any) -> requests.Response:
+    def _send(
+        self,
+        verb: str,
+        what: str,
+        namespace: str | None,
+        call: Callable[[], requests.Response],
+    ) -> requests.Response:
+        """`call()` (one pykube-ng request) with its failures as ClusterError; a 401 stops
+        here, every other status is the caller's to read."""
         with self._calling(verb, what, namespace):
             response: requests.Response = call()
         if response.status_code == 401:
