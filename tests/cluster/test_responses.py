@@ -61,6 +61,12 @@ def test_pytorchjob_status_matches_the_upstream_crd(state: str) -> None:
     assert _errors(_crd_status("kubeflow.org/pytorchjobs.yaml", "v1"), status) == []
 
 
+@pytest.mark.parametrize("state", ["running", "complete"])
+def test_trainjob_status_matches_the_upstream_crd(state: str) -> None:
+    status = response("trainjob-status", state)
+    assert _errors(_crd_status("trainer.kubeflow.org/trainjobs.yaml", "v1alpha1"), status) == []
+
+
 @pytest.mark.parametrize("state", ["podgroup-pending", "podgroup-running"])
 def test_podgroup_status_matches_the_upstream_crd(state: str) -> None:
     status = response("schedulers", state)

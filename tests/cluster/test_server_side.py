@@ -112,16 +112,14 @@ def test_rbac_denial_of_the_patch_stops_with_verb_and_resource(
     assert len(err.splitlines()) == 1
 
 
-def test_server_side_needs_a_cluster(
-    repo: Path, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_server_side_needs_a_cluster(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "--root", str(repo), "validate", "--server-side")
     assert (code, out) == (2, "")
     assert err == "error: --server-side: needs --cluster NAME: the cluster to ask\n"
 
 
 def test_connection_options_need_server_side(
-    repo: Path, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+    repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, err = run_cli(capsys, "--root", str(repo), "validate", "--context", "trainops-test")
     assert (code, out) == (2, "")

@@ -138,3 +138,33 @@ def test_status_on_a_volcano_cluster_shows_the_podgroup_phase(
     assert jobs["resnet50-ddp"]["queue"] == "volcano: Running"
     assert jobs["resnet50-ddp"]["git"] == "in sync"
     assert jobs["llm-finetune"]["git"] == "missing"
+
+
+def test_status_shows_trainjobs_too(
+    api: RunningEmulator, repo: Path, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trainer v2's TrainJob, where the cluster serves it (its CRD is in the emulator's
+    discovery, from ../shared/upstream): phase from its JobSet's child Jobs, GPUs from
+    numNodes x resourcesPerNode."""
+    trainjob = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "llama-sft", "namespace": "ai-training", "uid": "tj-uid",
+                     "creationTimestamp": "2026-11-23T08:00:00Z"},
+        "spec": {
+            "runtimeRef": {"name": "torch-distributed"},
+            "trainer": {"numNodes": 2, "resourcesPerNode": {"limits": {"nvidia.com/gpu": "8"}}},
+        },
+        "status": response("trainjob-status", "running"),
+    }  # fmt: skip
+    api.add(trainjob)
+    code, out, err = run_cli(
+        capsys, "--root", str(repo), "status", "--cluster", "cloud-h100",
+        "--kubeconfig", str(kubeconfig),
+    )  # fmt: skip
+    assert code == 0, err
+    row = next(j for j in json.loads(out)["jobs"] if j["name"] == "llama-sft")
+    assert (row["kind"], row["phase"], row["gpus"], row["git"]) == (
+        "TrainJob", "Running", 16, "not in Git"
+    )  # fmt: skip
+    assert row["replicas"] == {"node": {"active": 2, "succeeded": 0, "failed": 0}}

@@ -61,9 +61,14 @@ def conditions(obj: dict[str, Any]) -> list[dict[str, Any]]:
 
 def phase(obj: dict[str, Any]) -> str:
     """The job's phase as the operator reports it: the type of its latest True condition
-    (Created, Running, Restarting, Suspended, Succeeded, Failed; TrainJob: Complete)."""
+    (Created, Running, Restarting, Suspended, Succeeded, Failed; TrainJob: Complete, or
+    Running while a child Job is active)."""
     true = [c for c in conditions(obj) if c.get("status") == "True" and c.get("type")]
     if not true:
+        # A TrainJob has no Running condition: its JobSet's child Jobs say it.
+        jobs = (obj.get("status") or {}).get("jobsStatus") or []
+        if any(isinstance(j, dict) and int(j.get("active") or 0) > 0 for j in jobs):
+            return "Running"
         return "Unknown"
     latest = max(
         enumerate(true), key=lambda ic: (str(ic[1].get("lastTransitionTime") or ""), ic[0])
