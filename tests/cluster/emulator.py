@@ -60,6 +60,16 @@ CRD_FILES = (
     "scheduling.volcano.sh/podgroups.yaml",
     "monitoring.coreos.com/servicemonitors.yaml",
 )
+# The same kinds as CRD_FILES serve, written out for a checkout without ../shared (the
+# GitHub-hosted workflow); test_emulator.py checks they equal what the CRD files say.
+CRD_KINDS: dict[tuple[str, str], tuple[str, bool]] = {
+    ("kubeflow.org/v1", "PyTorchJob"): ("pytorchjobs", True),
+    ("kubeflow.org/v1", "TFJob"): ("tfjobs", True),
+    ("kubeflow.org/v1", "MPIJob"): ("mpijobs", True),
+    ("trainer.kubeflow.org/v1alpha1", "TrainJob"): ("trainjobs", True),
+    ("scheduling.volcano.sh/v1beta1", "PodGroup"): ("podgroups", True),
+    ("monitoring.coreos.com/v1", "ServiceMonitor"): ("servicemonitors", True),
+}
 VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
 SERVER_TIME = "2026-11-23T09:00:00Z"
 # What a real API server answers for a path it does not serve (a group without a CRD).

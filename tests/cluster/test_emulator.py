@@ -10,7 +10,8 @@ import pykube
 import pytest
 
 from tests.cluster.conftest import CREATED, namespace
-from tests.cluster.emulator import RunningEmulator, selector_matches
+from tests.cluster.emulator import CRD_KINDS, RunningEmulator, kinds_from_crds, selector_matches
+from tests.tools import require_upstream
 
 
 def _api(url: str) -> pykube.HTTPClient:
@@ -84,3 +85,7 @@ def test_selector_parser_rejects_what_it_does_not_know() -> None:
     with pytest.raises(ValueError, match="unparsable"):
         selector_matches("a=b=c", {})
     assert selector_matches("a notin (x)", {}) and not selector_matches("a notin (x)", {"a": "x"})
+
+
+def test_written_out_crd_kinds_match_the_upstream_crds() -> None:
+    assert kinds_from_crds(require_upstream()) == CRD_KINDS
