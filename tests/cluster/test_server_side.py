@@ -124,3 +124,26 @@ def test_connection_options_need_server_side(
     code, out, err = run_cli(capsys, "--root", str(repo), "validate", "--context", "trainops-test")
     assert (code, out) == (2, "")
     assert err == "error: --context/--kubeconfig: only apply with --server-side\n"
+
+
+def test_sarif_describes_the_server_rule(
+    api: RunningEmulator, repo: Path, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api.call(
+        lambda e: (
+            e["patch", kmock.resource("kubeflow.org", "v1", "pytorchjobs")]
+            << (lambda: reply(422, response("errors", "invalid-pytorchjob")))
+        )
+    )
+    code, out, err = _validate(capsys, repo, kubeconfig, "--format", "sarif")
+    assert code == 1, err
+    run = json.loads(out)["runs"][0]
+    (rule,) = run["tool"]["driver"]["rules"]
+    assert rule["id"] == "server"
+    assert rule["shortDescription"]["text"].startswith("The cluster's API server refused")
+    assert {
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in run["results"]
+    } == {
+        "base/llm-finetune/pytorchjob.yaml",
+        "base/resnet50-ddp/pytorchjob.yaml",
+    }
