@@ -53,6 +53,8 @@ NOT_IN_OUTPUT = {
     "clusterprofile:storage.classes": "a check: the storage classes jobs may name",
     "clusterprofile:crds": "CRDs `trainops validate` checks against, not delivered",
     "clusterprofile:policy.*": "rule severities for `trainops validate`, not delivered",
+    "clusterprofile:context": "the kubeconfig context the cluster-facing commands (status,"
+    " explain, live-diff, validate --server-side) use; not delivered",
     "trainops:$schema": "an editor hint (yaml-language-server), never read",
 }
 

@@ -14,7 +14,8 @@ from pathlib import Path
 from types import ModuleType
 
 from trainops import __version__
-from trainops.cli import build, diff, render, rules, validate
+from trainops.cli import build, diff, explain, live_diff, render, rules, status, validate
+from trainops.cluster.errors import ClusterError
 from trainops.core.errors import InputError
 
 EXIT_OK = 0
@@ -28,6 +29,9 @@ COMMANDS: dict[str, ModuleType] = {
     "build": build,
     "diff": diff,
     "rules": rules,
+    "status": status,
+    "explain": explain,
+    "live-diff": live_diff,
 }
 
 
@@ -67,6 +71,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as err:
         for problem in err.problems:
             print(f"error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    except ClusterError as err:
+        # The cluster could not be reached or read: one line naming what and what to do.
+        print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as err:
         # A path the user gave that cannot be read or written (--output into a file,

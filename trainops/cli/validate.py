@@ -19,6 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from trainops.cli import cluster_args, server_side
 from trainops.cli.load import load
 from trainops.core.errors import InputError, Problem
 from trainops.core.findings import Finding, Severity
@@ -70,6 +71,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also run kubeconform (must be on PATH) on the same objects with the same schemas",
     )
+    parser.add_argument(
+        "--server-side",
+        action="store_true",
+        help="ask the cluster of --cluster instead: a server-side dry-run apply of every built"
+        " object (admission webhooks, quotas, CEL rules, CRDs); findings have rule `server`",
+    )
+    cluster_args.add_connection_arguments(parser)
 
 
 def _cluster_profile(args: argparse.Namespace) -> ClusterProfile | None:
@@ -119,6 +127,12 @@ def spec_findings(err: InputError) -> list[Finding]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.server_side:
+        return server_side.run(args)
+    if args.context or args.kubeconfig:
+        raise InputError(
+            Problem("--context/--kubeconfig", None, None, "only apply with --server-side")
+        )
     try:
         findings, resources = _validate(args)
     except InputError as err:

@@ -57,6 +57,13 @@ BUILTIN_RULES: dict[str, tuple[str, str]] = {
         "Generated output (base/, overlays/, gitops/) is not what `trainops render` writes.",
         "Run `trainops render` and commit the result.",
     ),
+    "server": (
+        "The cluster's API server refused a dry-run server-side apply of the object"
+        " (`validate --server-side`): an admission webhook, a quota, a CEL rule, a missing CRD"
+        " or namespace.",
+        "Read the server's message in the finding: change the object in Git, or ask the"
+        " cluster's admins (quota, webhook policy, CRD, namespace); see docs/cluster.md.",
+    ),
 }
 
 _COLOURS = {Severity.ERROR: "\033[31m", Severity.WARNING: "\033[33m"}

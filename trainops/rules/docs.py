@@ -84,8 +84,8 @@ def as_markdown(rules: Sequence[Rule] = RULES) -> str:
             "",
             f"## {r.slug}",
             "",
-            f"**Code:** {r.code} · **Severity:** {r.severity.value} · **Scope:** {_scope(r)} · **Waiver:**"
-            f" `{WAIVER_PREFIX}{r.slug}`",
+            f"**Code:** {r.code} · **Severity:** {r.severity.value} · **Scope:** {_scope(r)}"
+            f" · **Waiver:** `{WAIVER_PREFIX}{r.slug}`",
             "",
             r.summary,
             "",

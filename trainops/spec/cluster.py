@@ -97,4 +97,5 @@ def build_cluster(
         ),
         crds=d.get("crds"),
         policy=dict(d["policy"]),
+        context=d.get("context"),
     )

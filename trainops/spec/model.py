@@ -124,6 +124,10 @@ class ClusterProfile:
     """Optional directory of real CRD YAML to validate against instead of `schemas/`."""
     policy: dict[str, str] = field(default_factory=dict)
     """Per-rule severity on this cluster: rule slug -> `error`, `warning` or `off`."""
+    context: str | None = None
+    """Kubeconfig context that reaches this cluster (the cluster-facing commands use it;
+    `--context` overrides it; None: the kubeconfig's current-context). Names a context in
+    the user's own kubeconfig: credentials never live in the repository."""
 
     def gpu(self, name: str) -> GpuProduct | None:
         return next((g for g in self.gpus if g.name == name), None)

@@ -200,3 +200,32 @@ def _validate(
         store = SchemaStore(crd_schemas=load_crd_dir(crds) if crds else None)
         result.findings += validate_manifests(manifests, None, store, unknown_kind=unknown_kind)
     return result
+
+
+def build_overlay(
+    repo: Repository, cluster_name: str, run: Callable[[Path], str] = build.kustomize
+) -> tuple[ClusterProfile, list[Manifest]]:
+    """The objects `kustomize build overlays/<cluster>` makes from the repository rendered in
+    memory, each pointing at the repository file it came from (as validation findings do).
+
+    For the cluster-facing commands (live diff, server-side dry run, status), which compare
+    what Git builds with what the cluster runs. Raises InputError for an unknown cluster or
+    output that is not objects, and build.KustomizeError when the build fails.
+    """
+    if cluster_name not in repo.clusters:
+        known = ", ".join(sorted(repo.clusters)) or "none"
+        raise InputError(
+            Problem("--cluster", None, None, f"unknown cluster {cluster_name!r} (known: {known})")
+        )
+    files = render_repository(repo)
+    overlay = f"{paths.OVERLAYS_DIR}/{cluster_name}"
+    with tempfile.TemporaryDirectory(prefix="trainops-build-") as tmp:
+        build.write_tree(files, Path(tmp))
+        built = run(Path(tmp) / overlay)
+    manifests, problems = documents_to_manifests(
+        yamlio.load_text(built, f"kustomize build {overlay}"), cluster_name
+    )
+    if problems:
+        raise InputError(problems)
+    _attach_sources(manifests, _source_index(files), overlay)
+    return repo.clusters[cluster_name], manifests

@@ -7,12 +7,12 @@ from collections.abc import Iterator
 
 from trainops.core.findings import Severity
 from trainops.facts.gpus import is_gpu_resource
+from trainops.facts.quantity import GIB, parse_quantity
 from trainops.rules.context import Context
 from trainops.rules.launch import DEEPSPEED, LEGACY_LAUNCH, TORCHRUN, launches
 from trainops.rules.model import Rule, Violation
 from trainops.rules.objects import Object
 from trainops.rules.pods import PodTemplate, gpu_products
-from trainops.rules.quantity import GIB, parse_quantity
 from trainops.rules.values import as_dict, as_int
 
 # /dev/shm below this is too small for NCCL's shared-memory transport and DataLoader workers

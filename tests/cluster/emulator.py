@@ -1,0 +1,336 @@
+"""A Kubernetes API emulator on loopback for the cluster-facing commands' tests.
+
+NO real Kubernetes API server runs in these tests: none can run on the build machines.
+What runs is kmock's KubernetesEmulator (PyPI `kmock`), a real aiohttp HTTP server on
+127.0.0.1 that speaks the Kubernetes REST API (discovery, list, get, create, patch) and
+keeps objects in memory. pykube-ng talks to it over real HTTP, exactly as it talks to a
+cluster: nothing in pykube-ng or trainops is patched.
+
+What this module adds to kmock, each where kmock 0.8 differs from a real API server:
+
+- discovery at `/apis/<group>/<version>/` with the trailing slash pykube-ng sends;
+- `labelSelector` on lists (equality, `!=`, existence, `in`/`notin`), which kmock ignores;
+- `dryRun=All` server-side apply (PATCH `application/apply-patch+yaml`): the object as it
+  would be stored (server stamps added) and nothing stored; 404 `namespaces "x" not
+  found` when the namespace does not exist, as the real server answers;
+- pod logs (`pods/<name>/log` with `container`, `previous`, `tailLines`) as text/plain;
+- 404s as the real server's v1 Status (`reason: NotFound`) instead of kmock's own text.
+
+Which kinds exist (discovery) is read from the upstream CRDs in ../shared/upstream where
+they are there; core kinds and Kueue's Workload (no CRD file there) are declared here from
+the Kubernetes and Kueue API references.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import copy
+import json
+import re
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import aiohttp.web
+import kmock
+import yaml
+from kmock._internal import apps, rendering
+
+# (apiVersion, kind) -> (plural, namespaced): the core kinds the commands touch, and the
+# CRD kinds without a CRD file in ../shared/upstream. From the API references:
+# https://kubernetes.io/docs/reference/kubernetes-api/ and https://kueue.sigs.k8s.io/docs/reference/
+DECLARED: dict[tuple[str, str], tuple[str, bool]] = {
+    ("v1", "Namespace"): ("namespaces", False),
+    ("v1", "Pod"): ("pods", True),
+    ("v1", "Event"): ("events", True),
+    ("v1", "Service"): ("services", True),
+    ("v1", "ConfigMap"): ("configmaps", True),
+    ("v1", "PersistentVolumeClaim"): ("persistentvolumeclaims", True),
+    ("kueue.x-k8s.io/v1beta1", "Workload"): ("workloads", True),
+}
+# CRD files (under ../shared/upstream/crds) whose kinds a full training cluster serves.
+CRD_FILES = (
+    "kubeflow.org/pytorchjobs.yaml",
+    "kubeflow.org/tfjobs.yaml",
+    "kubeflow.org/mpijobs.yaml",
+    "trainer.kubeflow.org/trainjobs.yaml",
+    "scheduling.volcano.sh/podgroups.yaml",
+    "monitoring.coreos.com/servicemonitors.yaml",
+)
+# The same kinds as CRD_FILES serve, written out for a checkout without ../shared (the
+# GitHub-hosted workflow); test_emulator.py checks they equal what the CRD files say.
+CRD_KINDS: dict[tuple[str, str], tuple[str, bool]] = {
+    ("kubeflow.org/v1", "PyTorchJob"): ("pytorchjobs", True),
+    ("kubeflow.org/v1", "TFJob"): ("tfjobs", True),
+    ("kubeflow.org/v1", "MPIJob"): ("mpijobs", True),
+    ("trainer.kubeflow.org/v1alpha1", "TrainJob"): ("trainjobs", True),
+    ("scheduling.volcano.sh/v1beta1", "PodGroup"): ("podgroups", True),
+    ("monitoring.coreos.com/v1", "ServiceMonitor"): ("servicemonitors", True),
+}
+VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
+SERVER_TIME = "2026-11-23T09:00:00Z"
+# What a real API server answers for a path it does not serve (a group without a CRD).
+NOT_FOUND = {
+    "kind": "Status",
+    "apiVersion": "v1",
+    "metadata": {},
+    "status": "Failure",
+    "message": "the server could not find the requested resource",
+    "reason": "NotFound",
+    "details": {},
+    "code": 404,
+}
+
+
+def kinds_from_crds(upstream: Path) -> dict[tuple[str, str], tuple[str, bool]]:
+    """(apiVersion, kind) -> (plural, namespaced) for every served version of the CRDs."""
+    found: dict[tuple[str, str], tuple[str, bool]] = {}
+    for rel in CRD_FILES:
+        for crd in yaml.safe_load_all((upstream / "crds" / rel).read_text(encoding="utf-8")):
+            spec = crd["spec"]
+            for version in spec["versions"]:
+                if version.get("served", True):
+                    key = (f"{spec['group']}/{version['name']}", spec["names"]["kind"])
+                    found[key] = (spec["names"]["plural"], spec["scope"] == "Namespaced")
+    return found
+
+
+def _resource(api_version: str, plural: str) -> kmock.resource:
+    group, _, version = api_version.rpartition("/")
+    return kmock.resource(group, version, plural)
+
+
+_TERM = re.compile(
+    r"^\s*(!?)([\w./-]+)\s*(?:(==|=|!=)\s*([\w./-]*)|\s+(in|notin)\s*\(([^)]*)\))?\s*$"
+)
+
+
+def reply(status: int, payload: Any, content_type: str = "application/json") -> rendering.Response:
+    """A response with this status (kmock keeps the last status a reaction set: always give one).
+
+    JSON goes out as `Content-Type: application/json` exactly, as kube-apiserver sends it
+    (aiohttp would add `; charset=utf-8`, which sends pykube-ng down another error path).
+    """
+    return rendering.Response(
+        status=status, payload=payload, headers={"Content-Type": content_type}
+    )
+
+
+def selector_matches(selector: str, labels: dict[str, str]) -> bool:
+    """Kubernetes label selector semantics for the forms kubectl and pykube-ng send."""
+    for term in re.split(r",(?![^(]*\))", selector):
+        if not term.strip():
+            continue
+        match = _TERM.match(term)
+        if match is None:
+            raise ValueError(f"unparsable label selector term {term!r}")
+        negate, key, op, value, set_op, values = match.groups()
+        if op in {"=", "=="}:
+            ok = labels.get(key) == value
+        elif op == "!=":
+            ok = labels.get(key) != value
+        elif set_op:
+            options = {v.strip() for v in values.split(",")}
+            ok = (labels.get(key) in options) == (set_op == "in")
+            if set_op == "notin":
+                ok = key not in labels or labels[key] not in options
+        else:
+            ok = (key in labels) != bool(negate)
+        if not ok:
+            return False
+    return True
+
+
+class ApiEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
+    """kmock's emulator with the behaviours listed in the module docstring."""
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        self.kinds: dict[tuple[str, str], tuple[str, bool]] = {}
+        self.logs: dict[tuple[str, str, str, bool], str] = {}
+        # Above kmock's own fallbacks (which would serve these as plain lists / fetches),
+        # below anything a test declares.
+        early = self.fallback**1
+        early["get", re.compile(r"/apis/[^/]+/[^/]+/")] << self._serve_version
+        early["get", re.compile(r"/api/v1/")] << self._serve_version
+        # kmock reads /api/v1/namespaces/NAME as "namespace NAME", not as the object.
+        early["get", re.compile(r"/api/v1/namespaces/[^/]+")] << self._serve_namespace
+        early[kmock.params(dryRun="All")] << self._serve_dry_run
+        early[kmock.subresource("log")] << self._serve_log
+
+    def declare(self, api_version: str, kind: str, plural: str, namespaced: bool) -> None:
+        self.kinds[(api_version, kind)] = (plural, namespaced)
+        self.resources[_resource(api_version, plural)] = kmock.ResourceInfo(
+            kind=kind, namespaced=namespaced, verbs=VERBS
+        )
+
+    def add(self, obj: dict[str, Any]) -> None:
+        """Store `obj` as the cluster would hold it."""
+        plural, namespaced = self.kinds[(obj["apiVersion"], obj["kind"])]
+        meta = obj["metadata"]
+        ns = meta.get("namespace") if namespaced else None
+        self.objects[_resource(obj["apiVersion"], plural), ns, meta["name"]] = copy.deepcopy(obj)
+
+    async def _handle(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
+        if request.params.get("dryRun") == "All":
+            # Nothing is stored on a dry run: skip kmock's object bookkeeping.
+            return await apps.RawHandler._handle(self, request)
+        response: aiohttp.web.StreamResponse = await super()._handle(request)
+        return response
+
+    async def _render_error(self, exc: Exception) -> aiohttp.web.StreamResponse:
+        if isinstance(exc, kmock.KubernetesNotFoundError):
+            body = json.dumps(NOT_FOUND).encode()
+            headers = {"Content-Type": "application/json"}
+            return aiohttp.web.Response(body=body, status=404, headers=headers)
+        response: aiohttp.web.StreamResponse = await super()._render_error(exc)
+        return response
+
+    async def _serve_list(self, request: rendering.Request) -> Any:
+        listing: dict[str, Any] = await super()._serve_list(request)
+        selector = request.params.get("labelSelector")
+        if selector:
+            listing["items"] = [
+                item
+                for item in listing["items"]
+                if selector_matches(selector, (item.get("metadata") or {}).get("labels") or {})
+            ]
+        listing["items"].sort(
+            key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"])
+        )
+        return listing
+
+    def _namespace_exists(self, name: str) -> bool:
+        return (kmock.resource("", "v1", "namespaces"), None, name) in self.objects
+
+    async def _serve_namespace(self, request: rendering.Request) -> Any:
+        name = request.url.path.rstrip("/").rsplit("/", 1)[-1]
+        key = (kmock.resource("", "v1", "namespaces"), None, name)
+        if key in self.objects and not self.objects[key].deleted:
+            return reply(200, self.objects[key].raw)
+        status = {
+            **NOT_FOUND,
+            "message": f'namespaces "{name}" not found',
+            "details": {"name": name, "kind": "namespaces"},
+        }
+        return reply(404, status)
+
+    async def _serve_dry_run(self, request: rendering.Request) -> Any:
+        obj = copy.deepcopy(request.data or {})
+        ns = request.namespace
+        if ns is not None and not self._namespace_exists(ns):
+            status = {
+                **NOT_FOUND,
+                "message": f'namespaces "{ns}" not found',
+                "details": {"name": ns, "kind": "namespaces"},
+            }
+            return reply(404, status)
+        key = (request.resource, ns, request.name)
+        existing = key in self.objects and not self.objects[key].deleted
+        stored = copy.deepcopy(self.objects[key].raw) if existing else {}
+        meta = {**(stored.get("metadata") or {}), **obj.get("metadata", {})}
+        meta.setdefault("uid", "6f1e9c1e-0000-4000-8000-000000000001")
+        meta.setdefault("creationTimestamp", SERVER_TIME)
+        meta.setdefault("generation", 1)
+        meta["resourceVersion"] = "1"
+        meta["managedFields"] = [
+            {
+                "manager": request.params.get("fieldManager", ""),
+                "operation": "Apply",
+                "apiVersion": obj.get("apiVersion", ""),
+                "time": SERVER_TIME,
+                "fieldsType": "FieldsV1",
+                "fieldsV1": {},
+            }
+        ]
+        result = {**stored, **obj, "metadata": meta}
+        return reply(200 if existing else 201, result)
+
+    async def _serve_log(self, request: rendering.Request) -> rendering.Response:
+        container = request.params.get("container", "")
+        previous = request.params.get("previous") == "true"
+        key = (request.namespace or "", request.name or "", container, previous)
+        if key not in self.logs:
+            status = {
+                **NOT_FOUND,
+                "code": 400,
+                "reason": "BadRequest",
+                "message": f'previous terminated container "{container}" in pod'
+                f' "{request.name}" not found',
+            }
+            return reply(400, status)
+        lines = self.logs[key].splitlines(keepends=True)
+        tail = int(request.params.get("tailLines", len(lines)))
+        return reply(200, "".join(lines[-tail:]).encode(), "text/plain; charset=utf-8")
+
+
+class RunningEmulator:
+    """The emulator served on 127.0.0.1 from a thread of its own (the tests are sync)."""
+
+    def __init__(self, emulator: ApiEmulator, server: Any, loop: asyncio.AbstractEventLoop):
+        self.emulator = emulator
+        self.url = str(server.url).rstrip("/")
+        self._loop = loop
+
+    def call(self, fn: Callable[[ApiEmulator], Any]) -> Any:
+        """Run `fn(emulator)` on the server's event loop (where its state lives)."""
+        done: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+        def apply() -> None:
+            try:
+                done.set_result(fn(self.emulator))
+            except Exception as err:  # handed back to the test
+                done.set_exception(err)
+
+        self._loop.call_soon_threadsafe(apply)
+        return done.result(timeout=10)
+
+    def add(self, *objects: dict[str, Any]) -> None:
+        def store(emulator: ApiEmulator) -> None:
+            for obj in objects:
+                emulator.add(obj)
+
+        self.call(store)
+
+    @property
+    def requests(self) -> list[rendering.Request]:
+        return list(self.call(lambda e: list(iter(e))))
+
+
+@contextmanager
+def serve(kinds: dict[tuple[str, str], tuple[str, bool]]) -> Iterator[RunningEmulator]:
+    """Start the emulator serving `kinds` on a free loopback port; stop it afterwards."""
+    started = threading.Event()
+    holder: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with ApiEmulator() as emulator, kmock.Server(emulator) as server:
+            for (api_version, kind), (plural, namespaced) in kinds.items():
+                emulator.declare(api_version, kind, plural, namespaced)
+            stop = asyncio.Event()
+            holder.update(
+                running=RunningEmulator(emulator, server, asyncio.get_running_loop()), stop=stop
+            )
+            started.set()
+            await stop.wait()
+
+    def thread_main() -> None:
+        try:
+            asyncio.run(main())
+        except BaseException as err:  # reported by the waiting test
+            holder["error"] = err
+            started.set()
+
+    thread = threading.Thread(target=thread_main, name="k8s-api-emulator", daemon=True)
+    thread.start()
+    if not started.wait(timeout=30) or "error" in holder:
+        raise RuntimeError(f"the API emulator did not start: {holder.get('error')}")
+    running: RunningEmulator = holder["running"]
+    try:
+        yield running
+    finally:
+        running._loop.call_soon_threadsafe(holder["stop"].set)
+        thread.join(timeout=10)

@@ -1,0 +1,61 @@
+"""Options and set-up shared by the cluster-facing commands (status, explain, live-diff,
+validate --server-side): which cluster profile, which kubeconfig and context, how long to
+wait, and the objects Git builds for that cluster."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from trainops.build import KustomizeError
+from trainops.cli.load import load
+from trainops.cluster.client import DEFAULT_TIMEOUT_SECONDS, Client
+from trainops.cluster.kubeconfig import resolve
+from trainops.core.errors import InputError, Problem
+from trainops.core.manifest import Manifest
+from trainops.spec.model import ClusterProfile
+from trainops.validate.repo import build_overlay
+
+
+def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
+    """--context, --kubeconfig, --request-timeout (kubectl's names and meaning)."""
+    parser.add_argument(
+        "--context",
+        help="kubeconfig context to use (default: the profile's `context`, else current-context)",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        type=Path,
+        metavar="FILE",
+        help="kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)",
+    )
+    parser.add_argument(
+        "--request-timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_SECONDS,
+        metavar="SECONDS",
+        help=f"how long to wait for each API request (default: {DEFAULT_TIMEOUT_SECONDS:g})",
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cluster", required=True, help="the cluster profile (clusters/NAME.yaml)")
+    add_connection_arguments(parser)
+
+
+def built_for(root: Path, cluster: str) -> tuple[ClusterProfile, list[Manifest]]:
+    """The cluster's profile and what `kustomize build overlays/<cluster>` makes of Git."""
+    try:
+        return build_overlay(load(root), cluster)
+    except KustomizeError as err:
+        raise InputError(
+            Problem(f"overlays/{cluster}", None, None, f"kustomize build failed: {err}")
+        ) from None
+
+
+def connect(args: argparse.Namespace, profile: ClusterProfile) -> Client:
+    """A client for the profile's cluster, through the user's kubeconfig."""
+    if args.request_timeout <= 0:
+        raise InputError(Problem("--request-timeout", None, None, "must be a positive number"))
+    target = resolve(args.kubeconfig, args.context, profile.context, profile.file)
+    return Client(target, timeout=args.request_timeout)

@@ -1,0 +1,43 @@
+"""Show the training jobs on a cluster, and whether each job of Git is there and in sync.
+
+For every PyTorchJob, TFJob, MPIJob (and TrainJob) in the cluster profile's namespaces:
+phase, replicas per type (active/succeeded/failed), restarts, GPUs, age, Kueue admission
+or Volcano PodGroup phase; for every job Git builds for the cluster: whether it is on
+the cluster and whether its spec matches. A table on a terminal, JSON otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+
+from trainops.cli import cluster_args
+from trainops.cluster import status
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    cluster_args.add_arguments(parser)
+    parser.add_argument(
+        "--format",
+        choices=("table", "json"),
+        help="table (default on a terminal) or json (default otherwise)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    profile, built = cluster_args.built_for(args.root, args.cluster)
+    client = cluster_args.connect(args, profile)
+    rows = status.collect(client, profile, built, dt.datetime.now(dt.UTC))
+    fmt = args.format or ("table" if sys.stdout.isatty() else "json")
+    if fmt == "table":
+        sys.stdout.write(status.table(rows))
+    else:
+        out = {
+            "cluster": profile.name,
+            "context": client.target.context,
+            "jobs": [r.to_dict() for r in rows],
+        }
+        sys.stdout.write(json.dumps(out, indent=2, sort_keys=True) + "\n")
+    return 0

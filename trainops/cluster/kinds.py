@@ -1,0 +1,80 @@
+"""The kinds the cluster-facing commands read, and the labels that tie pods to their job."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Training jobs: the Kubeflow Training Operator v1 kinds, and Trainer v2's TrainJob once a
+# cluster serves it (https://www.kubeflow.org/docs/components/trainer/).
+TRAINING_KINDS: tuple[tuple[str, str], ...] = (
+    ("kubeflow.org/v1", "PyTorchJob"),
+    ("kubeflow.org/v1", "TFJob"),
+    ("kubeflow.org/v1", "MPIJob"),
+    ("trainer.kubeflow.org/v1alpha1", "TrainJob"),
+)
+# The label the Training Operator puts on every pod of a job (v1.7+; `job-name` before).
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
+# Trainer v2 runs a TrainJob as a JobSet; its pods carry the JobSet's name.
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+POD = ("v1", "Pod")
+EVENT = ("v1", "Event")
+# Kueue admits a job through a Workload it owns; Volcano gang-schedules it via a PodGroup.
+KUEUE_WORKLOAD = ("kueue.x-k8s.io/v1beta1", "Workload")
+VOLCANO_PODGROUP = ("scheduling.volcano.sh/v1beta1", "PodGroup")
+
+
+# Who installs the CRDs of each API group: named in "CRD not installed" errors.
+PROVIDERS = {
+    "kubeflow.org": "the Kubeflow Training Operator",
+    "trainer.kubeflow.org": "Kubeflow Trainer v2",
+    "kueue.x-k8s.io": "Kueue",
+    "scheduling.volcano.sh": "Volcano",
+    "batch.volcano.sh": "Volcano",
+    "monitoring.coreos.com": "the Prometheus Operator",
+    "jobset.x-k8s.io": "JobSet",
+}
+
+
+def provider(api_version: str) -> str:
+    """Who provides the CRDs of `api_version`'s group, for a message."""
+    group = api_version.rpartition("/")[0]
+    return PROVIDERS.get(group, f"the operator that serves {group or 'it'}")
+
+
+def is_training(api_version: str, kind: str) -> bool:
+    return (api_version, kind) in TRAINING_KINDS
+
+
+def owned_by(obj: dict[str, Any], uid: str | None) -> bool:
+    """Whether `obj` has an owner reference to the object with `uid`."""
+    if not uid:
+        return False
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
+    return any(isinstance(r, dict) and r.get("uid") == uid for r in refs)
+
+
+def conditions(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    found = (obj.get("status") or {}).get("conditions") or []
+    return [c for c in found if isinstance(c, dict)]
+
+
+def phase(obj: dict[str, Any]) -> str:
+    """The job's phase as the operator reports it: the type of its latest True condition
+    (Created, Running, Restarting, Suspended, Succeeded, Failed; TrainJob: Complete, or
+    Running while a child Job is active)."""
+    true = [c for c in conditions(obj) if c.get("status") == "True" and c.get("type")]
+    if not true:
+        # A TrainJob has no Running condition: its JobSet's child Jobs say it.
+        jobs = (obj.get("status") or {}).get("jobsStatus") or []
+        if any(isinstance(j, dict) and int(j.get("active") or 0) > 0 for j in jobs):
+            return "Running"
+        return "Unknown"
+    latest = max(
+        enumerate(true), key=lambda ic: (str(ic[1].get("lastTransitionTime") or ""), ic[0])
+    )
+    return str(latest[1]["type"])
+
+
+def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    return next((c for c in conditions(obj) if c.get("type") == kind), None)
