@@ -93,7 +93,7 @@ def test_defaulted_policy_is_reported_as_the_default() -> None:
     assert not _of(run(manifests_from_text(explicit)), "restart-policy-unsafe")
 
 
-# --- volume-access-mode: writes into read-only mounts ---------------------------------------
+# --- write-to-read-only: writes into read-only mounts ---------------------------------------
 
 WRITER_JOB = """\
 apiVersion: batch/v1
@@ -132,7 +132,7 @@ spec:
 )
 def test_writes_into_a_configmap_mount(script: str, written: str | None) -> None:
     found = _of(
-        run(manifests_from_text(WRITER_JOB.replace("SCRIPT", script))), "volume-access-mode"
+        run(manifests_from_text(WRITER_JOB.replace("SCRIPT", script))), "write-to-read-only"
     )
     if written is None:
         assert not found
@@ -146,12 +146,12 @@ def test_relative_writes_resolve_against_the_working_directory() -> None:
     text = WRITER_JOB.replace("SCRIPT", "wget -P sub https://example.com/x").replace(
         "workingDir: /work", "workingDir: /etc/train"
     )
-    found = _of(run(manifests_from_text(text)), "volume-access-mode")
+    found = _of(run(manifests_from_text(text)), "write-to-read-only")
     assert [f.message.split(" (")[0] for f in found] == [
         "container `prep` writes to /etc/train/sub"
     ]
     unknown = text.replace("          workingDir: /etc/train\n", "")
-    assert not _of(run(manifests_from_text(unknown)), "volume-access-mode")
+    assert not _of(run(manifests_from_text(unknown)), "write-to-read-only")
 
 
 # --- metrics-port-mismatch: PodMonitor -------------------------------------------------------

@@ -42,9 +42,11 @@ PUBLISHED = {
     "TO802": "mpi-arg-has-space",
     "TO901": "gpu-product-unknown",
     "TO902": "namespace-not-allowed",
-    "TO903": "volume-access-mode",
+    "TO903": "claim-single-node",
     "TO904": "metrics-port-mismatch",
     "TO905": "waiver-invalid",
+    "TO906": "write-to-read-only",
+    "TO907": "dataset-writable",
 }
 # Codes that named a rule once and may never be given to another.
 RETIRED: set[str] = set()

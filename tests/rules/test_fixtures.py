@@ -16,7 +16,6 @@ from trainops.spec.model import ClusterProfile
 # the findings of every other fail fixture have the rule's default severity.
 MILDER: dict[str, set[Severity]] = {
     "rdma-incomplete/fail-ib-default.yaml": {Severity.WARNING},
-    "volume-access-mode/fail-dataset-writable.yaml": {Severity.WARNING},
 }
 
 

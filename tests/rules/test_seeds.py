@@ -81,7 +81,7 @@ def test_seed001_tfjob() -> None:
     found = _by(run(_seed001()), "tf-distributed")
     assert len(found["resources-unbounded"]) == 4  # Chief + Worker: memory limit, CPU request
     assert len(found["shm-missing"]) == 2  # 8 GPUs per pod, no /dev/shm
-    assert "volume-access-mode" in found  # /data mounted read-write
+    assert "dataset-writable" in found  # /data mounted read-write
 
 
 def test_seed001_deepspeed_config_when_mounted() -> None:
@@ -123,9 +123,10 @@ def test_seed000() -> None:
     # The article's init container syncs the dataset into the ReadOnlyMany claim: an error
     # (the download fails where the driver mounts ROX read-only, else every pod writes the
     # shared volume); the training containers mounting it read-write are warnings.
-    volumes = sorted((f.severity, f.message.split(" ")[0]) for f in job["volume-access-mode"])
-    assert volumes == [("error", "init"), ("warning", "container"), ("warning", "container")]
-    write = next(f for f in job["volume-access-mode"] if f.severity == "error")
+    writes = [f.message.split(" ")[0] for f in job["write-to-read-only"]]
+    assert writes == ["init"]
+    assert [f.severity for f in job["dataset-writable"]] == ["warning", "warning"]
+    write = job["write-to-read-only"][0]
     assert "`data-downloader` writes to /data (`aws`)" in write.message
     assert "ReadOnlyMany" in write.message
     service = _by(findings, "training-metrics")

@@ -1,5 +1,5 @@
-"""Volume rules: ReadWriteOnce claims shared by many pods, writes into read-only mounts,
-writable dataset mounts."""
+"""Volume rules: ReadWriteOnce claims shared by many pods (`claim-single-node`), writes into
+read-only mounts (`write-to-read-only`), writable dataset mounts (`dataset-writable`)."""
 
 from __future__ import annotations
 
@@ -101,12 +101,13 @@ def _writes(obj: Object, ctx: Context, pod: PodTemplate) -> Iterator[Violation]:
                 )
 
 
-def _access(obj: Object, ctx: Context) -> Iterator[Violation]:
+def _write_read_only(obj: Object, ctx: Context) -> Iterator[Violation]:
     for pod in obj.pods:
         yield from _writes(obj, ctx, pod)
-    if not obj.is_training_job:
-        return
-    pods = obj.pod_count()
+
+
+def _claims(obj: Object, ctx: Context) -> Iterator[tuple[PodTemplate, str, str, Any, set[str]]]:
+    """(pod, volume name, claim name, path of the claim name, the claim's access modes)."""
     for pod in obj.pods:
         for name, (volume, vpath) in pod.volumes.items():
             claim = as_dict(volume.get("persistentVolumeClaim")).get("claimName")
@@ -114,48 +115,83 @@ def _access(obj: Object, ctx: Context) -> Iterator[Violation]:
                 continue
             pvc = ctx.find("PersistentVolumeClaim", str(claim), obj.namespace)
             modes = set(map(str, as_list(as_dict(pvc.spec).get("accessModes")))) if pvc else set()
-            if pods > 1 and modes and modes <= SINGLE_NODE_MODES:
-                yield Violation(
-                    f"claim `{claim}` is {'/'.join(sorted(modes))} but the job runs {pods}"
-                    " pods across nodes: all but one node's pods stay ContainerCreating",
-                    (*vpath, "persistentVolumeClaim", "claimName"),
-                )
-            for c in pod.containers():
-                for i, mount in enumerate(c.volume_mounts):
-                    if mount.get("name") != name or mount.get("readOnly") is True:
-                        continue
-                    mount_path = str(mount.get("mountPath", ""))
-                    dataset = any(
-                        _DATASET.search(x) for x in (name, str(claim), mount_path.strip("/"))
+            yield pod, name, str(claim), (*vpath, "persistentVolumeClaim", "claimName"), modes
+
+
+def _single_node(obj: Object, ctx: Context) -> Iterator[Violation]:
+    if not obj.is_training_job:
+        return
+    pods = obj.pod_count()
+    for _, _, claim, path, modes in _claims(obj, ctx):
+        if pods > 1 and modes and modes <= SINGLE_NODE_MODES:
+            yield Violation(
+                f"claim `{claim}` is {'/'.join(sorted(modes))} but the job runs {pods}"
+                " pods across nodes: all but one node's pods stay ContainerCreating",
+                path,
+            )
+
+
+def _dataset_writable(obj: Object, ctx: Context) -> Iterator[Violation]:
+    if not obj.is_training_job:
+        return
+    for pod, name, claim, _, modes in _claims(obj, ctx):
+        for c in pod.containers():
+            for i, mount in enumerate(c.volume_mounts):
+                if mount.get("name") != name or mount.get("readOnly") is True:
+                    continue
+                mount_path = str(mount.get("mountPath", ""))
+                dataset = any(_DATASET.search(x) for x in (name, claim, mount_path.strip("/")))
+                if dataset or modes == {"ReadOnlyMany"}:
+                    why = "a ReadOnlyMany claim" if modes == {"ReadOnlyMany"} else "a dataset"
+                    yield Violation(
+                        f"container `{c.name}` mounts {why} (`{claim}` at {mount_path})"
+                        " read-write: one bad rank can corrupt it for every run",
+                        (*c.path, "volumeMounts", i),
                     )
-                    if dataset or modes == {"ReadOnlyMany"}:
-                        why = "a ReadOnlyMany claim" if modes == {"ReadOnlyMany"} else "a dataset"
-                        yield Violation(
-                            f"container `{c.name}` mounts {why} (`{claim}` at {mount_path})"
-                            " read-write: one bad rank can corrupt it for every run",
-                            (*c.path, "volumeMounts", i),
-                            Severity.WARNING,
-                        )
 
 
 RULES = (
     Rule(
-        slug="volume-access-mode",
+        slug="claim-single-node",
         code="TO903",
         severity=Severity.ERROR,
-        summary="A ReadWriteOnce claim mounted by a job with more than one pod; a command"
-        " (init containers too) that writes into a read-only mount (readOnly, ReadOnlyMany"
-        " claim, ConfigMap/Secret volume); (warning) a dataset mount that is not read-only.",
-        why="A ReadWriteOnce volume attaches to one node: pods on other nodes never start. A"
-        " write into a read-only mount fails, so an init container that downloads there never"
-        " finishes and the pod never starts; a ReadOnlyMany claim is read-only wherever the"
-        " driver honours the access mode, and where it does not, every pod writes the shared"
-        " data at once. A writable dataset mount lets a bug in one rank corrupt the data for"
-        " every run.",
-        fix="Use a ReadWriteMany (or ReadOnlyMany) claim for shared data; fill datasets once"
-        " (a separate Job on a writable claim) and mount them with `readOnly: true`.",
-        example="accessModes: [ReadWriteOnce]  # claim mounted by 4 workers\n"
-        "initContainers: [{command: [aws, s3, sync, s3://b/ds, /data]}]  # /data ReadOnlyMany",
-        check=_access,
+        summary="A ReadWriteOnce (or ReadWriteOncePod) claim mounted by a job with more than"
+        " one pod.",
+        why="A ReadWriteOnce volume attaches to one node: pods scheduled on other nodes never"
+        " start (ContainerCreating, Multi-Attach error), and a gang-scheduled job never runs.",
+        fix="Use a ReadWriteMany claim for what every pod writes (checkpoints), ReadOnlyMany for"
+        " what they only read.",
+        example="accessModes: [ReadWriteOnce]  # claim mounted by 4 workers",
+        check=_single_node,
+        references=(
+            "https://kubernetes.io/docs/concepts/storage/persistent-volumes/#access-modes",
+        ),
+    ),
+    Rule(
+        slug="write-to-read-only",
+        code="TO906",
+        severity=Severity.ERROR,
+        summary="A command (init containers too) that writes into a read-only mount: readOnly,"
+        " a ReadOnlyMany claim, a ConfigMap/Secret volume.",
+        why="The write fails, so an init container that downloads there never finishes and the"
+        " pod never starts; a ReadOnlyMany claim is read-only wherever the driver honours the"
+        " access mode, and where it does not, every pod writes the shared data at once.",
+        fix="Fill datasets once (a separate Job, or an init container on a writable claim) and"
+        " mount them read-only for training.",
+        example="initContainers: [{command: [aws, s3, sync, s3://b/ds, /data]}]  # /data readOnly",
+        check=_write_read_only,
+    ),
+    Rule(
+        slug="dataset-writable",
+        code="TO907",
+        severity=Severity.WARNING,
+        summary="A training container that mounts a dataset (by its name or path) or a"
+        " ReadOnlyMany claim read-write.",
+        why="A writable dataset mount lets a bug in one rank corrupt the data for every run."
+        " The dataset is guessed from names (`data`, `dataset`): waive it on a job whose such"
+        " mount really is its output.",
+        fix="Mount datasets with `readOnly: true`; write outputs and caches elsewhere.",
+        example="volumeMounts: [{name: dataset, mountPath: /data}]  # no readOnly",
+        check=_dataset_writable,
     ),
 )
