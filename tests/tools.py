@@ -98,6 +98,28 @@ INPUTS = ("jobs", "clusters", "trainops.yaml")
 """What a trainops repository's authors write (the rest is rendered)."""
 
 
+def copy_inputs(source: Path, dest: Path, names: tuple[str, ...] = INPUTS) -> Path:
+    """Copy a repository's inputs (by default jobs, clusters, trainops.yaml) into `dest`."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        src = source / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name)
+        elif src.is_file():
+            shutil.copy(src, dest / name)
+    return dest
+
+
+def write_file(directory: Path, name: str, text: str | bytes) -> Path:
+    """`directory/name` holding `text` (bytes as they are)."""
+    path = directory / name
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return path
+
+
 def trainops(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Run the real CLI in a subprocess, as a user would."""
     return subprocess.run(

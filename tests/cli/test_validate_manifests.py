@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tools import REPO
+from tests.tools import REPO, write_file
 from trainops.cli import main
 
 GOOD = """apiVersion: v1
@@ -29,23 +29,14 @@ datum: 1
 """
 
 
-def _write(tmp_path: Path, name: str, text: str | bytes) -> Path:
-    path = tmp_path / name
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text)
-    return path
-
-
 def test_clean_manifest_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = _write(tmp_path, "ok.yaml", GOOD)
+    path = write_file(tmp_path, "ok.yaml", GOOD)
     assert main(["validate", "--manifests", str(path)]) == 0
     assert "1 resource(s) checked, 0 error(s)" in capsys.readouterr().out
 
 
 def test_unknown_field_json_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = _write(tmp_path, "bad.yaml", BAD)
+    path = write_file(tmp_path, "bad.yaml", BAD)
     assert main(["validate", "--manifests", str(path), "--format", "json"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert out["summary"] == {"resources": 1, "errors": 1, "warnings": 0}
@@ -85,7 +76,7 @@ def test_ordinary_yaml_validates(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], data: str
 ) -> None:
     """YAML the API server reads (it turns it into JSON) validates, without a traceback."""
-    path = _write(
+    path = write_file(
         tmp_path, "ok.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ok\n" + data
     )
     code = main(["validate", "--manifests", str(path), "--format", "json"])
@@ -134,7 +125,7 @@ def test_ordinary_yaml_validates(
 def test_bad_yaml_exits_2_with_file_and_no_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str | bytes, expected: str
 ) -> None:
-    path = _write(tmp_path, "in.yaml", text)
+    path = write_file(tmp_path, "in.yaml", text)
     assert main(["validate", "--manifests", str(path)]) == 2
     err = capsys.readouterr().err
     assert expected in err
@@ -185,8 +176,8 @@ def test_bad_job_spec_is_a_spec_finding_in_json(
 def test_unreadable_manifest_is_a_spec_finding_in_every_machine_format(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
 ) -> None:
-    bad = _write(tmp_path, "dup.yaml", "apiVersion: v1\nkind: ConfigMap\nkind: Secret\n")
-    good = _write(tmp_path, "ok.yaml", GOOD)
+    bad = write_file(tmp_path, "dup.yaml", "apiVersion: v1\nkind: ConfigMap\nkind: Secret\n")
+    good = write_file(tmp_path, "ok.yaml", GOOD)
     assert main(["validate", "--manifests", str(good), str(bad), "--format", fmt]) == 2
     out, err = capsys.readouterr()
     assert f"error: {bad}:3:1: invalid YAML: duplicate key 'kind'" in err
@@ -217,7 +208,7 @@ def test_usage_problem_is_a_spec_finding_without_a_file(
 def test_text_format_reports_bad_input_on_stderr_only(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    bad = _write(tmp_path, "dup.yaml", "a: 1\na: 2\n")
+    bad = write_file(tmp_path, "dup.yaml", "a: 1\na: 2\n")
     assert main(["validate", "--manifests", str(bad)]) == 2
     out, err = capsys.readouterr()
     assert out == "" and f"{bad}:2:1: invalid YAML: duplicate key 'a'" in err
@@ -246,7 +237,7 @@ items:
 def test_list_items_are_validated_as_objects(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = _write(tmp_path, "list.yaml", V1_LIST)
+    path = write_file(tmp_path, "list.yaml", V1_LIST)
     assert main(["validate", "--manifests", str(path), "--format", "json"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert out["summary"]["resources"] == 2
@@ -271,7 +262,7 @@ def test_typed_list_items_take_the_list_kind(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     text = "apiVersion: v1\nkind: ConfigMapList\nitems:\n  - metadata: {name: a}\n    datum: 1\n"
-    path = _write(tmp_path, "cms.yaml", text)
+    path = write_file(tmp_path, "cms.yaml", text)
     assert main(["validate", "--manifests", str(path), "--format", "json"]) == 1
     [finding] = json.loads(capsys.readouterr().out)["findings"]
     assert (finding["kind"], finding["name"], finding["line"]) == ("ConfigMap", "a", 5)
@@ -288,7 +279,7 @@ def test_typed_list_items_take_the_list_kind(
 def test_bad_list_item_exits_2_naming_its_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], items: str, line: int, expected: str
 ) -> None:
-    path = _write(tmp_path, "list.yaml", "apiVersion: v1\nkind: List\nitems:\n" + items)
+    path = write_file(tmp_path, "list.yaml", "apiVersion: v1\nkind: List\nitems:\n" + items)
     assert main(["validate", "--manifests", str(path)]) == 2
     err = capsys.readouterr().err
     assert f"{path}:{line}: {expected}" in err
@@ -307,7 +298,7 @@ def test_bad_list_item_exits_2_naming_its_line(
 def test_object_without_a_name_is_a_schema_finding(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, line: int
 ) -> None:
-    path = _write(tmp_path, "x.yaml", text)
+    path = write_file(tmp_path, "x.yaml", text)
     assert main(["validate", "--manifests", str(path), "--format", "json"]) == 1
     findings = json.loads(capsys.readouterr().out)["findings"]
     named = [f for f in findings if "metadata" in f["message"] and f["rule"] == "schema"]
@@ -322,21 +313,21 @@ def test_object_without_a_name_is_a_schema_finding(
 
 def test_generate_name_is_a_name(tmp_path: Path) -> None:
     text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {generateName: cm-}\n"
-    assert main(["validate", "--manifests", str(_write(tmp_path, "g.yaml", text))]) == 0
+    assert main(["validate", "--manifests", str(write_file(tmp_path, "g.yaml", text))]) == 0
 
 
 def test_unknown_kind_is_error_unless_downgraded(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     widget = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n"
-    path = _write(tmp_path, "x.yaml", widget)
+    path = write_file(tmp_path, "x.yaml", widget)
     assert main(["validate", "--manifests", str(path)]) == 1
     assert "no schema for Widget" in capsys.readouterr().out
     assert main(["validate", "--manifests", str(path), "--unknown-kinds", "warning"]) == 0
 
 
 def test_committed_status_is_a_finding(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = _write(tmp_path, "s.yaml", GOOD + "status:\n  phase: Active\n")
+    path = write_file(tmp_path, "s.yaml", GOOD + "status:\n  phase: Active\n")
     assert main(["validate", "--manifests", str(path), "--format", "json"]) == 1
     [finding] = json.loads(capsys.readouterr().out)["findings"]
     assert finding["line"] == 7 and "status" in finding["message"]

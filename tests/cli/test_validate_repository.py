@@ -3,37 +3,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from tests.tools import REPO, require_tool, require_upstream
 from trainops.cli import main
-
-GOOD = """apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: ok
-data:
-  a: b
-"""
-BAD = """apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: bad
-data:
-  a: b
-datum: 1
-"""
-
-
-def _write(tmp_path: Path, name: str, text: str | bytes) -> Path:
-    path = tmp_path / name
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text)
-    return path
 
 
 def test_in_repo_mode_builds_each_overlay(capsys: pytest.CaptureFixture[str]) -> None:

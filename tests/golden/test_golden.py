@@ -14,12 +14,11 @@ reviewers then read like any rendered diff.
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.tools import INPUTS, REPO, trainops, tree
+from tests.tools import REPO, copy_inputs, trainops, tree
 
 HERE = Path(__file__).parent
 RICH = HERE / "rich"
@@ -27,18 +26,8 @@ UPDATE = os.environ.get("TRAINOPS_UPDATE_GOLDEN") == "1"
 GENERATED = ("base", "overlays", "gitops")
 
 
-def _copy_inputs(source: Path, dest: Path) -> Path:
-    for name in INPUTS:
-        src = source / name
-        if src.is_dir():
-            shutil.copytree(src, dest / name)
-        elif src.is_file():
-            shutil.copy(src, dest / name)
-    return dest
-
-
 def _rendered(source: Path, dest: Path) -> dict[str, bytes]:
-    root = _copy_inputs(source, dest)
+    root = copy_inputs(source, dest)
     result = trainops(root, "render")
     assert result.returncode == 0, result.stderr
     return {path: data for path, data in tree(root).items() if path.startswith(GENERATED)}
@@ -71,7 +60,7 @@ def test_rich_tree(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("source", "expected"), [(REPO, "shipped"), (RICH, "rich")])
 def test_validate_json(tmp_path: Path, source: Path, expected: str) -> None:
-    root = _copy_inputs(source, tmp_path)
+    root = copy_inputs(source, tmp_path)
     result = trainops(root, "validate", "--format", "json")
     assert result.returncode in {0, 1}, result.stderr
     _check(HERE / f"{expected}.validate.json", result.stdout)

@@ -7,29 +7,16 @@ as a user runs it, and each overlay is built with the real kustomize.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from tests.tools import INPUTS, REPO, trainops
+from tests.tools import REPO, trainops
 from trainops import build
 
 RICH = REPO / "tests" / "golden" / "rich"
 REPOS = {"shipped": REPO, "rich": RICH}
-
-
-def copy_inputs(source: Path, dest: Path) -> Path:
-    """Copy a repository's inputs (jobs, clusters, trainops.yaml) into `dest`."""
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in INPUTS:
-        src = source / name
-        if src.is_dir():
-            shutil.copytree(src, dest / name)
-        elif src.is_file():
-            shutil.copy(src, dest / name)
-    return dest
 
 
 def render(root: Path) -> Path:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.render.repos import REPOS, copy_inputs
-from tests.tools import REPO, tree
+from tests.render.repos import REPOS
+from tests.tools import REPO, copy_inputs, tree
 
 GENERATED = ("base/", "overlays/", "gitops/")
 # Two seeds under which a set of the five whitelisted kinds, or of a cluster's

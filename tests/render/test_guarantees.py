@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.render.repos import REPOS, RICH, build_overlay, copy_inputs, read_yaml, render
-from tests.tools import require_kustomize
+from tests.render.repos import REPOS, RICH, build_overlay, read_yaml, render
+from tests.tools import copy_inputs, require_kustomize
 
 # The documented names, spelled out here (not imported) so a changed constant shows up.
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"

@@ -10,7 +10,6 @@ the package index, as a user's would.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import venv
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tools import REPO
+from tests.tools import REPO, copy_inputs
 
 # Seconds to minutes: `make test` runs it, `make test-fast` does not.
 pytestmark = pytest.mark.slow
@@ -51,13 +50,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def user_repo(tmp_path: Path) -> Path:
     """A copy of the shipped repository's own files, away from the package's source."""
-    for name in USER_FILES:
-        src = REPO / name
-        if src.is_dir():
-            shutil.copytree(src, tmp_path / name)
-        else:
-            shutil.copy(src, tmp_path / name)
-    return tmp_path
+    return copy_inputs(REPO, tmp_path, USER_FILES)
 
 
 def test_the_installed_package_is_the_wheel_not_the_checkout(

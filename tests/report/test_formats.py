@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import jsonschema
 
@@ -11,32 +10,6 @@ from tests.tools import REPO
 from trainops.core.findings import Finding, Severity
 from trainops.report import formats as report
 from trainops.rules import RULES
-
-GOOD = """apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: ok
-data:
-  a: b
-"""
-BAD = """apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: bad
-data:
-  a: b
-datum: 1
-"""
-
-
-def _write(tmp_path: Path, name: str, text: str | bytes) -> Path:
-    path = tmp_path / name
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text)
-    return path
-
 
 FINDINGS = [
     Finding("schema", Severity.ERROR, "spec.x: unknown field", "a.yaml", 3, "Pod", "p", "ns", "c1"),

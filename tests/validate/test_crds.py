@@ -8,40 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.tools import require_upstream
+from tests.tools import require_upstream, write_file
 from trainops.cli import main
 from trainops.validate.crd import convert_schema
-
-GOOD = """apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: ok
-data:
-  a: b
-"""
-BAD = """apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: bad
-data:
-  a: b
-datum: 1
-"""
-
-
-def _write(tmp_path: Path, name: str, text: str | bytes) -> Path:
-    path = tmp_path / name
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text)
-    return path
 
 
 def test_crds_flag_uses_real_crd(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     upstream = require_upstream()
     example = upstream / "examples/training-operator/examples__pytorch__simple.yaml"
-    job = _write(tmp_path, "j.yaml", example.read_text().rstrip("\n") + "\n  bogus: 1\n")
+    job = write_file(tmp_path, "j.yaml", example.read_text().rstrip("\n") + "\n  bogus: 1\n")
     crds = str(upstream / "crds/kubeflow.org")
     assert main(["validate", "--manifests", str(job), "--crds", crds]) == 1
     assert "spec.bogus" in capsys.readouterr().out
@@ -129,8 +104,8 @@ def test_malformed_crd_exits_2_naming_crd_file_and_line(
 ) -> None:
     crds = tmp_path / "crds"
     crds.mkdir()
-    crd = _write(crds, "widgets.yaml", text)
-    widget = _write(tmp_path, "w.yaml", WIDGET)
+    crd = write_file(crds, "widgets.yaml", text)
+    widget = write_file(tmp_path, "w.yaml", WIDGET)
     assert main(["validate", "--manifests", str(widget), "--crds", str(crds)]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err
@@ -146,12 +121,12 @@ def test_crd_with_open_root_accepts_any_fields_but_checks_metadata(
     crds = tmp_path / "crds"
     crds.mkdir()
     open_root = _version("type: object\nx-kubernetes-preserve-unknown-fields: true")
-    _write(crds, "widgets.yaml", _crd(open_root))
-    widget = _write(tmp_path, "w.yaml", WIDGET + "anything: {goes: [1, 2]}\n")
+    write_file(crds, "widgets.yaml", _crd(open_root))
+    widget = write_file(tmp_path, "w.yaml", WIDGET + "anything: {goes: [1, 2]}\n")
     args = ["validate", "--manifests", str(widget), "--crds", str(crds), "--format", "json"]
     assert main(args) == 0, capsys.readouterr()
     capsys.readouterr()
-    _write(tmp_path, "w.yaml", WIDGET.replace("{name: w}", "{name: w, labelz: {a: b}}"))
+    write_file(tmp_path, "w.yaml", WIDGET.replace("{name: w}", "{name: w, labelz: {a: b}}"))
     assert main(args) == 1
     [finding] = json.loads(capsys.readouterr().out)["findings"]
     assert finding["message"] == "metadata.labelz: unknown field (not in the schema)"
@@ -163,13 +138,13 @@ def test_crd_root_without_properties_is_closed_but_allows_metadata(
 ) -> None:
     crds = tmp_path / "crds"
     crds.mkdir()
-    _write(crds, "widgets.yaml", _crd(_version("type: object")))
-    bare = _write(
+    write_file(crds, "widgets.yaml", _crd(_version("type: object")))
+    bare = write_file(
         tmp_path, "bare.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n"
     )
     assert main(["validate", "--manifests", str(bare), "--crds", str(crds)]) == 0
     capsys.readouterr()
-    widget = _write(tmp_path, "w.yaml", WIDGET)
+    widget = write_file(tmp_path, "w.yaml", WIDGET)
     args = ["validate", "--manifests", str(widget), "--crds", str(crds), "--format", "json"]
     assert main(args) == 1
     [finding] = json.loads(capsys.readouterr().out)["findings"]

@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from tests.render.gitops.test_argocd import _render_template_patch
-from tests.render.repos import REPOS, build_overlay, copy_inputs, read_yaml, render
-from tests.tools import REPO, require_kustomize
+from tests.render.repos import REPOS, build_overlay, read_yaml, render
+from tests.tools import REPO, copy_inputs, require_kustomize
 
 # docs/gitops.md, "ApplicationSet": every sync option we ship, and why. A new option must be
 # documented (and added here); a removed one fails.

@@ -28,8 +28,8 @@ import yaml
 
 from tests.render.gitops.crdschema import _strict
 from tests.render.gitops.test_health_lua import run_health
-from tests.render.repos import REPOS, copy_inputs, read_yaml, render
-from tests.tools import require_module, require_upstream
+from tests.render.repos import REPOS, read_yaml, render
+from tests.tools import copy_inputs, require_module, require_upstream
 from trainops.render.gitops.health import lua_source
 
 celpy = require_module("celpy")
