@@ -14,7 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 from trainops import __version__
-from trainops.cli import build, diff, render, rules, validate
+from trainops.cli import build, diff, render, rules, run_local, validate
 from trainops.errors import InputError
 
 EXIT_OK = 0
@@ -28,6 +28,7 @@ COMMANDS: dict[str, ModuleType] = {
     "build": build,
     "diff": diff,
     "rules": rules,
+    "run-local": run_local,
 }
 
 

@@ -1,0 +1,278 @@
+"""Run a plan's replicas as local process groups and decide the job's outcome as the operator would.
+
+Each replica is one process group (a pod: killing it takes torchrun and its workers together).
+Its output is streamed line by line with a `[worker-1]` prefix through the caller's sink (library
+code does not print). When a replica exits, the Training Operator's rules decide what happens:
+
+- exit 0: the job Succeeded when the Master did; without a Master, when any Worker did in an
+  elastic job, or all Workers did otherwise (pytorchjob_controller.go, UpdateJobStatus);
+- exit != 0: restartPolicy `Never` fails the job; `ExitCode` restarts on codes >= 128 (a signal:
+  the operator's IsRetryableExitCode) and fails it otherwise; `OnFailure`/`Always` restart it
+  until the replicas' restarts reach runPolicy.backoffLimit (PastBackoffLimit), then fail it.
+
+When the job has finished the other replicas are stopped: SIGTERM to the group, SIGKILL after the
+pod's grace period (capped), as the operator deletes the pods (cleanPodPolicy) when a job ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from trainops.runlocal.plan import Launch, Plan
+
+Sink = Callable[[str], None]
+
+TAIL_LINES = 30
+"""Lines of a failed replica's output repeated in the outcome."""
+RESTART_DELAY_SECONDS = 1.0
+"""Pause before a restart (the kubelet backs off 10 s, doubling; locally we do not wait)."""
+SETTLE_SECONDS = 5.0
+"""After the job's outcome is decided, how long the other replicas may take to exit on their
+own (workers of a succeeded job finish with the Master) before they are stopped."""
+POLL_SECONDS = 0.05
+RETRYABLE_EXIT_CODE = 128
+"""ExitCode policy: codes >= 128 (killed by a signal) are retried, lower ones are permanent."""
+
+
+@dataclass(frozen=True)
+class Kill:
+    """`--kill-replica NAME --after S`: SIGKILL one replica's group, like a lost pod."""
+
+    replica: str
+    after: float
+
+
+@dataclass
+class Failure:
+    replica: str
+    code: int
+    attempt: int
+    tail: list[str]
+
+
+@dataclass
+class Outcome:
+    succeeded: bool
+    reason: str
+    failures: list[Failure] = field(default_factory=list)
+    """Every non-zero exit, first first."""
+    restarts: int = 0
+    timed_out: bool = False
+
+    @property
+    def first_failure(self) -> Failure | None:
+        return self.failures[0] if self.failures else None
+
+
+@dataclass
+class _Running:
+    launch: Launch
+    proc: subprocess.Popen[bytes]
+    reader: threading.Thread
+    attempt: int
+    tail: deque[str]
+
+
+def exit_code(returncode: int) -> int:
+    """A container's exit code: a process killed by signal N exits 128 + N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+class Supervisor:
+    """Owns the replicas' processes for one run; `run` returns when the job has an outcome."""
+
+    def __init__(self, plan: Plan, sink: Sink, timeout: float, kill: Kill | None = None) -> None:
+        self.plan = plan
+        self.sink = sink
+        self.timeout = timeout
+        self.kill = kill
+        self.lines: queue.Queue[tuple[str, str] | None] = queue.Queue()
+        self.running: dict[str, _Running] = {}
+        self.done: dict[str, int] = {}
+        self.restarts = 0
+        self.failures: list[Failure] = []
+        names = [launch.name for launch in plan.launches]
+        if kill is not None and kill.replica not in names:
+            raise ValueError(f"no replica {kill.replica!r} (replicas: {', '.join(names)})")
+
+    def _say(self, text: str) -> None:
+        self.sink(f"[run-local] {text}")
+
+    def _start(self, launch: Launch, attempt: int) -> None:
+        proc = subprocess.Popen(
+            launch.argv,
+            cwd=launch.cwd,
+            env=launch.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: the pod
+        )
+        tail: deque[str] = deque(maxlen=TAIL_LINES)
+        reader = threading.Thread(
+            target=self._read, args=(launch.name, proc, tail), daemon=True, name=launch.name
+        )
+        reader.start()
+        self.running[launch.name] = _Running(launch, proc, reader, attempt, tail)
+
+    def _read(self, name: str, proc: subprocess.Popen[bytes], tail: deque[str]) -> None:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            tail.append(line)
+            self.lines.put((name, line))
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                item = self.lines.get_nowait()
+            except queue.Empty:
+                return
+            if item is not None:
+                self.sink(f"[{item[0]}] {item[1]}")
+
+    def _signal_group(self, run: _Running, sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(run.proc.pid, sig)
+
+    def _reap(self, run: _Running) -> None:
+        """After the pod's main process exits, nothing of the container survives it."""
+        self._signal_group(run, signal.SIGKILL)
+        run.reader.join(timeout=5)
+        self._drain()
+
+    def stop_all(self, why: str) -> None:
+        """SIGTERM every running replica's group, SIGKILL what is left after its grace period."""
+        if not self.running:
+            return
+        self._say(f"stopping {', '.join(sorted(self.running))}: {why}")
+        for run in self.running.values():
+            self._signal_group(run, signal.SIGTERM)
+        deadline = time.monotonic() + max(r.launch.grace_seconds for r in self.running.values())
+        while self.running and time.monotonic() < deadline:
+            self._drain()
+            for name, run in list(self.running.items()):
+                if run.proc.poll() is not None:
+                    self._reap(run)
+                    del self.running[name]
+            time.sleep(POLL_SECONDS)
+        for run in self.running.values():
+            self._signal_group(run, signal.SIGKILL)
+            run.proc.wait()
+            self._reap(run)
+        self.running.clear()
+
+    def _settle(self) -> None:
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while self.running and time.monotonic() < deadline:
+            self._drain()
+            for name, run in list(self.running.items()):
+                if run.proc.poll() is not None:
+                    self._reap(run)
+                    code = exit_code(run.proc.returncode)
+                    self._say(f"{name} exited {code}")
+                    del self.running[name]
+            time.sleep(POLL_SECONDS)
+
+    def _succeeded(self) -> str | None:
+        ok = {n for n, c in self.done.items() if c == 0}
+        workers = [launch.name for launch in self.plan.launches if launch.replica.type == "Worker"]
+        if self.plan.success == "master" and "master-0" in ok:
+            return "master-0 succeeded"
+        if self.plan.success == "any-worker" and ok & set(workers):
+            return f"{sorted(ok & set(workers))[0]} succeeded (elastic: one Worker is enough)"
+        if self.plan.success == "all-workers" and set(workers) <= ok:
+            return "every Worker succeeded"
+        return None
+
+    def _on_failure(self, run: _Running, code: int) -> str | None:
+        """Restart the replica, or return why the job failed."""
+        name, policy = run.launch.name, run.launch.restart_policy
+        self.failures.append(Failure(name, code, run.attempt, list(run.tail)))
+        if policy == "Never":
+            return f"{name} exited {code} and its restartPolicy is Never"
+        if policy == "ExitCode":
+            if code < RETRYABLE_EXIT_CODE:
+                return f"{name} exited {code}: a permanent error under restartPolicy ExitCode"
+            reason = f"exit code {code} >= 128 is retryable under restartPolicy ExitCode"
+        else:
+            limit = self.plan.backoff_limit
+            if limit is not None and (limit == 0 or self.restarts + 1 >= limit):
+                return (
+                    f"{name} exited {code}; with {self.restarts + 1} restart(s) the job reaches"
+                    f" backoffLimit {limit}"
+                )
+            self.restarts += 1
+            reason = f"restartPolicy {policy}, restart {self.restarts} (backoffLimit {limit})"
+        self._say(f"{name} exited {code}: restarting it ({reason})")
+        time.sleep(RESTART_DELAY_SECONDS)
+        self._start(run.launch, run.attempt + 1)
+        return None
+
+    def run(self) -> Outcome:
+        start = time.monotonic()
+        try:
+            for launch in self.plan.launches:
+                self._start(launch, 1)
+            return self._loop(start)
+        finally:
+            self.stop_all("run-local is exiting")
+
+    def _loop(self, start: float) -> Outcome:
+        killed = False
+        while True:
+            self._drain()
+            now = time.monotonic() - start
+            if self.kill is not None and not killed and now >= self.kill.after:
+                killed = True
+                target = self.running.get(self.kill.replica)
+                if target is not None:
+                    self._say(f"killing {self.kill.replica} (SIGKILL to its process group)")
+                    self._signal_group(target, signal.SIGKILL)
+            if now >= self.timeout:
+                self.stop_all(f"--timeout {self.timeout:g}s reached")
+                return Outcome(
+                    False,
+                    f"timed out after {self.timeout:g}s",
+                    self.failures,
+                    self.restarts,
+                    timed_out=True,
+                )
+            for name, run in list(self.running.items()):
+                if run.proc.poll() is None:
+                    continue
+                self._reap(run)
+                del self.running[name]
+                code = exit_code(run.proc.returncode)
+                if code == 0:
+                    self.done[name] = 0
+                    self._say(f"{name} exited 0")
+                    why = self._succeeded()
+                    if why is not None:
+                        self._settle()
+                        self.stop_all(f"the job Succeeded; cleanPodPolicy {self.plan.clean_pod_policy}")
+                        return Outcome(True, why, self.failures, self.restarts)
+                    continue
+                failed = self._on_failure(run, code)
+                if failed is not None:
+                    self.done[name] = code
+                    self.stop_all(f"the job Failed; cleanPodPolicy {self.plan.clean_pod_policy}")
+                    return Outcome(False, failed, self.failures, self.restarts)
+            if not self.running:
+                return Outcome(False, "every replica exited without the job succeeding",
+                               self.failures, self.restarts)
+            time.sleep(POLL_SECONDS)
+
+
+def run(plan: Plan, sink: Sink, timeout: float, kill: Kill | None = None) -> Outcome:
+    """Start every replica, stream their output to `sink`, return the job's outcome."""
+    return Supervisor(plan, sink, timeout, kill).run()
