@@ -10,6 +10,7 @@ CPU processes (gloo). Output is prefixed per replica; the exit code is the job's
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 import sys
 import tempfile
@@ -45,6 +46,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--after", type=float, default=DEFAULT_KILL_AFTER, help="seconds before --kill-replica"
+    )
+    parser.add_argument(
+        "--after-output",
+        metavar="REGEX",
+        help="count --after from the first output line matching REGEX (e.g. a checkpoint)",
     )
     parser.add_argument(
         "--set-arg",
@@ -102,6 +108,15 @@ def _kill_target(value: str | None, plan: planning.Plan) -> str | None:
     raise InputError(
         Problem("--kill-replica", None, None, f"no replica {value!r} (replicas: {', '.join(names)})")
     )
+
+
+def _pattern(text: str | None) -> re.Pattern[str] | None:
+    if text is None:
+        return None
+    try:
+        return re.compile(text)
+    except re.error as err:
+        raise InputError(Problem("--after-output", None, None, f"invalid regex: {err}")) from err
 
 
 def _out(line: str) -> None:
@@ -176,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
                 plan,
                 _out,
                 args.timeout,
-                supervise.Kill(kill, args.after) if kill else None,
+                supervise.Kill(kill, args.after, _pattern(args.after_output)) if kill else None,
             )
         finally:
             sys.stdout.flush()

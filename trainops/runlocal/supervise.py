@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import re
 import signal
 import subprocess
 import threading
@@ -26,6 +27,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from trainops.runlocal.plan import Launch, Plan
 
@@ -39,6 +41,8 @@ SETTLE_SECONDS = 5.0
 """After the job's outcome is decided, how long the other replicas may take to exit on their
 own (workers of a succeeded job finish with the Master) before they are stopped."""
 POLL_SECONDS = 0.05
+KILL_ROUNDS = 20
+"""Rounds of SIGKILL over a pod's processes (a round catches what forked during the last)."""
 RETRYABLE_EXIT_CODE = 128
 """ExitCode policy: codes >= 128 (killed by a signal) are retried, lower ones are permanent."""
 
@@ -49,6 +53,10 @@ class Kill:
 
     replica: str
     after: float
+    """Seconds after the start, or after the first line matching `output`."""
+    output: re.Pattern[str] | None = None
+    """`--after-output REGEX`: count `after` from the first output line (any replica) matching
+    it, e.g. the first checkpoint, so the kill lands at the same point on a slow machine."""
 
 
 @dataclass
@@ -82,6 +90,28 @@ class _Running:
     tail: deque[str]
 
 
+POD_MARKER = "TRAINOPS_RUN_LOCAL_POD"
+"""Env var naming the replica every process of it inherits. torchrun starts each worker in a
+session of its own (setsid), so a process group is not the pod; the marker is, like the
+container's cgroup: killing the pod kills every process carrying it, orphans included."""
+
+
+def pod_processes(marker: str) -> list[int]:
+    """Pids of this user's processes whose environment carries `POD_MARKER=marker` (Linux /proc)."""
+    needle = f"{POD_MARKER}={marker}".encode() + b"\0"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:  # gone, or another user's
+            continue
+        if needle in environ:
+            found.append(int(entry.name))
+    return found
+
+
 def exit_code(returncode: int) -> int:
     """A container's exit code: a process killed by signal N exits 128 + N."""
     return 128 - returncode if returncode < 0 else returncode
@@ -100,6 +130,8 @@ class Supervisor:
         self.done: dict[str, int] = {}
         self.restarts = 0
         self.failures: list[Failure] = []
+        self.kill_from: float | None = None
+        """When the kill's clock started (monotonic), once its trigger has been seen."""
         names = [launch.name for launch in plan.launches]
         if kill is not None and kill.replica not in names:
             raise ValueError(f"no replica {kill.replica!r} (replicas: {', '.join(names)})")
@@ -107,15 +139,18 @@ class Supervisor:
     def _say(self, text: str) -> None:
         self.sink(f"[run-local] {text}")
 
+    def _marker(self, name: str) -> str:
+        return f"{os.getpid()}-{id(self)}-{name}"
+
     def _start(self, launch: Launch, attempt: int) -> None:
         proc = subprocess.Popen(
             launch.argv,
             cwd=launch.cwd,
-            env=launch.env,
+            env={**launch.env, POD_MARKER: self._marker(launch.name)},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: the pod
+            start_new_session=True,  # a Ctrl-C in the terminal goes to run-local alone
         )
         tail: deque[str] = deque(maxlen=TAIL_LINES)
         reader = threading.Thread(
@@ -137,16 +172,37 @@ class Supervisor:
                 item = self.lines.get_nowait()
             except queue.Empty:
                 return
-            if item is not None:
-                self.sink(f"[{item[0]}] {item[1]}")
+            if item is None:
+                continue
+            self.sink(f"[{item[0]}] {item[1]}")
+            if (
+                self.kill is not None
+                and self.kill.output is not None
+                and self.kill_from is None
+                and self.kill.output.search(item[1])
+            ):
+                self.kill_from = time.monotonic()
 
-    def _signal_group(self, run: _Running, sig: signal.Signals) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(run.proc.pid, sig)
+    def _terminate(self, run: _Running) -> None:
+        """What the kubelet does first: SIGTERM to the container's main process only."""
+        with contextlib.suppress(ProcessLookupError):
+            run.proc.send_signal(signal.SIGTERM)
+
+    def _kill_pod(self, run: _Running) -> None:
+        """SIGKILL every process of the replica (the container's cgroup), until none is left."""
+        for _ in range(KILL_ROUNDS):
+            pids = pod_processes(self._marker(run.launch.name))
+            if not pids:
+                return
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(POLL_SECONDS)
 
     def _reap(self, run: _Running) -> None:
         """After the pod's main process exits, nothing of the container survives it."""
-        self._signal_group(run, signal.SIGKILL)
+        self._kill_pod(run)
+        run.proc.wait()
         run.reader.join(timeout=5)
         self._drain()
 
@@ -156,7 +212,7 @@ class Supervisor:
             return
         self._say(f"stopping {', '.join(sorted(self.running))}: {why}")
         for run in self.running.values():
-            self._signal_group(run, signal.SIGTERM)
+            self._terminate(run)
         deadline = time.monotonic() + max(r.launch.grace_seconds for r in self.running.values())
         while self.running and time.monotonic() < deadline:
             self._drain()
@@ -166,8 +222,6 @@ class Supervisor:
                     del self.running[name]
             time.sleep(POLL_SECONDS)
         for run in self.running.values():
-            self._signal_group(run, signal.SIGKILL)
-            run.proc.wait()
             self._reap(run)
         self.running.clear()
 
@@ -229,15 +283,22 @@ class Supervisor:
 
     def _loop(self, start: float) -> Outcome:
         killed = False
+        if self.kill is not None and self.kill.output is None:
+            self.kill_from = start
         while True:
             self._drain()
             now = time.monotonic() - start
-            if self.kill is not None and not killed and now >= self.kill.after:
+            if (
+                self.kill is not None
+                and not killed
+                and self.kill_from is not None
+                and time.monotonic() - self.kill_from >= self.kill.after
+            ):
                 killed = True
                 target = self.running.get(self.kill.replica)
                 if target is not None:
-                    self._say(f"killing {self.kill.replica} (SIGKILL to its process group)")
-                    self._signal_group(target, signal.SIGKILL)
+                    self._say(f"killing {self.kill.replica} (SIGKILL to all its processes)")
+                    self._kill_pod(target)
             if now >= self.timeout:
                 self.stop_all(f"--timeout {self.timeout:g}s reached")
                 return Outcome(
