@@ -155,9 +155,9 @@ def _summary(outcome: supervise.Outcome) -> int:
     if first is not None:
         _out(
             f"run-local: first failure: {first.replica} (attempt {first.attempt}) exited"
-            f" {first.code}; its last lines:"
+            f" {first.code}; its error:"
         )
-        for line in first.tail:
+        for line in first.error:
             _out(f"  | {line}")
         others = [f"{f.replica} exited {f.code}" for f in outcome.failures[1:]]
         if others:

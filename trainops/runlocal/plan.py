@@ -343,12 +343,18 @@ def _remove_flag(args: list[str], flag: str) -> bool:
     return False
 
 
-def _image_is_ours(image: str) -> tuple[bool, str | None]:
-    """Whether `image` is the trainer image, and its tag (None for a digest or no tag)."""
+def image_reference(image: str) -> tuple[str, str | None]:
+    """(repository, tag) of an image reference; the tag is None for a digest or no tag."""
     name, _, digest = image.partition("@")
-    repo, _, tag = name.rpartition(":") if ":" in name.rsplit("/", 1)[-1] else (name, "", "")
-    ours = repo.rsplit("/", 1)[-1] == TRAINER_IMAGE
-    return ours, (tag or None) if not digest else None
+    last = name.rsplit("/", 1)[-1]
+    repository, tag = (name.rsplit(":", 1)[0], last.rsplit(":", 1)[1]) if ":" in last else (name, "")
+    return repository, (tag or None) if not digest else None
+
+
+def _image_is_ours(image: str) -> tuple[bool, str | None]:
+    """Whether `image` is the trainer image, and its tag."""
+    repository, tag = image_reference(image)
+    return repository.rsplit("/", 1)[-1] == TRAINER_IMAGE, tag
 
 
 def trainer_root() -> Path:

@@ -33,8 +33,13 @@ from trainops.runlocal.plan import Launch, Plan
 
 Sink = Callable[[str], None]
 
-TAIL_LINES = 30
-"""Lines of a failed replica's output repeated in the outcome."""
+KEPT_LINES = 400
+"""Lines of each replica attempt's output kept to explain a failure."""
+ERROR_LINES = 12
+"""Lines of the program's own last words shown for a failure."""
+# torchrun's agent reports a failed worker with this line, then its own traceback and a
+# ChildFailedError box: what the program said is what came before it.
+_LAUNCHER_REPORT = re.compile(r"elastic/multiprocessing/api\.py:\d+\] failed \(exitcode")
 RESTART_DELAY_SECONDS = 1.0
 """Pause before a restart (the kubelet backs off 10 s, doubling; locally we do not wait)."""
 SETTLE_SECONDS = 5.0
@@ -64,7 +69,17 @@ class Failure:
     replica: str
     code: int
     attempt: int
-    tail: list[str]
+    output: list[str]
+    """The attempt's last KEPT_LINES lines."""
+
+    @property
+    def error(self) -> list[str]:
+        """The program's last lines before the launcher's failure report (else the last lines)."""
+        lines = self.output
+        for i in range(len(lines) - 1, -1, -1):
+            if _LAUNCHER_REPORT.search(lines[i]):
+                return [*lines[max(0, i - ERROR_LINES) : i], lines[i]]
+        return lines[-ERROR_LINES:]
 
 
 @dataclass
@@ -152,7 +167,7 @@ class Supervisor:
             stderr=subprocess.STDOUT,
             start_new_session=True,  # a Ctrl-C in the terminal goes to run-local alone
         )
-        tail: deque[str] = deque(maxlen=TAIL_LINES)
+        tail: deque[str] = deque(maxlen=KEPT_LINES)
         reader = threading.Thread(
             target=self._read, args=(launch.name, proc, tail), daemon=True, name=launch.name
         )
