@@ -532,6 +532,7 @@ def make_plan(built: BuiltJob, options: Options, workdir: Path) -> Plan:
                         f" ({os.cpu_count()} cores for {total_procs} processes)"
                     )
                 env_map["OMP_NUM_THREADS"] = str(threads)
+                pod_env = [(k, str(threads) if k == "OMP_NUM_THREADS" else v) for k, v in pod_env]
         proc_env = {k: v for k, v in os.environ.items() if not _INHERITED_LAUNCHER_VARS.match(k)}
         proc_env.update(env_map)
         proc_env["CUDA_VISIBLE_DEVICES"] = ""
