@@ -113,7 +113,10 @@ def test_elastic_options_pass_through() -> None:
 
 def test_upstream_elastic_example() -> None:
     """The operator's own elastic echo example (Worker-only, c10d, 1..2 pods)."""
-    path = require_upstream() / "examples/training-operator/examples__pytorch__elastic__echo__echo.yaml"
+    path = (
+        require_upstream()
+        / "examples/training-operator/examples__pytorch__elastic__echo__echo.yaml"
+    )
     example = yaml.safe_load(path.read_text())
     env = dict(operator_env(example, Replica("Worker", 1)))
     assert env["PET_RDZV_ENDPOINT"] == "elastic-example-echo-worker-0:23456"

@@ -83,7 +83,11 @@ def test_ddp_example_runs_and_succeeds(image_folder: Path) -> None:
     assert proc.returncode == 0, out[-4000:] + proc.stderr
     assert "image ghcr.io/example/trainops-trainer:0.1.0 is our trainer" in out
     (start,) = events(out, "master-0", "start")
-    assert (start["world_size"], start["backend"], start["config"]["model"]) == (2, "gloo", "resnet50")
+    assert (start["world_size"], start["backend"], start["config"]["model"]) == (
+        2,
+        "gloo",
+        "resnet50",
+    )
     (finished,) = events(out, "master-0", "finished")
     assert finished["step"] == 2
     assert [e["code"] for e in events(out, "worker-0", "exit")] == [0]

@@ -1,4 +1,4 @@
-"""Run a job's built PyTorchJob on this machine, one process group per replica, as the operator would.
+"""Run a job's built PyTorchJob here, one process group per replica, as the operator would.
 
 Takes the job from the committed, kustomize-built overlay; starts each replica's container
 command with the Training Operator's env (MASTER_ADDR/PORT, WORLD_SIZE, RANK, PET_*), the
@@ -106,7 +106,9 @@ def _kill_target(value: str | None, plan: planning.Plan) -> str | None:
     if value in names:
         return value
     raise InputError(
-        Problem("--kill-replica", None, None, f"no replica {value!r} (replicas: {', '.join(names)})")
+        Problem(
+            "--kill-replica", None, None, f"no replica {value!r} (replicas: {', '.join(names)})"
+        )
     )
 
 

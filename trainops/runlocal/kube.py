@@ -74,11 +74,11 @@ def resolve_env(
     stores = {"configMap": config_maps, "secret": secrets}
     for source in container.get("envFrom", []):
         prefix = str(source.get("prefix", ""))
-        for kind in stores:
+        for kind, store in stores.items():
             ref = source.get(f"{kind}Ref")
             if ref is None:
                 continue
-            obj = stores[kind].get(str(ref.get("name")))
+            obj = store.get(str(ref.get("name")))
             if obj is None:
                 if not ref.get("optional"):
                     out.unresolved.append(
@@ -92,10 +92,9 @@ def resolve_env(
         if "valueFrom" not in var:
             out.values[name] = expand(str(var.get("value", "")), out.values)
             continue
-        source = var["valueFrom"]
-        value = _value_from(name, source, stores, fields, out.unresolved)
-        if value is not None:
-            out.values[name] = value
+        found = _value_from(name, var["valueFrom"], stores, fields, out.unresolved)
+        if found is not None:
+            out.values[name] = found
     return out
 
 

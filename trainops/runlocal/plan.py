@@ -193,89 +193,6 @@ class _Volumes:
     """(mountPath, volume name): emptyDirs, one local directory per replica."""
 
 
-def _volumes(
-    built: BuiltJob,
-    template: dict[str, Any],
-    options: Options,
-    workdir: Path,
-    changes: list[str],
-    warnings: list[str],
-    seen: set[str],
-) -> _Volumes:
-    out = _Volumes()
-    c = container(template)
-    volumes = {v["name"]: v for v in template["spec"].get("volumes", [])}
-    for mount in c.get("volumeMounts", []):
-        path = str(mount["mountPath"])
-        name = str(mount["name"])
-        volume = volumes.get(name, {})
-        sub = str(mount.get("subPath", ""))
-        first = name not in seen
-        seen.add(name)
-        if path == SHM_PATH:
-            if first:
-                changes.append(f"volume {name} at {SHM_PATH}: the host's shared memory")
-            continue
-        if name in options.volumes:
-            local = Path(options.volumes[name]).resolve()
-            if first:
-                changes.append(f"volume {name} at {path}: {local} (--volume)")
-        elif "configMap" in volume or "secret" in volume:
-            local = _materialise(built, name, volume, workdir, warnings, first)
-            if first:
-                changes.append(f"volume {name} at {path}: materialised in {local}")
-        elif "persistentVolumeClaim" in volume:
-            claim = volume["persistentVolumeClaim"]["claimName"]
-            local = workdir / "claims" / claim
-            local.mkdir(parents=True, exist_ok=True)
-            if first:
-                changes.append(
-                    f"volume {name} at {path}: claim {claim} -> empty {local}, shared by all"
-                    " replicas (mount a real directory with --volume)"
-                )
-        elif "emptyDir" in volume:
-            out.per_replica.append((path, name))
-            if first:
-                changes.append(f"volume {name} at {path}: an empty directory per replica")
-            continue
-        else:
-            local = workdir / "volumes" / name
-            local.mkdir(parents=True, exist_ok=True)
-            if first:
-                kind = ", ".join(sorted(k for k in volume if k != "name")) or "undefined"
-                warnings.append(f"volume {name} at {path} ({kind}) is an empty directory here")
-        out.shared.append((path, local / sub if sub else local))
-    return out
-
-
-def _materialise(
-    built: BuiltJob,
-    name: str,
-    volume: dict[str, Any],
-    workdir: Path,
-    warnings: list[str],
-    first: bool,
-) -> Path:
-    kind = "configMap" if "configMap" in volume else "secret"
-    source = volume[kind]
-    obj_name = str(source.get("name") or source.get("secretName"))
-    store = built.config_maps if kind == "configMap" else built.secrets
-    local = workdir / "volumes" / name
-    local.mkdir(parents=True, exist_ok=True)
-    obj = store.get(obj_name)
-    if obj is None:
-        if first:
-            warnings.append(
-                f"volume {name}: {kind} {obj_name!r} is not in the built objects: empty here"
-            )
-        return local
-    for rel, content in kube.volume_files(obj, source.get("items")).items():
-        target = local / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8")
-    return local
-
-
 def _path_rewriter(mounts: list[tuple[str, Path]]) -> Callable[[str], str]:
     """Replace each pod mount path (a whole path component prefix) by its local directory."""
     ordered = sorted(mounts, key=lambda m: -len(m[0]))
@@ -287,7 +204,7 @@ def _path_rewriter(mounts: list[tuple[str, Path]]) -> Callable[[str], str]:
 
     def rewrite(text: str) -> str:
         for pattern, local in patterns:
-            text = pattern.sub(lambda _m, local=local: local, text)
+            text = pattern.sub(local.replace("\\", "\\\\"), text)
         return text
 
     return rewrite
@@ -319,7 +236,7 @@ def _apply_arg_edits(args: list[str], options: Options, ours: bool, changes: lis
         else:
             raise InputError(Problem("--drop-arg", None, None, f"the args have no {flag}"))
     for edit in edits:
-        flag, sep, value = edit.partition("=")
+        flag, sep, _ = edit.partition("=")
         if not flag.startswith("-") or not sep:
             raise InputError(
                 Problem("--set-arg", None, None, f"expected --flag=value, got {edit!r}")
@@ -347,7 +264,9 @@ def image_reference(image: str) -> tuple[str, str | None]:
     """(repository, tag) of an image reference; the tag is None for a digest or no tag."""
     name, _, digest = image.partition("@")
     last = name.rsplit("/", 1)[-1]
-    repository, tag = (name.rsplit(":", 1)[0], last.rsplit(":", 1)[1]) if ":" in last else (name, "")
+    repository, tag = (
+        (name.rsplit(":", 1)[0], last.rsplit(":", 1)[1]) if ":" in last else (name, "")
+    )
     return repository, (tag or None) if not digest else None
 
 
@@ -382,7 +301,9 @@ def _local_command(command: list[str], image: str, source: str, notes: list[str]
     program = command[0]
     if ours:
         root = trainer_root()
-        pinned = "" if tag == __version__ else f"; the job pins {tag}, this checkout is {__version__}"
+        pinned = (
+            "" if tag == __version__ else f"; the job pins {tag}, this checkout is {__version__}"
+        )
         notes.append(
             f"image {image} is our trainer: running `python -m trainer` from {root}"
             f" (trainops {__version__}{pinned})"
@@ -407,178 +328,292 @@ def _local_command(command: list[str], image: str, source: str, notes: list[str]
     return [found, *command[1:]]
 
 
-def make_plan(built: BuiltJob, options: Options, workdir: Path) -> Plan:
-    """Everything about the local run, decided; no process started. Files go under `workdir`."""
-    job = built.job
-    changes: list[str] = []
-    warnings: list[str] = []
-    notes: list[str] = []
-    pods = replicas(job)
-    elastic = job["spec"].get("elasticPolicy")
-    local = options.replicas or min(len(pods), DEFAULT_LOCAL_REPLICAS)
-    if local < 1 or options.procs_per_replica < 1:
-        raise InputError(Problem("--replicas", None, None, "replicas and procs must be >= 1"))
-    scaled = _scale(job, local, options.procs_per_replica, changes)
-    if elastic is not None and options.max_restarts is not None:
-        scaled["spec"]["elasticPolicy"]["maxRestarts"] = options.max_restarts
-        changes.append(
-            f"elasticPolicy.maxRestarts {elastic.get('maxRestarts')} -> {options.max_restarts}"
-            " (--max-restarts)"
-        )
-    local_pods = replicas(scaled)
-    name = built.name
-    namespace = str(job["metadata"].get("namespace", "default"))
-    port = free_port()
-    ports_from = {pytorch_port(job, r) for r in ("Master", "Worker") if r in replica_specs(job)}
-    changes.append(
-        f"service names {name}-<type>-<i> -> {LOCAL_HOST}; {', '.join(map(str, sorted(ports_from)))}"
-        f" (pytorchjob-port) -> free port {port}"
-    )
-    host = _host_rewriter([p.pod_name(name) for p in pods])
-    rdzv_on_worker0 = elastic is not None and not elastic.get("rdzvHost")
-    if rdzv_on_worker0:
-        changes.append(
-            "PET_RDZV_CONF += is_host=1 on worker-0, is_host=0 on the others: in a pod only"
-            " worker-0's host name matches the endpoint, here 127.0.0.1 matches every replica"
-        )
-    changes.append("CUDA_VISIBLE_DEVICES='' and DS_ACCELERATOR=cpu in every replica (no GPU)")
-    backoff = job["spec"].get("runPolicy", {}).get("backoffLimit")
-    if options.backoff_limit is not None:
-        backoff = options.backoff_limit
-    elif backoff is None:
-        backoff = DEFAULT_LOCAL_BACKOFF_LIMIT
-        changes.append(
-            "runPolicy.backoffLimit: unset (the operator restarts failing pods without end)"
-            f" -> {DEFAULT_LOCAL_BACKOFF_LIMIT} locally (--backoff-limit)"
-        )
-    total_procs = local * options.procs_per_replica
-    threads = max(1, (os.cpu_count() or 1) // total_procs)
-    seen_volumes: set[str] = set()
-    seen_init: set[str] = set()
-    launches: list[Launch] = []
-    metric_ports: dict[str, int] = {}
-    for pod in local_pods:
-        template = replica_specs(scaled)[pod.type]["template"]
+@dataclass
+class _Planner:
+    """The state shared by every replica's launch while one plan is made."""
+
+    built: BuiltJob
+    options: Options
+    workdir: Path
+    scaled: dict[str, Any]
+    """The job at the local size: what the operator env is computed from."""
+    port: int
+    """The free local port standing for the pytorchjob-port (master and rendezvous)."""
+    host: Callable[[str], str]
+    """Service names of the job's pods -> 127.0.0.1."""
+    threads: int
+    """OMP_NUM_THREADS ceiling: this machine's cores shared by every local process."""
+    changes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+    """Volumes, init containers and ports already reported (each is reported once)."""
+
+    def warn(self, line: str) -> None:
+        if line not in self.warnings:
+            self.warnings.append(line)
+
+    def change(self, key: str, line: str) -> None:
+        """Report `line` once per run, however many replicas it applies to."""
+        if key not in self.seen:
+            self.seen.add(key)
+            self.changes.append(line)
+
+    @property
+    def rdzv_on_worker0(self) -> bool:
+        elastic = self.scaled["spec"].get("elasticPolicy")
+        return elastic is not None and not elastic.get("rdzvHost")
+
+    def _pod_env(
+        self, pod: Replica, c: dict[str, Any], fields: dict[str, str]
+    ) -> list[tuple[str, str]]:
+        """The container's env, then the operator's, with hosts and the port made local."""
+        resolved = kube.resolve_env(c, self.built.config_maps, self.built.secrets, fields)
+        for line in resolved.unresolved:
+            self.warn(line)
+        env: list[tuple[str, str]] = [(k, self.host(v)) for k, v in resolved.values.items()]
+        for key, value in operator_env(self.scaled, pod):
+            if key in {"MASTER_PORT", "PET_MASTER_PORT"}:
+                env.append((key, str(self.port)))
+            elif key == "PET_RDZV_ENDPOINT" and self.rdzv_on_worker0:
+                env.append((key, f"{LOCAL_HOST}:{self.port}"))
+            else:
+                env.append((key, self.host(value)))
+        if self.rdzv_on_worker0:
+            conf = dict(env).get("PET_RDZV_CONF")
+            is_host = f"is_host={1 if pod == Replica('Worker', 0) else 0}"
+            env.append(("PET_RDZV_CONF", f"{conf},{is_host}" if conf else is_host))
+        cap = dict(env).get("OMP_NUM_THREADS", "")
+        if cap.isdigit() and int(cap) > self.threads:
+            self.change(
+                "omp",
+                f"OMP_NUM_THREADS {cap} -> {self.threads} ({os.cpu_count()} cores for"
+                f" {self.threads_for} processes)",
+            )
+            env = [(k, str(self.threads) if k == "OMP_NUM_THREADS" else v) for k, v in env]
+        return env
+
+    @property
+    def threads_for(self) -> int:
+        return len(replicas(self.scaled)) * self.options.procs_per_replica
+
+    def _volumes(self, template: dict[str, Any]) -> _Volumes:
+        """Each mounted volume's local directory; ConfigMaps/Secrets written out, claims shared."""
+        options, workdir = self.options, self.workdir
+        changes, warnings, seen = self.changes, self.warnings, self.seen
+        out = _Volumes()
         c = container(template)
-        for init in template["spec"].get("initContainers", []):
-            if init.get("name") not in seen_init:
-                seen_init.add(str(init.get("name")))
+        volumes = {v["name"]: v for v in template["spec"].get("volumes", [])}
+        for mount in c.get("volumeMounts", []):
+            path = str(mount["mountPath"])
+            name = str(mount["name"])
+            volume = volumes.get(name, {})
+            sub = str(mount.get("subPath", ""))
+            first = f"volume:{name}" not in seen
+            seen.add(f"volume:{name}")
+            if path == SHM_PATH:
+                if first:
+                    changes.append(f"volume {name} at {SHM_PATH}: the host's shared memory")
+                continue
+            if name in options.volumes:
+                local = Path(options.volumes[name]).resolve()
+                if first:
+                    changes.append(f"volume {name} at {path}: {local} (--volume)")
+            elif "configMap" in volume or "secret" in volume:
+                local = self._materialise(name, volume, first)
+                if first:
+                    changes.append(f"volume {name} at {path}: materialised in {local}")
+            elif "persistentVolumeClaim" in volume:
+                claim = volume["persistentVolumeClaim"]["claimName"]
+                local = workdir / "claims" / claim
+                local.mkdir(parents=True, exist_ok=True)
+                if first:
+                    changes.append(
+                        f"volume {name} at {path}: claim {claim} -> empty {local}, shared by all"
+                        " replicas (mount a real directory with --volume)"
+                    )
+            elif "emptyDir" in volume:
+                out.per_replica.append((path, name))
+                if first:
+                    changes.append(f"volume {name} at {path}: an empty directory per replica")
+                continue
+            else:
+                local = workdir / "volumes" / name
+                local.mkdir(parents=True, exist_ok=True)
+                if first:
+                    kind = ", ".join(sorted(k for k in volume if k != "name")) or "undefined"
+                    warnings.append(f"volume {name} at {path} ({kind}) is an empty directory here")
+            out.shared.append((path, local / sub if sub else local))
+        return out
+
+    def _materialise(self, name: str, volume: dict[str, Any], first: bool) -> Path:
+        """Write a ConfigMap/Secret volume's files as the pod would see them."""
+        built, workdir, warnings = self.built, self.workdir, self.warnings
+        kind = "configMap" if "configMap" in volume else "secret"
+        source = volume[kind]
+        obj_name = str(source.get("name") or source.get("secretName"))
+        store = built.config_maps if kind == "configMap" else built.secrets
+        local = workdir / "volumes" / name
+        local.mkdir(parents=True, exist_ok=True)
+        obj = store.get(obj_name)
+        if obj is None:
+            if first:
                 warnings.append(
-                    f"init container {init.get('name')} ({init.get('image')}) is not run:"
-                    " provide what it prepares with --volume"
+                    f"volume {name}: {kind} {obj_name!r} is not in the built objects: empty here"
                 )
-        pod_dir = workdir / "pods" / pod.name
-        pod_dir.mkdir(parents=True, exist_ok=True)
-        vols = _volumes(built, template, options, workdir, changes, warnings, seen_volumes)
+            return local
+        for rel, content in kube.volume_files(obj, source.get("items")).items():
+            target = local / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(content, encoding="utf-8")
+        return local
+
+    def _mounts(self, template: dict[str, Any], pod_dir: Path) -> Callable[[str], str]:
+        vols = self._volumes(template)
         mounts = list(vols.shared)
         for path, vol_name in vols.per_replica:
             local_dir = pod_dir / "volumes" / vol_name
             local_dir.mkdir(parents=True, exist_ok=True)
             mounts.append((path, local_dir))
-        paths = _path_rewriter(mounts)
+        return _path_rewriter(mounts)
+
+    def launch(self, pod: Replica, first: bool) -> Launch:
+        template = replica_specs(self.scaled)[pod.type]["template"]
+        c = container(template)
+        for init in template["spec"].get("initContainers", []):
+            self.warn(
+                f"init container {init.get('name')} ({init.get('image')}) is not run:"
+                " provide what it prepares with --volume"
+            )
+        pod_dir = self.workdir / "pods" / pod.name
+        pod_dir.mkdir(parents=True, exist_ok=True)
+        paths = self._mounts(template, pod_dir)
         fields = {
-            "metadata.name": pod.pod_name(name),
-            "metadata.namespace": namespace,
+            "metadata.name": pod.pod_name(self.built.name),
+            "metadata.namespace": str(self.scaled["metadata"].get("namespace", "default")),
             "status.podIP": LOCAL_HOST,
             "status.hostIP": LOCAL_HOST,
             "spec.nodeName": socket.gethostname(),
             "spec.serviceAccountName": str(template["spec"].get("serviceAccountName", "default")),
         }
-        resolved = kube.resolve_env(c, built.config_maps, built.secrets, fields)
-        for line in resolved.unresolved:
-            if line not in warnings:
-                warnings.append(line)
-        pod_env: list[tuple[str, str]] = list(resolved.values.items())
-        for key, value in operator_env(scaled, pod):
-            if key in {"MASTER_PORT", "PET_MASTER_PORT"}:
-                value = str(port)
-            elif key == "PET_RDZV_ENDPOINT" and rdzv_on_worker0:
-                value = f"{LOCAL_HOST}:{port}"
-            pod_env.append((key, host(value)))
-        if rdzv_on_worker0:
-            conf = dict(pod_env).get("PET_RDZV_CONF")
-            is_host = f"is_host={1 if pod == Replica('Worker', 0) else 0}"
-            pod_env.append(("PET_RDZV_CONF", f"{conf},{is_host}" if conf else is_host))
-        # Ports are per pod on the cluster; here every replica shares one network.
-        renumber: dict[str, str] = {}
-        for p in c.get("ports", []):
-            key = f"{p.get('name', '')}:{p['containerPort']}"
-            metric_ports.setdefault(key, 0)
-            renumber[str(p["containerPort"])] = str(free_port())
-        pod_env = [(k, renumber.get(v, paths(host(v)))) for k, v in pod_env]
-        env_map = dict(pod_env)
+        pod_env = self._pod_env(pod, c, fields)
+        # The kubelet expands $(VAR) with the pod's values; the paths are made local after.
         missing: list[str] = []
+        env_map = dict(pod_env)
         command = [kube.expand(str(a), env_map, missing) for a in c.get("command", [])]
         args = [kube.expand(str(a), env_map, missing) for a in c.get("args", [])]
         for var in missing:
-            line = (
+            self.warn(
                 f"$({var}) in the command or args is defined by nothing: Kubernetes passes"
                 " it verbatim"
             )
-            if line not in warnings:
-                warnings.append(line)
-        args = [_renumber_arg(paths(host(a)), renumber) for a in args]
-        command = [paths(host(a)) for a in command]
+        # Ports are per pod on the cluster; here every replica shares one network.
+        renumber = {str(p["containerPort"]): str(free_port()) for p in c.get("ports", [])}
+        if renumber:
+            named = ", ".join(f"{p.get('name', '?')}:{p['containerPort']}" for p in c["ports"])
+            self.change(
+                "ports",
+                f"container ports {named} -> a free port per replica (in env values and args"
+                " naming them)",
+            )
+        pod_env = [(k, renumber.get(v) or paths(self.host(v))) for k, v in pod_env]
+        args = [_renumber_arg(paths(self.host(a)), renumber) for a in args]
+        command = [paths(self.host(a)) for a in command]
         image = str(c.get("image", ""))
-        pod_changes: list[str] = [] if launches else changes
         ours = _image_is_ours(image)[0]
-        _apply_arg_edits(args, options, ours, pod_changes)
-        argv = _local_command(command, image, built.source, notes if not launches else [])
-        if "OMP_NUM_THREADS" in env_map and env_map["OMP_NUM_THREADS"].isdigit():
-            if int(env_map["OMP_NUM_THREADS"]) > threads:
-                if not launches:
-                    changes.append(
-                        f"OMP_NUM_THREADS {env_map['OMP_NUM_THREADS']} -> {threads}"
-                        f" ({os.cpu_count()} cores for {total_procs} processes)"
-                    )
-                env_map["OMP_NUM_THREADS"] = str(threads)
-                pod_env = [(k, str(threads) if k == "OMP_NUM_THREADS" else v) for k, v in pod_env]
+        _apply_arg_edits(args, self.options, ours, self.changes if first else [])
+        argv = _local_command(command, image, self.built.source, self.notes if first else [])
         proc_env = {k: v for k, v in os.environ.items() if not _INHERITED_LAUNCHER_VARS.match(k)}
-        proc_env.update(env_map)
+        proc_env.update(pod_env)
         proc_env["CUDA_VISIBLE_DEVICES"] = ""
         proc_env["DS_ACCELERATOR"] = "cpu"
         if ours:
-            root = str(trainer_root())
             proc_env["PYTHONPATH"] = os.pathsep.join(
-                p for p in (root, os.environ.get("PYTHONPATH", "")) if p
+                p for p in (str(trainer_root()), os.environ.get("PYTHONPATH", "")) if p
             )
         grace = float(template["spec"].get("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS))
-        launches.append(
-            Launch(
-                replica=pod,
-                argv=argv + args,
-                env=proc_env,
-                pod_env=pod_env,
-                cwd=pod_dir,
-                restart_policy=restart_policy(scaled, pod.type),
-                grace_seconds=min(grace, MAX_GRACE_SECONDS),
-            )
+        return Launch(
+            replica=pod,
+            argv=argv + args,
+            env=proc_env,
+            pod_env=pod_env,
+            cwd=pod_dir,
+            restart_policy=restart_policy(self.scaled, pod.type),
+            grace_seconds=min(grace, MAX_GRACE_SECONDS),
         )
-    if metric_ports:
+
+
+def _backoff_limit(job: dict[str, Any], options: Options, changes: list[str]) -> int:
+    limit = job["spec"].get("runPolicy", {}).get("backoffLimit")
+    if options.backoff_limit is not None:
+        return options.backoff_limit
+    if limit is None:
         changes.append(
-            f"container ports {', '.join(sorted(metric_ports))} -> a free port per replica"
-            " (in env values and args that name them)"
+            "runPolicy.backoffLimit: unset (the operator restarts failing pods without end)"
+            f" -> {DEFAULT_LOCAL_BACKOFF_LIMIT} locally (--backoff-limit)"
         )
+        return DEFAULT_LOCAL_BACKOFF_LIMIT
+    return int(limit)
+
+
+def make_plan(built: BuiltJob, options: Options, workdir: Path) -> Plan:
+    """Everything about the local run, decided; no process started. Files go under `workdir`."""
+    job = built.job
+    changes: list[str] = []
+    pods = replicas(job)
+    local = options.replicas or min(len(pods), DEFAULT_LOCAL_REPLICAS)
+    if local < 1 or options.procs_per_replica < 1:
+        raise InputError(Problem("--replicas", None, None, "replicas and procs must be >= 1"))
+    scaled = _scale(job, local, options.procs_per_replica, changes)
+    elastic = scaled["spec"].get("elasticPolicy")
+    if elastic is not None and options.max_restarts is not None:
+        changes.append(
+            f"elasticPolicy.maxRestarts {elastic.get('maxRestarts')} -> {options.max_restarts}"
+            " (--max-restarts)"
+        )
+        elastic["maxRestarts"] = options.max_restarts
+    port = free_port()
+    job_ports = sorted({pytorch_port(job, r) for r in replica_specs(job)})
+    changes.append(
+        f"service names {built.name}-<type>-<i> -> {LOCAL_HOST}; pytorchjob-port"
+        f" {', '.join(map(str, job_ports))} -> free port {port}"
+    )
+    planner = _Planner(
+        built=built,
+        options=options,
+        workdir=workdir,
+        scaled=scaled,
+        port=port,
+        host=_host_rewriter([p.pod_name(built.name) for p in pods]),
+        threads=max(1, (os.cpu_count() or 1) // (local * options.procs_per_replica)),
+        changes=changes,
+    )
+    if planner.rdzv_on_worker0:
+        changes.append(
+            "PET_RDZV_CONF += is_host=1 on worker-0, is_host=0 on the others: in a pod only"
+            " worker-0's host name matches the endpoint, here 127.0.0.1 matches every replica"
+        )
+    changes.append("CUDA_VISIBLE_DEVICES='' and DS_ACCELERATOR=cpu in every replica (no GPU)")
+    backoff = _backoff_limit(job, options, changes)
+    launches = [planner.launch(pod, i == 0) for i, pod in enumerate(replicas(scaled))]
     specs = replica_specs(scaled)
     if "Master" in specs:
         success, shape = "master", "+".join(t for t in ("Master", "Worker") if t in specs)
     elif elastic is not None:
-        e = scaled["spec"]["elasticPolicy"]
-        success, shape = "any-worker", f"elastic {e['minReplicas']}-{e['maxReplicas']}"
+        success, shape = "any-worker", f"elastic {elastic['minReplicas']}-{elastic['maxReplicas']}"
     else:
         success, shape = "all-workers", "Worker"
-    clean = str(job["spec"].get("runPolicy", {}).get("cleanPodPolicy", "None"))
     return Plan(
-        job=name,
+        job=built.name,
         cluster=built.cluster,
         shape=shape,
         launches=launches,
-        changes=changes,
-        warnings=warnings,
-        notes=notes,
+        changes=planner.changes,
+        warnings=planner.warnings,
+        notes=planner.notes,
         success=success,
         backoff_limit=backoff,
-        clean_pod_policy=clean,
+        clean_pod_policy=str(job["spec"].get("runPolicy", {}).get("cleanPodPolicy", "None")),
         workdir=workdir,
     )
 

@@ -335,7 +335,9 @@ class Supervisor:
                     why = self._succeeded()
                     if why is not None:
                         self._settle()
-                        self.stop_all(f"the job Succeeded; cleanPodPolicy {self.plan.clean_pod_policy}")
+                        self.stop_all(
+                            f"the job Succeeded; cleanPodPolicy {self.plan.clean_pod_policy}"
+                        )
                         return Outcome(True, why, self.failures, self.restarts)
                     continue
                 failed = self._on_failure(run, code)
@@ -344,8 +346,12 @@ class Supervisor:
                     self.stop_all(f"the job Failed; cleanPodPolicy {self.plan.clean_pod_policy}")
                     return Outcome(False, failed, self.failures, self.restarts)
             if not self.running:
-                return Outcome(False, "every replica exited without the job succeeding",
-                               self.failures, self.restarts)
+                return Outcome(
+                    False,
+                    "every replica exited without the job succeeding",
+                    self.failures,
+                    self.restarts,
+                )
             time.sleep(POLL_SECONDS)
 
 
