@@ -108,11 +108,12 @@ def test_deepspeed_elastic_example_survives_a_killed_replica() -> None:
     assert "[run-local] worker-1 exited 137: restarting it (restartPolicy OnFailure" in out
     # worker-0's torchrun restarted its workers and the new round resumed from the shared
     # checkpoint. Rank 0 (which logs) of that round is either replica: pods sort by host
-    # name on the cluster, local replicas by pid.
+    # name on the cluster, local replicas by pid; on the restarted pod its own torchrun's
+    # restart count is 0, so the count is not asserted.
     both = [e for r in ("worker-0", "worker-1") for e in events(out, r, "resumed")]
     (resumed,) = both
-    assert resumed["restart_count"] >= 1 and resumed["exact"] is True
-    assert resumed["step"] >= 5
+    assert resumed["exact"] is True and resumed["step"] >= 5
+    assert resumed["saved_world_size"] == resumed["world_size"] == 2
     starts = [e for r in ("worker-0", "worker-1") for e in events(out, r, "start")]
     assert [s["config"]["engine"] for s in starts] == ["deepspeed", "deepspeed"]
     (finished,) = [e for r in ("worker-0", "worker-1") for e in events(out, r, "finished")]

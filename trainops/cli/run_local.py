@@ -126,10 +126,10 @@ def _out(line: str) -> None:
 
 
 def _header(plan: planning.Plan) -> None:
-    procs = {planning._procs(launch.pod_env) for launch in plan.launches}
     _out(
         f"run-local: {plan.job} on {plan.cluster} (PyTorchJob, {plan.shape}):"
-        f" {len(plan.launches)} replica(s) x {max(procs)} process(es), world size {plan.world_size}"
+        f" {len(plan.launches)} replica(s) x {plan.procs_per_replica} process(es),"
+        f" world size {plan.world_size}"
     )
     for note in plan.notes:
         _out(f"run-local: {note}")

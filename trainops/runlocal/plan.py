@@ -127,6 +127,10 @@ class Plan:
     def world_size(self) -> int:
         return sum(_procs(launch.pod_env) for launch in self.launches)
 
+    @property
+    def procs_per_replica(self) -> int:
+        return max(_procs(launch.pod_env) for launch in self.launches)
+
 
 def _procs(env: list[tuple[str, str]]) -> int:
     value = dict(env).get("PET_NPROC_PER_NODE", "1")
@@ -211,6 +215,9 @@ def _path_rewriter(mounts: list[tuple[str, Path]]) -> Callable[[str], str]:
 
 
 def _host_rewriter(pod_names: list[str]) -> Callable[[str], str]:
+    """Each pod's service name (a whole host name, not a prefix of another) -> 127.0.0.1."""
+    if not pod_names:
+        return lambda text: text
     names = sorted(pod_names, key=len, reverse=True)
     pattern = re.compile(r"(?<![\w.-])(" + "|".join(map(re.escape, names)) + r")(?![\w-])")
     return lambda text: pattern.sub(LOCAL_HOST, text)

@@ -114,8 +114,11 @@ container's cgroup: killing the pod kills every process carrying it, orphans inc
 def pod_processes(marker: str) -> list[int]:
     """Pids of this user's processes whose environment carries `POD_MARKER=marker` (Linux /proc)."""
     needle = f"{POD_MARKER}={marker}".encode() + b"\0"
-    found = []
-    for entry in Path("/proc").iterdir():
+    found: list[int] = []
+    proc = Path("/proc")
+    if not proc.is_dir():  # not Linux: the process group below is all we can reach
+        return found
+    for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
         try:
@@ -205,6 +208,8 @@ class Supervisor:
 
     def _kill_pod(self, run: _Running) -> None:
         """SIGKILL every process of the replica (the container's cgroup), until none is left."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(run.proc.pid, signal.SIGKILL)  # the main process's own session
         for _ in range(KILL_ROUNDS):
             pids = pod_processes(self._marker(run.launch.name))
             if not pids:
