@@ -158,3 +158,11 @@ def test_undefined_reference_is_warned(tmp_path: Path) -> None:
     assert "--lr=$(LEARNING_RATE)" in p.launches[0].argv  # verbatim, as Kubernetes passes it
     assert any("$(LEARNING_RATE)" in w and "defined by nothing" in w for w in p.warnings)
     assert yaml.safe_load((root / "jobs" / "resnet50-ddp.yaml").read_text())["name"]
+
+
+def test_shipped_elastic_jobs_do_not_share_the_rendezvous_store() -> None:
+    """Without it a replaced pod never rejoins (found with --kill-replica; docs/run-local.md)."""
+    for path in sorted((REPO / "jobs").glob("*.yaml")):
+        spec = yaml.safe_load(path.read_text())
+        if "elastic" in spec:
+            assert spec["env"].get("TORCH_DISABLE_SHARE_RDZV_TCP_STORE") == "1", path.name
