@@ -14,6 +14,7 @@ its args.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -54,8 +55,6 @@ def lines_of(out: str, replica: str) -> list[str]:
 
 
 def events(out: str, replica: str, name: str) -> list[dict[str, Any]]:
-    import json
-
     found = []
     for line in lines_of(out, replica):
         if line.startswith("{") and f'"event": "{name}"' in line:
