@@ -14,7 +14,17 @@ from pathlib import Path
 from types import ModuleType
 
 from trainops import __version__
-from trainops.cli import build, diff, explain, live_diff, render, rules, status, validate
+from trainops.cli import (
+    build,
+    diff,
+    explain,
+    live_diff,
+    render,
+    rules,
+    run_local,
+    status,
+    validate,
+)
 from trainops.cluster.errors import ClusterError
 from trainops.core.errors import InputError
 
@@ -32,6 +42,7 @@ COMMANDS: dict[str, ModuleType] = {
     "status": status,
     "explain": explain,
     "live-diff": live_diff,
+    "run-local": run_local,
 }
 
 

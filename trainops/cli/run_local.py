@@ -1,0 +1,200 @@
+"""Run a job's built PyTorchJob here, one process group per replica, as the operator would.
+
+Takes the job from the committed, kustomize-built overlay; starts each replica's container
+command with the Training Operator's env (MASTER_ADDR/PORT, WORLD_SIZE, RANK, PET_*), the
+container's own env and its ConfigMap volumes materialised in a temporary directory; GPUs become
+CPU processes (gloo). Output is prefixed per replica; the exit code is the job's outcome
+(0 Succeeded, 1 Failed or timed out, 2 bad input). See docs/run-local.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+import sys
+import tempfile
+from pathlib import Path
+
+from trainops.core.errors import InputError, Problem
+from trainops.runlocal import plan as planning
+from trainops.runlocal import supervise
+from trainops.runlocal.source import load_built_job
+
+DEFAULT_TIMEOUT = 900.0
+DEFAULT_KILL_AFTER = 20.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("job", help="job name (or jobs/<name>.yaml)")
+    parser.add_argument("--cluster", help="the target cluster's overlay (default: the only one)")
+    parser.add_argument("--replicas", type=int, help="local pods (default: min(job's, 2))")
+    parser.add_argument(
+        "--procs-per-replica",
+        type=int,
+        default=1,
+        help="processes per pod, instead of one per GPU (default 1)",
+    )
+    parser.add_argument("--steps", type=int, help="our trainer only: stop after N steps")
+    parser.add_argument(
+        "--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds before the run is stopped"
+    )
+    parser.add_argument(
+        "--kill-replica",
+        metavar="K",
+        help="SIGKILL replica K (`worker-1`, or its position) after --after seconds",
+    )
+    parser.add_argument(
+        "--after", type=float, default=DEFAULT_KILL_AFTER, help="seconds before --kill-replica"
+    )
+    parser.add_argument(
+        "--after-output",
+        metavar="REGEX",
+        help="count --after from the first output line matching REGEX (e.g. a checkpoint)",
+    )
+    parser.add_argument(
+        "--set-arg",
+        action="append",
+        default=[],
+        metavar="--FLAG=VALUE",
+        help="replace (or add) a flag in the rendered args; repeatable",
+    )
+    parser.add_argument(
+        "--drop-arg",
+        action="append",
+        default=[],
+        metavar="--FLAG",
+        help="remove a flag (and its value) from the rendered args; repeatable",
+    )
+    parser.add_argument(
+        "--volume",
+        action="append",
+        default=[],
+        metavar="NAME=DIR",
+        help="use DIR for the pod volume NAME (a data set) instead of an empty directory",
+    )
+    parser.add_argument("--backoff-limit", type=int, help="override runPolicy.backoffLimit")
+    parser.add_argument("--max-restarts", type=int, help="override elasticPolicy.maxRestarts")
+    parser.add_argument(
+        "--workdir", type=Path, help="keep volumes and pod directories here (default: a temp dir)"
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="print each replica's command and env; run nothing"
+    )
+
+
+def _volumes(items: list[str]) -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for item in items:
+        name, sep, directory = item.partition("=")
+        if not sep or not name or not directory:
+            raise InputError(Problem("--volume", None, None, f"expected NAME=DIR, got {item!r}"))
+        if not Path(directory).is_dir():
+            raise InputError(
+                Problem("--volume", None, None, f"{directory} is not a directory (for {name})")
+            )
+        out[name] = Path(directory)
+    return out
+
+
+def _kill_target(value: str | None, plan: planning.Plan) -> str | None:
+    if value is None:
+        return None
+    names = [launch.name for launch in plan.launches]
+    if value.isdigit() and int(value) < len(names):
+        return names[int(value)]
+    if value in names:
+        return value
+    raise InputError(
+        Problem(
+            "--kill-replica", None, None, f"no replica {value!r} (replicas: {', '.join(names)})"
+        )
+    )
+
+
+def _pattern(text: str | None) -> re.Pattern[str] | None:
+    if text is None:
+        return None
+    try:
+        return re.compile(text)
+    except re.error as err:
+        raise InputError(Problem("--after-output", None, None, f"invalid regex: {err}")) from err
+
+
+def _out(line: str) -> None:
+    print(line, flush=True)
+
+
+def _header(plan: planning.Plan) -> None:
+    _out(
+        f"run-local: {plan.job} on {plan.cluster} (PyTorchJob, {plan.shape}):"
+        f" {len(plan.launches)} replica(s) x {plan.procs_per_replica} process(es),"
+        f" world size {plan.world_size}"
+    )
+    for note in plan.notes:
+        _out(f"run-local: {note}")
+    _out("run-local: changed for this machine:")
+    for change in plan.changes:
+        _out(f"  - {change}")
+    for warning in plan.warnings:
+        _out(f"run-local: warning: {warning}")
+
+
+def _dry_run(plan: planning.Plan) -> None:
+    for launch in plan.launches:
+        _out(f"[{launch.name}] restartPolicy {launch.restart_policy}; cwd {launch.cwd}")
+        _out(f"[{launch.name}] $ {shlex.join(launch.argv)}")
+        for key, value in launch.pod_env:
+            _out(f"[{launch.name}]   {key}={value}")
+
+
+def _summary(outcome: supervise.Outcome) -> int:
+    if outcome.succeeded:
+        _out(f"run-local: the job Succeeded: {outcome.reason} (restarts: {outcome.restarts})")
+        return 0
+    _out(f"run-local: the job Failed: {outcome.reason}")
+    first = outcome.first_failure
+    if first is not None:
+        _out(
+            f"run-local: first failure: {first.replica} (attempt {first.attempt}) exited"
+            f" {first.code}; its error:"
+        )
+        for line in first.error:
+            _out(f"  | {line}")
+        others = [f"{f.replica} exited {f.code}" for f in outcome.failures[1:]]
+        if others:
+            _out(f"run-local: then: {', '.join(others)}")
+    return 1
+
+
+def run(args: argparse.Namespace) -> int:
+    options = planning.Options(
+        replicas=args.replicas,
+        procs_per_replica=args.procs_per_replica,
+        steps=args.steps,
+        set_args=tuple(args.set_arg),
+        drop_args=tuple(args.drop_arg),
+        volumes=_volumes(args.volume),
+        backoff_limit=args.backoff_limit,
+        max_restarts=args.max_restarts,
+    )
+    built = load_built_job(args.root, args.job, args.cluster)
+    with tempfile.TemporaryDirectory(prefix="trainops-run-local-") as tmp:
+        workdir = args.workdir.resolve() if args.workdir else Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        plan = planning.make_plan(built, options, workdir)
+        kill = _kill_target(args.kill_replica, plan)
+        _header(plan)
+        if args.dry_run:
+            _dry_run(plan)
+            return 0
+        try:
+            outcome = supervise.run(
+                plan,
+                _out,
+                args.timeout,
+                supervise.Kill(kill, args.after, _pattern(args.after_output)) if kill else None,
+            )
+        finally:
+            sys.stdout.flush()
+        return _summary(outcome)

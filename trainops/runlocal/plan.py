@@ -1,0 +1,635 @@
+"""Turn a built PyTorchJob into local processes: one per replica, as the operator would start pods.
+
+`make_plan` is everything run-local decides before a process starts, and it starts none: it
+scales the job down (replicas, processes per replica, GPUs -> CPU), computes the operator's
+env for the scaled job (`operator_env`), resolves the container's env like the kubelet
+(`kube`), materialises volumes in a work directory and rewrites the paths the pod would see,
+maps the pods' service names and ports onto 127.0.0.1 and free ports, and finds the local
+program (our trainer from this checkout when the job runs our image). Every change it makes
+is listed in `Plan.changes`, so the user knows what the local run does not prove.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import os
+import re
+import shutil
+import socket
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainops import __version__
+from trainops.core.errors import InputError, Problem
+from trainops.runlocal import kube
+from trainops.runlocal.operator_env import (
+    Replica,
+    container,
+    nproc_per_node,
+    operator_env,
+    pytorch_port,
+    replica_count,
+    replica_specs,
+    replicas,
+    restart_policy,
+)
+from trainops.runlocal.source import BuiltJob
+
+TRAINER_IMAGE = "trainops-trainer"
+"""The repository name of the image `trainer/Dockerfile` builds (any registry)."""
+LOCAL_HOST = "127.0.0.1"
+DEFAULT_LOCAL_REPLICAS = 2
+"""Two pods are the smallest job that still rendezvous across pods."""
+MAX_GRACE_SECONDS = 30
+"""Local cap on terminationGracePeriodSeconds: a small local run checkpoints in seconds."""
+DEFAULT_GRACE_SECONDS = 30
+"""Kubernetes' default terminationGracePeriodSeconds."""
+SHM_PATH = "/dev/shm"
+"""A Memory emptyDir at /dev/shm only enlarges shared memory: locally the host's is used."""
+# Variables a caller's shell may carry (a run-local inside torchrun, a CI job) that would leak
+# into the replicas and change what torchrun does; a pod starts without them.
+_INHERITED_LAUNCHER_VARS = re.compile(
+    r"^(PET_.*|TORCHELASTIC_.*|RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE|GROUP_RANK|"
+    r"GROUP_WORLD_SIZE|ROLE_RANK|ROLE_WORLD_SIZE|MASTER_ADDR|MASTER_PORT|CUDA_VISIBLE_DEVICES)$"
+)
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the user asked of the local run (the CLI flags)."""
+
+    replicas: int | None = None
+    """Local pods; default min(job's pods, 2)."""
+    procs_per_replica: int = 1
+    """Processes per pod (the job's nprocPerNode, one per GPU, becomes this)."""
+    steps: int | None = None
+    """Appends `--steps=N` to our trainer's args (a few steps, not the job's epochs)."""
+    set_args: tuple[str, ...] = ()
+    """`--flag=value` replacing the same flag in the rendered args, or appended."""
+    drop_args: tuple[str, ...] = ()
+    """`--flag`s removed from the rendered args (with their value)."""
+    volumes: Mapping[str, Path] = field(default_factory=dict)
+    """Pod volume name -> local directory to use instead of an empty one (data sets)."""
+    backoff_limit: int | None = None
+    """Overrides runPolicy.backoffLimit (and the local limit when the job sets none)."""
+    max_restarts: int | None = None
+    """Overrides elasticPolicy.maxRestarts (torchrun's worker-group restarts)."""
+
+
+DEFAULT_LOCAL_BACKOFF_LIMIT = 3
+"""Without runPolicy.backoffLimit the operator restarts a failing pod forever (the kubelet's
+CrashLoopBackOff); locally the run stops after this many restarts instead."""
+
+
+@dataclass
+class Launch:
+    """One local replica: the process run-local starts (again, when its policy restarts it)."""
+
+    replica: Replica
+    argv: list[str]
+    env: dict[str, str]
+    """The whole process env."""
+    pod_env: list[tuple[str, str]]
+    """The container's env then the operator's, as the pod would see them (localised)."""
+    cwd: Path
+    restart_policy: str
+    grace_seconds: float
+
+    @property
+    def name(self) -> str:
+        return self.replica.name
+
+
+@dataclass
+class Plan:
+    job: str
+    cluster: str
+    shape: str
+    """`Master+Worker` or `elastic MIN-MAX`, of the local run."""
+    launches: list[Launch]
+    changes: list[str]
+    """What differs from the pods on the cluster, one line each."""
+    warnings: list[str]
+    """References run-local could not resolve and containers it does not run."""
+    notes: list[str]
+    """How the program is found (our trainer from the checkout, or PATH)."""
+    success: str
+    """`master`, `any-worker` (elastic) or `all-workers`: when the operator calls it Succeeded."""
+    backoff_limit: int | None
+    clean_pod_policy: str
+    workdir: Path
+
+    @property
+    def world_size(self) -> int:
+        return sum(_procs(launch.pod_env) for launch in self.launches)
+
+    @property
+    def procs_per_replica(self) -> int:
+        return max(_procs(launch.pod_env) for launch in self.launches)
+
+
+def _procs(env: list[tuple[str, str]]) -> int:
+    value = dict(env).get("PET_NPROC_PER_NODE", "1")
+    return int(value) if value.isdigit() else 1
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now, so parallel runs do not collide."""
+    with socket.socket() as s:
+        s.bind((LOCAL_HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def _scale(job: dict[str, Any], local: int, procs: int, changes: list[str]) -> dict[str, Any]:
+    """A copy of the job at `local` pods of `procs` processes: the operator env's input."""
+    scaled = copy.deepcopy(job)
+    specs = replica_specs(scaled)
+    before = sum(replica_count(s) for s in specs.values())
+    if "Master" in specs:
+        specs["Master"]["replicas"] = 1
+        if local > 1:
+            specs.setdefault("Worker", copy.deepcopy(specs["Master"]))["replicas"] = local - 1
+        else:
+            specs.pop("Worker", None)
+    else:
+        specs["Worker"]["replicas"] = local
+    if local != before:
+        changes.append(f"replicas: {before} pods -> {local} local process groups (--replicas)")
+    elastic = scaled["spec"].get("elasticPolicy")
+    if elastic is not None:
+        low = int(elastic.get("minReplicas", before))
+        high = int(elastic.get("maxReplicas", before))
+        new_low, new_high = min(low, local), local
+        if (new_low, new_high) != (low, high):
+            elastic["minReplicas"], elastic["maxReplicas"] = new_low, new_high
+            changes.append(
+                f"elasticPolicy: min/max replicas {low}:{high} -> {new_low}:{new_high}"
+                " (PET_NNODES; with max = the local pods the rendezvous closes as soon as all"
+                " joined instead of waiting for pods that will never come)"
+            )
+    old = nproc_per_node(job)
+    scaled["spec"]["nprocPerNode"] = str(procs)
+    gpus = _gpus_per_pod(job)
+    changes.append(
+        f"GPUs: {gpus or 'no'} GPU(s) and nprocPerNode {old} per pod -> {procs} CPU process(es)"
+        " per replica (--procs-per-replica); CUDA hidden, backend gloo"
+    )
+    return scaled
+
+
+def _gpus_per_pod(job: dict[str, Any]) -> int:
+    for spec in replica_specs(job).values():
+        limits = container(spec["template"]).get("resources", {}).get("limits", {})
+        return sum(int(v) for k, v in limits.items() if str(k).endswith("/gpu"))
+    return 0
+
+
+@dataclass
+class _Volumes:
+    """Pod mount paths -> local directories, shared (claims, ConfigMaps) or per replica."""
+
+    shared: list[tuple[str, Path]] = field(default_factory=list)
+    per_replica: list[tuple[str, str]] = field(default_factory=list)
+    """(mountPath, volume name): emptyDirs, one local directory per replica."""
+
+
+def _path_rewriter(mounts: list[tuple[str, Path]]) -> Callable[[str], str]:
+    """Replace each pod mount path (a whole path component prefix) by its local directory."""
+    ordered = sorted(mounts, key=lambda m: -len(m[0]))
+    patterns = [
+        (re.compile(r"(?<![\w.~/-])" + re.escape(p.rstrip("/")) + r"(?=/|$|[^\w.-])"), str(d))
+        for p, d in ordered
+        if p.rstrip("/")
+    ]
+
+    def rewrite(text: str) -> str:
+        for pattern, local in patterns:
+            text = pattern.sub(local.replace("\\", "\\\\"), text)
+        return text
+
+    return rewrite
+
+
+def _host_rewriter(pod_names: list[str]) -> Callable[[str], str]:
+    """Each pod's service name (a whole host name, not a prefix of another) -> 127.0.0.1."""
+    if not pod_names:
+        return lambda text: text
+    names = sorted(pod_names, key=len, reverse=True)
+    pattern = re.compile(r"(?<![\w.-])(" + "|".join(map(re.escape, names)) + r")(?![\w-])")
+    return lambda text: pattern.sub(LOCAL_HOST, text)
+
+
+def _apply_arg_edits(args: list[str], options: Options, ours: bool, changes: list[str]) -> None:
+    edits = list(options.set_args)
+    if options.steps is not None:
+        if not ours:
+            raise InputError(
+                Problem(
+                    "--steps",
+                    None,
+                    None,
+                    "--steps sets our trainer's --steps flag; this job runs another program:"
+                    " use --set-arg with its own flag",
+                )
+            )
+        edits.append(f"--steps={options.steps}")
+    for flag in options.drop_args:
+        if _remove_flag(args, flag):
+            changes.append(f"args: {flag} removed (--drop-arg)")
+        else:
+            raise InputError(Problem("--drop-arg", None, None, f"the args have no {flag}"))
+    for edit in edits:
+        flag, sep, _ = edit.partition("=")
+        if not flag.startswith("-") or not sep:
+            raise InputError(
+                Problem("--set-arg", None, None, f"expected --flag=value, got {edit!r}")
+            )
+        replaced = _remove_flag(args, flag)
+        args.append(edit)
+        verb = "replaced by" if replaced else "added:"
+        changes.append(f"args: {flag} {verb} {edit}")
+
+
+def _remove_flag(args: list[str], flag: str) -> bool:
+    """Drop `flag=value` or `flag value` from `args`; whether it was there."""
+    for i, arg in enumerate(args):
+        if arg.startswith(flag + "="):
+            del args[i]
+            return True
+        if arg == flag:
+            has_value = i + 1 < len(args) and not args[i + 1].startswith("-")
+            del args[i : i + 2 if has_value else i + 1]
+            return True
+    return False
+
+
+def image_reference(image: str) -> tuple[str, str | None]:
+    """(repository, tag) of an image reference; the tag is None for a digest or no tag."""
+    name, _, digest = image.partition("@")
+    last = name.rsplit("/", 1)[-1]
+    repository, tag = (
+        (name.rsplit(":", 1)[0], last.rsplit(":", 1)[1]) if ":" in last else (name, "")
+    )
+    return repository, (tag or None) if not digest else None
+
+
+def _image_is_ours(image: str) -> tuple[bool, str | None]:
+    """Whether `image` is the trainer image, and its tag."""
+    repository, tag = image_reference(image)
+    return repository.rsplit("/", 1)[-1] == TRAINER_IMAGE, tag
+
+
+def trainer_root() -> Path:
+    """The directory holding the `trainer` package run-local runs (this checkout's)."""
+    spec = importlib.util.find_spec("trainer")
+    if spec is None or spec.origin is None:
+        raise InputError(
+            Problem("trainer", None, None, "the trainer package is not importable here")
+        )
+    return Path(spec.origin).resolve().parent.parent
+
+
+def _local_command(command: list[str], image: str, source: str, notes: list[str]) -> list[str]:
+    if not command:
+        raise InputError(
+            Problem(
+                source,
+                None,
+                None,
+                f"the container of image {image} has no command: run-local cannot know the"
+                " image's entrypoint (render a `command`)",
+            )
+        )
+    ours, tag = _image_is_ours(image)
+    program = command[0]
+    if ours:
+        root = trainer_root()
+        pinned = (
+            "" if tag == __version__ else f"; the job pins {tag}, this checkout is {__version__}"
+        )
+        notes.append(
+            f"image {image} is our trainer: running `python -m trainer` from {root}"
+            f" (trainops {__version__}{pinned})"
+        )
+        if program == "torchrun":
+            return [sys.executable, "-m", "torch.distributed.run", *command[1:]]
+        if program in {"python", "python3"}:
+            return [sys.executable, *command[1:]]
+    found = shutil.which(program)
+    if found is None:
+        raise InputError(
+            Problem(
+                source,
+                None,
+                None,
+                f"cannot run {program!r} locally: it is not on PATH (image {image} is not"
+                " the trainops trainer, so run-local runs the command from this machine)",
+            )
+        )
+    if not ours:
+        notes.append(f"image {image} is not ours: running {found} from this machine's PATH")
+    return [found, *command[1:]]
+
+
+@dataclass
+class _Planner:
+    """The state shared by every replica's launch while one plan is made."""
+
+    built: BuiltJob
+    options: Options
+    workdir: Path
+    scaled: dict[str, Any]
+    """The job at the local size: what the operator env is computed from."""
+    port: int
+    """The free local port standing for the pytorchjob-port (master and rendezvous)."""
+    host: Callable[[str], str]
+    """Service names of the job's pods -> 127.0.0.1."""
+    threads: int
+    """OMP_NUM_THREADS ceiling: this machine's cores shared by every local process."""
+    changes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+    """Volumes, init containers and ports already reported (each is reported once)."""
+
+    def warn(self, line: str) -> None:
+        if line not in self.warnings:
+            self.warnings.append(line)
+
+    def change(self, key: str, line: str) -> None:
+        """Report `line` once per run, however many replicas it applies to."""
+        if key not in self.seen:
+            self.seen.add(key)
+            self.changes.append(line)
+
+    @property
+    def rdzv_on_worker0(self) -> bool:
+        elastic = self.scaled["spec"].get("elasticPolicy")
+        return elastic is not None and not elastic.get("rdzvHost")
+
+    def _pod_env(
+        self, pod: Replica, c: dict[str, Any], fields: dict[str, str]
+    ) -> list[tuple[str, str]]:
+        """The container's env, then the operator's, with hosts and the port made local."""
+        resolved = kube.resolve_env(c, self.built.config_maps, self.built.secrets, fields)
+        for line in resolved.unresolved:
+            self.warn(line)
+        env: list[tuple[str, str]] = [(k, self.host(v)) for k, v in resolved.values.items()]
+        for key, value in operator_env(self.scaled, pod):
+            if key in {"MASTER_PORT", "PET_MASTER_PORT"}:
+                env.append((key, str(self.port)))
+            elif key == "PET_RDZV_ENDPOINT" and self.rdzv_on_worker0:
+                env.append((key, f"{LOCAL_HOST}:{self.port}"))
+            else:
+                env.append((key, self.host(value)))
+        if self.rdzv_on_worker0:
+            conf = dict(env).get("PET_RDZV_CONF")
+            is_host = f"is_host={1 if pod == Replica('Worker', 0) else 0}"
+            env.append(("PET_RDZV_CONF", f"{conf},{is_host}" if conf else is_host))
+        cap = dict(env).get("OMP_NUM_THREADS", "")
+        if cap.isdigit() and int(cap) > self.threads:
+            self.change(
+                "omp",
+                f"OMP_NUM_THREADS {cap} -> {self.threads} ({os.cpu_count()} cores for"
+                f" {self.threads_for} processes)",
+            )
+            env = [(k, str(self.threads) if k == "OMP_NUM_THREADS" else v) for k, v in env]
+        return env
+
+    @property
+    def threads_for(self) -> int:
+        return len(replicas(self.scaled)) * self.options.procs_per_replica
+
+    def _volumes(self, template: dict[str, Any]) -> _Volumes:
+        """Each mounted volume's local directory; ConfigMaps/Secrets written out, claims shared."""
+        options, workdir = self.options, self.workdir
+        changes, warnings, seen = self.changes, self.warnings, self.seen
+        out = _Volumes()
+        c = container(template)
+        volumes = {v["name"]: v for v in template["spec"].get("volumes", [])}
+        for mount in c.get("volumeMounts", []):
+            path = str(mount["mountPath"])
+            name = str(mount["name"])
+            volume = volumes.get(name, {})
+            sub = str(mount.get("subPath", ""))
+            first = f"volume:{name}" not in seen
+            seen.add(f"volume:{name}")
+            if path == SHM_PATH:
+                if first:
+                    changes.append(f"volume {name} at {SHM_PATH}: the host's shared memory")
+                continue
+            if name in options.volumes:
+                local = Path(options.volumes[name]).resolve()
+                if first:
+                    changes.append(f"volume {name} at {path}: {local} (--volume)")
+            elif "configMap" in volume or "secret" in volume:
+                local = self._materialise(name, volume, first)
+                if first:
+                    changes.append(f"volume {name} at {path}: materialised in {local}")
+            elif "persistentVolumeClaim" in volume:
+                claim = volume["persistentVolumeClaim"]["claimName"]
+                local = workdir / "claims" / claim
+                local.mkdir(parents=True, exist_ok=True)
+                if first:
+                    changes.append(
+                        f"volume {name} at {path}: claim {claim} -> empty {local}, shared by all"
+                        " replicas (mount a real directory with --volume)"
+                    )
+            elif "emptyDir" in volume:
+                out.per_replica.append((path, name))
+                if first:
+                    changes.append(f"volume {name} at {path}: an empty directory per replica")
+                continue
+            else:
+                local = workdir / "volumes" / name
+                local.mkdir(parents=True, exist_ok=True)
+                if first:
+                    kind = ", ".join(sorted(k for k in volume if k != "name")) or "undefined"
+                    warnings.append(f"volume {name} at {path} ({kind}) is an empty directory here")
+            out.shared.append((path, local / sub if sub else local))
+        return out
+
+    def _materialise(self, name: str, volume: dict[str, Any], first: bool) -> Path:
+        """Write a ConfigMap/Secret volume's files as the pod would see them."""
+        built, workdir, warnings = self.built, self.workdir, self.warnings
+        kind = "configMap" if "configMap" in volume else "secret"
+        source = volume[kind]
+        obj_name = str(source.get("name") or source.get("secretName"))
+        store = built.config_maps if kind == "configMap" else built.secrets
+        local = workdir / "volumes" / name
+        local.mkdir(parents=True, exist_ok=True)
+        obj = store.get(obj_name)
+        if obj is None:
+            if first:
+                warnings.append(
+                    f"volume {name}: {kind} {obj_name!r} is not in the built objects: empty here"
+                )
+            return local
+        for rel, content in kube.volume_files(obj, source.get("items")).items():
+            target = local / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(content, encoding="utf-8")
+        return local
+
+    def _mounts(self, template: dict[str, Any], pod_dir: Path) -> Callable[[str], str]:
+        vols = self._volumes(template)
+        mounts = list(vols.shared)
+        for path, vol_name in vols.per_replica:
+            local_dir = pod_dir / "volumes" / vol_name
+            local_dir.mkdir(parents=True, exist_ok=True)
+            mounts.append((path, local_dir))
+        return _path_rewriter(mounts)
+
+    def launch(self, pod: Replica, first: bool) -> Launch:
+        template = replica_specs(self.scaled)[pod.type]["template"]
+        c = container(template)
+        for init in template["spec"].get("initContainers", []):
+            self.warn(
+                f"init container {init.get('name')} ({init.get('image')}) is not run:"
+                " provide what it prepares with --volume"
+            )
+        pod_dir = self.workdir / "pods" / pod.name
+        pod_dir.mkdir(parents=True, exist_ok=True)
+        paths = self._mounts(template, pod_dir)
+        fields = {
+            "metadata.name": pod.pod_name(self.built.name),
+            "metadata.namespace": str(self.scaled["metadata"].get("namespace", "default")),
+            "status.podIP": LOCAL_HOST,
+            "status.hostIP": LOCAL_HOST,
+            "spec.nodeName": socket.gethostname(),
+            "spec.serviceAccountName": str(template["spec"].get("serviceAccountName", "default")),
+        }
+        pod_env = self._pod_env(pod, c, fields)
+        # The kubelet expands $(VAR) with the pod's values; the paths are made local after.
+        missing: list[str] = []
+        env_map = dict(pod_env)
+        command = [kube.expand(str(a), env_map, missing) for a in c.get("command", [])]
+        args = [kube.expand(str(a), env_map, missing) for a in c.get("args", [])]
+        for var in missing:
+            self.warn(
+                f"$({var}) in the command or args is defined by nothing: Kubernetes passes"
+                " it verbatim"
+            )
+        # Ports are per pod on the cluster; here every replica shares one network.
+        renumber = {str(p["containerPort"]): str(free_port()) for p in c.get("ports", [])}
+        if renumber:
+            named = ", ".join(f"{p.get('name', '?')}:{p['containerPort']}" for p in c["ports"])
+            self.change(
+                "ports",
+                f"container ports {named} -> a free port per replica (in env values and args"
+                " naming them)",
+            )
+        pod_env = [(k, renumber.get(v) or paths(self.host(v))) for k, v in pod_env]
+        args = [_renumber_arg(paths(self.host(a)), renumber) for a in args]
+        command = [paths(self.host(a)) for a in command]
+        image = str(c.get("image", ""))
+        ours = _image_is_ours(image)[0]
+        _apply_arg_edits(args, self.options, ours, self.changes if first else [])
+        argv = _local_command(command, image, self.built.source, self.notes if first else [])
+        proc_env = {k: v for k, v in os.environ.items() if not _INHERITED_LAUNCHER_VARS.match(k)}
+        proc_env.update(pod_env)
+        proc_env["CUDA_VISIBLE_DEVICES"] = ""
+        proc_env["DS_ACCELERATOR"] = "cpu"
+        if ours:
+            proc_env["PYTHONPATH"] = os.pathsep.join(
+                p for p in (str(trainer_root()), os.environ.get("PYTHONPATH", "")) if p
+            )
+        grace = float(template["spec"].get("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS))
+        return Launch(
+            replica=pod,
+            argv=argv + args,
+            env=proc_env,
+            pod_env=pod_env,
+            cwd=pod_dir,
+            restart_policy=restart_policy(self.scaled, pod.type),
+            grace_seconds=min(grace, MAX_GRACE_SECONDS),
+        )
+
+
+def _backoff_limit(job: dict[str, Any], options: Options, changes: list[str]) -> int:
+    limit = job["spec"].get("runPolicy", {}).get("backoffLimit")
+    if options.backoff_limit is not None:
+        return options.backoff_limit
+    if limit is None:
+        changes.append(
+            "runPolicy.backoffLimit: unset (the operator restarts failing pods without end)"
+            f" -> {DEFAULT_LOCAL_BACKOFF_LIMIT} locally (--backoff-limit)"
+        )
+        return DEFAULT_LOCAL_BACKOFF_LIMIT
+    return int(limit)
+
+
+def make_plan(built: BuiltJob, options: Options, workdir: Path) -> Plan:
+    """Everything about the local run, decided; no process started. Files go under `workdir`."""
+    job = built.job
+    changes: list[str] = []
+    pods = replicas(job)
+    local = options.replicas or min(len(pods), DEFAULT_LOCAL_REPLICAS)
+    if local < 1 or options.procs_per_replica < 1:
+        raise InputError(Problem("--replicas", None, None, "replicas and procs must be >= 1"))
+    scaled = _scale(job, local, options.procs_per_replica, changes)
+    elastic = scaled["spec"].get("elasticPolicy")
+    if elastic is not None and options.max_restarts is not None:
+        changes.append(
+            f"elasticPolicy.maxRestarts {elastic.get('maxRestarts')} -> {options.max_restarts}"
+            " (--max-restarts)"
+        )
+        elastic["maxRestarts"] = options.max_restarts
+    port = free_port()
+    job_ports = sorted({pytorch_port(job, r) for r in replica_specs(job)})
+    changes.append(
+        f"service names {built.name}-<type>-<i> -> {LOCAL_HOST}; pytorchjob-port"
+        f" {', '.join(map(str, job_ports))} -> free port {port}"
+    )
+    planner = _Planner(
+        built=built,
+        options=options,
+        workdir=workdir,
+        scaled=scaled,
+        port=port,
+        host=_host_rewriter([p.pod_name(built.name) for p in pods]),
+        threads=max(1, (os.cpu_count() or 1) // (local * options.procs_per_replica)),
+        changes=changes,
+    )
+    if planner.rdzv_on_worker0:
+        changes.append(
+            "PET_RDZV_CONF += is_host=1 on worker-0, is_host=0 on the others: in a pod only"
+            " worker-0's host name matches the endpoint, here 127.0.0.1 matches every replica"
+        )
+    changes.append("CUDA_VISIBLE_DEVICES='' and DS_ACCELERATOR=cpu in every replica (no GPU)")
+    backoff = _backoff_limit(job, options, changes)
+    launches = [planner.launch(pod, i == 0) for i, pod in enumerate(replicas(scaled))]
+    specs = replica_specs(scaled)
+    if "Master" in specs:
+        success, shape = "master", "+".join(t for t in ("Master", "Worker") if t in specs)
+    elif elastic is not None:
+        success, shape = "any-worker", f"elastic {elastic['minReplicas']}-{elastic['maxReplicas']}"
+    else:
+        success, shape = "all-workers", "Worker"
+    return Plan(
+        job=built.name,
+        cluster=built.cluster,
+        shape=shape,
+        launches=launches,
+        changes=planner.changes,
+        warnings=planner.warnings,
+        notes=planner.notes,
+        success=success,
+        backoff_limit=backoff,
+        clean_pod_policy=str(job["spec"].get("runPolicy", {}).get("cleanPodPolicy", "None")),
+        workdir=workdir,
+    )
+
+
+def _renumber_arg(arg: str, renumber: Mapping[str, str]) -> str:
+    """`9090` or `--metrics-port=9090` -> the replica's local port."""
+    if arg in renumber:
+        return renumber[arg]
+    flag, sep, value = arg.rpartition("=")
+    if sep and value in renumber:
+        return f"{flag}={renumber[value]}"
+    return arg
