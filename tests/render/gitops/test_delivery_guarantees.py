@@ -41,7 +41,9 @@ DOCUMENTED_KINDS = {
     ("", "ConfigMap"),
     ("", "PersistentVolumeClaim"),
     ("", "Service"),
+    ("kubeflow.org", "MPIJob"),
     ("kubeflow.org", "PyTorchJob"),
+    ("kubeflow.org", "TFJob"),
     ("monitoring.coreos.com", "ServiceMonitor"),
 }
 # Argo CD's in-cluster address, what a profile without `server` or `destinationName` means.
