@@ -49,8 +49,11 @@ class Replica:
     """Mounts the job's volumes, /dev/shm and the DeepSpeed config, runs dataSync, serves
     metrics: False for a pod that only launches others (the MPI Launcher)."""
     nccl_device: bool = True
-    """Joins the NCCL traffic: the RDMA device and IPC_LOCK on RDMA clusters (the NCCL env and
-    the Multus network are in every pod: the MPI Launcher exports one and talks over the other)."""
+    """Joins the NCCL traffic: the RDMA device and IPC_LOCK on RDMA clusters (the Multus
+    network is in every pod: an MPI Launcher talks to its Workers over it)."""
+    nccl_env: bool = True
+    """Gets the cluster's NCCL env: the NCCL pods, and the MPI Launcher that exports it to the
+    ranks; not a CPU parameter server, which talks gRPC."""
     env: tuple[tuple[str, str], ...] = ()
     """Env of this replica type only, after the job's."""
 
@@ -95,6 +98,7 @@ def _env(
     target: Target | None,
     cluster: ClusterProfile | None,
     replica_env: tuple[tuple[str, str], ...] = (),
+    with_nccl: bool = True,
 ) -> list[Any]:
     """The training container's env: one entry per name. A target's variable replaces the
     job's variable of the same name where it stands; the target's new ones come last."""
@@ -108,7 +112,7 @@ def _env(
     ]
     env.append({"name": METRICS_PORT_ENV, "value": str(job.metrics_port)})
     env += [{"name": k, "value": v} for k, v in replica_env]
-    if cluster is not None:
+    if cluster is not None and with_nccl:
         env += [{"name": k, "value": v} for k, v in nccl_env(cluster).items()]
     env += [{"name": k, "value": v} for k, v in added.items()]
     return env
@@ -246,7 +250,7 @@ def pod_template(
         container["command"] = list(replica.command)
     if replica.args is not None:
         container["args"] = list(replica.args)
-    container["env"] = _env(job, target, cluster, replica.env)
+    container["env"] = _env(job, target, cluster, replica.env, replica.nccl_env)
     if replica.data:
         container["ports"] = [
             {"name": METRICS_PORT_NAME, "containerPort": job.metrics_port, "protocol": "TCP"}

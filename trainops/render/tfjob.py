@@ -32,8 +32,9 @@ SUCCESS_POLICIES = {"ChiefOrWorker0": "", "AllWorkers": "AllWorkers"}
 def _role_replica(training: Replica, role: Role) -> Replica:
     """A PS or Evaluator pod: the program and data of the training pods, its own size; in the
     NCCL traffic only with GPUs (parameter servers talk gRPC)."""
+    nccl = role.gpus > 0
     return replace(
-        training, gpus=role.gpus, cpu=role.cpu, memory=role.memory, nccl_device=role.gpus > 0
+        training, gpus=role.gpus, cpu=role.cpu, memory=role.memory, nccl_device=nccl, nccl_env=nccl
     )
 
 

@@ -38,7 +38,7 @@ def summarize(cluster: ClusterProfile, job: dict[str, Any]) -> dict[str, str]:
     replicas = spec[KUBEFLOW_REPLICA_KEYS[job["kind"]]]
     pods = sum(r.get("replicas", 1) for r in replicas.values())
     gpus = job_gpus(job, {g.resource for g in cluster.gpus})
-    training = replicas.get("Worker") or list(replicas.values())[0]
+    training = replicas.get("Worker") or next(iter(replicas.values()))
     template: dict[str, Any] = training["template"]
     elastic = spec.get("elasticPolicy")
     order = REPLICA_TYPES[job["kind"]]

@@ -359,6 +359,18 @@ class TrainingJob:
         """Pods at the configured size on `target` (its `replicas`, else the job's)."""
         return (target.replicas if target and target.replicas else None) or self.replicas
 
+    def roles(self) -> tuple[Role, ...]:
+        """The extra roles beside the training pods (parameter servers, Evaluator, Launcher)."""
+        tf, mpi = self.tensorflow, self.mpi
+        out = [tf.parameter_servers, tf.evaluator] if tf else []
+        out += [mpi.launcher] if mpi else []
+        return tuple(r for r in out if r is not None)
+
+    def gpus_on(self, target: Target | None) -> int:
+        """GPUs the job holds at its configured size on `target`, every role counted."""
+        training = self.gpus_per_replica * self.pods_on(target)
+        return training + sum(r.gpus * r.replicas for r in self.roles())
+
     def slots(self) -> int:
         """Processes per training pod: torchrun's nprocPerNode, MPI's slotsPerWorker."""
         return max(self.gpus_per_replica, 1)
