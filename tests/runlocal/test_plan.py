@@ -147,7 +147,7 @@ def test_other_training_kinds_are_refused() -> None:
     examples = require_upstream() / "examples/training-operator"
     path = examples / "examples__tensorflow__simple.yaml"
     name = yaml.safe_load(path.read_text())["metadata"]["name"]
-    with pytest.raises(InputError, match="run-local does not run TFJobs yet: .*TF_CONFIG"):
+    with pytest.raises(InputError, match=r"run-local does not run TFJobs yet: .*TF_CONFIG"):
         select_job(path.read_text(), name, "c", f"jobs/{name}.yaml")
     path = examples / "examples__xgboost__xgboostjob.yaml"
     name = yaml.safe_load(path.read_text())["metadata"]["name"]
