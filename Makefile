@@ -6,10 +6,23 @@ TRAINOPS := $(VENV)/bin/trainops
 # DeepSpeed ships as an sdist that must build against the torch already installed.
 DEEPSPEED_VERSION := 0.19.8
 PYTEST_ARGS ?=
+# Open MPI from the distribution's packages: the trainer's mpirun test and run-local's MPIJob.
+MPI_PACKAGES := openmpi-bin libopenmpi-dev
 
-.PHONY: setup demo test test-fast lint format render check bench bench-trainer clean
+.PHONY: setup mpi demo test test-fast lint format render check bench bench-trainer clean
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed mpi
+
+# Installed with apt-get as root (CI) or through passwordless sudo (GitHub's runners); else a
+# note: the tests that need mpirun skip on a developer machine and fail under CI=true.
+mpi:
+	@command -v mpirun >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then sudo=""; \
+	  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo="sudo -n"; \
+	  else sudo=none; fi; \
+	  if [ "$$sudo" != none ] && command -v apt-get >/dev/null 2>&1; then \
+	    $$sudo apt-get update -q && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(MPI_PACKAGES); \
+	  else echo "note: no mpirun: install Open MPI ($(MPI_PACKAGES)) for the MPI tests"; fi; }
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)

@@ -1,4 +1,4 @@
-"""Process-group setup from torchrun's environment.
+"""Process-group setup from torchrun's environment (or mpirun's, through `trainer.mpi`).
 
 The device comes from LOCAL_RANK (the GPU index on this node), never from the global RANK: on
 the second node of a 2 x 8 GPU job RANK is 8..15 but the GPUs are cuda:0..7 (the seed script's
@@ -17,6 +17,8 @@ from typing import Any, TypeVar
 
 import torch
 import torch.distributed as dist
+
+from trainer import mpi
 
 # How often rank 0 polls the store while the ranks of a new round agree on their namespace.
 NAMESPACE_POLL_SECONDS = 0.05
@@ -50,7 +52,9 @@ def _env_int(name: str, default: int) -> int:
 
 
 def setup() -> DistEnv:
-    """Pick device and backend, and join the process group when launched by torchrun."""
+    """Pick device and backend, and join the process group when launched by torchrun or
+    mpirun (whose rank variables become torchrun's first)."""
+    os.environ.update(mpi.torch_env(os.environ))
     rank = _env_int("RANK", 0)
     local_rank = _env_int("LOCAL_RANK", 0)
     world = _env_int("WORLD_SIZE", 1)

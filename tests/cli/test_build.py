@@ -21,16 +21,16 @@ def test_build_summarises_every_placement(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     rows = [line.split() for line in result.stdout.splitlines()[1:] if line.strip()][:-1]
     placements = {(r[0], r[1]): r for r in rows if len(r) > 5}
-    assert set(placements) == {
-        ("cloud-h100", "llm-finetune"),
-        ("cloud-h100", "resnet50-ddp"),
-        ("onprem-a100", "llm-finetune"),
-        ("onprem-a100", "resnet50-ddp"),
-    }
+    jobs = ("llm-finetune", "resnet50-ddp", "tf-distributed", "tensorflow-distributed")
+    jobs += ("horovod-training",)
+    assert set(placements) == {(c, j) for c in ("cloud-h100", "onprem-a100") for j in jobs}
     # The cloud target overrides replicas to 2 pods x 8 GPUs; on-prem runs 4 x 8 over RDMA.
     assert placements[("cloud-h100", "llm-finetune")][-5:-3] == ["2", "16"]
     assert placements[("onprem-a100", "llm-finetune")][-1] == "rdma"
     assert (tmp_path / "onprem-a100.yaml").read_text().count("kind: PyTorchJob") == 2
+    # Every kind gets a row: the TFJob's roles, the MPIJob's Launcher (no GPU) and Workers.
+    assert placements[("cloud-h100", "tf-distributed")][3:6] == ["Chief+Worker", "4", "32"]
+    assert placements[("onprem-a100", "horovod-training")][3:6] == ["Launcher+Worker", "5", "32"]
 
 
 def test_build_refuses_stale_output(scratch: Path) -> None:

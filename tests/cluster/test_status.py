@@ -98,8 +98,15 @@ def test_status_lists_git_jobs_missing_on_the_cluster(
     lines = out.splitlines()
     assert lines[0].split()[:4] == ["NAMESPACE", "NAME", "KIND", "PHASE"]
     rows = {tuple(line.split()[:2]): line for line in lines[1:]}
-    assert set(rows) == {("ai-training", "llm-finetune"), ("ml-vision", "resnet50-ddp")}
+    assert set(rows) == {
+        ("ai-training", "llm-finetune"),
+        ("ml-vision", "resnet50-ddp"),
+        ("ml-vision", "tensorflow-distributed"),
+        ("ai-training", "tf-distributed"),
+        ("ai-training", "horovod-training"),  # the MPI Operator's v2beta1 MPIJob
+    }
     assert all(line.rstrip().endswith("missing") for line in rows.values())
+    assert rows[("ai-training", "horovod-training")].split()[2] == "MPIJob"
     assert " 16 " in rows[("ai-training", "llm-finetune")]  # 2 pods x 8 GPUs
 
 

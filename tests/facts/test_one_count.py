@@ -46,11 +46,11 @@ def test_gpu_totals_agree(source: Path, tmp_path: Path) -> None:
     repo = load_repository(source)
     for cluster_name, objects in _built(repo, tmp_path).items():
         cluster = repo.clusters[cluster_name]
-        jobs = [o for o in objects if o["kind"] == "PyTorchJob"]
+        jobs = [o for o in objects if o["kind"] in {"PyTorchJob", "TFJob", "MPIJob"}]
         for obj in jobs:
             spec_job = next(j for j in repo.jobs if j.name == obj["metadata"]["name"])
             target = next(t for t in spec_job.targets if t.cluster == cluster_name)
-            from_spec = spec_job.gpus_per_replica * spec_job.pods_on(target)
+            from_spec = spec_job.gpus_on(target)
             row = table.summarize(cluster, obj)
             ctx = Context([Object(Manifest(obj))], cluster)
             rules_view = sum(pod.gpus(cluster) * (pod.replicas or 0) for pod in ctx.objects[0].pods)
@@ -58,10 +58,7 @@ def test_gpu_totals_agree(source: Path, tmp_path: Path) -> None:
             assert rules_view == from_spec, ("rules", spec_job.name, cluster_name)
         products = {g.resource for g in cluster.gpus}
         assert diff.gpu_count(jobs, products) == sum(
-            j.gpus_per_replica * j.pods_on(t)
-            for j in repo.jobs
-            for t in j.targets
-            if t.cluster == cluster_name
+            j.gpus_on(t) for j in repo.jobs for t in j.targets if t.cluster == cluster_name
         ), ("diff", cluster_name)
 
 

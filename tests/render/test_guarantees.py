@@ -28,7 +28,9 @@ SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 ARGOCD_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-JOB_KINDS = {"PyTorchJob"}
+JOB_KINDS = {"PyTorchJob", "TFJob", "MPIJob"}
+# The kind each documented `framework` renders.
+KIND_OF = {"pytorch": "PyTorchJob", "tensorflow": "TFJob", "mpi": "MPIJob"}
 
 
 @dataclass(frozen=True)
@@ -96,11 +98,17 @@ def load_build(root: Path, cluster: str) -> Build:
 
 
 def pod_templates(job: dict[str, Any]) -> list[tuple[str, int, dict[str, Any]]]:
-    """(replica type, replicas, pod template) of every replica spec of a built job."""
+    """(replica type, replicas, pod template) of every replica spec of a built job, any kind."""
+    (replica_specs,) = [v for k, v in job["spec"].items() if k.endswith("ReplicaSpecs")]
     return [
-        (rtype, spec["replicas"], spec["template"])
-        for rtype, spec in sorted(job["spec"]["pytorchReplicaSpecs"].items())
+        (rtype, spec["replicas"], spec["template"]) for rtype, spec in sorted(replica_specs.items())
     ]
+
+
+def data_pods(job: dict[str, Any]) -> list[tuple[str, int, dict[str, Any]]]:
+    """The pod templates that hold the job's data: all but an MPI Launcher, which only starts
+    the ranks (README: "every pod that trains")."""
+    return [t for t in pod_templates(job) if not (job["kind"] == "MPIJob" and t[0] == "Launcher")]
 
 
 def target(spec: dict[str, Any], cluster: str) -> dict[str, Any]:
@@ -182,6 +190,9 @@ def test_replica_shape(build: Any, label: str, cluster: str) -> None:
     for job, spec in b.training_jobs():
         pods = pods_on(spec, cluster)
         replicas = {rtype: n for rtype, n, _ in pod_templates(job)}
+        assert job["kind"] == KIND_OF[spec["framework"]]
+        if spec["framework"] != "pytorch":
+            continue  # test_tfjob_roles, test_mpijob_launcher_and_workers
         if "elastic" in spec:
             assert replicas == {"Worker": pods}
             elastic = spec["elastic"]
@@ -205,6 +216,8 @@ def test_torchrun_reads_the_operator_env_not_flags(build: Any, label: str, clust
     b = build(label, cluster)
     launcher_flags = ("--nnodes", "--nproc", "--rdzv", "--master", "--node", "--standalone")
     for job, spec in b.training_jobs():
+        if spec["framework"] != "pytorch":
+            continue
         assert job["spec"]["nprocPerNode"] == str(max(spec["gpusPerReplica"], 1))
         for _, _, template in pod_templates(job):
             (container,) = template["spec"]["containers"]
@@ -312,7 +325,7 @@ def check_data_sync(b: Build) -> int:
             continue
         declared = spec["volumes"][volume]
         training_read_only = declared.get("readOnly", True)
-        for rtype, _, template in pod_templates(job):
+        for rtype, _, template in data_pods(job):
             checked += 1
             where = (job["metadata"]["name"], rtype)
             pod = template["spec"]
@@ -370,7 +383,7 @@ def test_secrets_only_by_secret_key_ref(build: Any, label: str, cluster: str) ->
             containers = [*pod["containers"], *pod.get("initContainers", [])]
             assert [c["name"] for c in containers if "envFrom" in c] == []
             wanted = [(pod["containers"][0], spec.get("secretEnv", {}))]
-            if "dataSync" in spec:
+            if "dataSync" in spec and "initContainers" in pod:
                 (syncer,) = [
                     c for c in pod["initContainers"] if c["image"] == spec["dataSync"]["image"]
                 ]

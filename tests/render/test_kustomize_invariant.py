@@ -1,9 +1,10 @@
 """The invariant: `kustomize build overlays/<cluster>` equals what the Python model expects.
 
 Runs the real kustomize (`kustomize`, else `kubectl kustomize`) on the shipped
-examples and on a fixture repository covering the other shapes (Master only,
-CPU-only elastic, hostNetwork, another GPU vendor, a default scheduler, Volcano
-priority classes, user DeepSpeed configs). This proves the two kustomize traps are
+examples (PyTorchJob, TFJob, MPIJob) and on fixture repositories covering the other shapes
+(Master only, CPU-only elastic, hostNetwork, another GPU vendor, a default scheduler, Volcano
+priority classes, user DeepSpeed configs; TF parameter servers and evaluator, Intel MPI and
+the v1 MPIJob in tests/golden/rich). This proves the two kustomize traps are
 avoided: JSON patches append to lists instead of replacing them, and the hashed
 name of the generated DeepSpeed ConfigMap reaches the PyTorchJob's pod templates.
 """
@@ -26,7 +27,11 @@ from trainops.render import write as render_write
 from trainops.spec.load import load_repository
 
 FIXTURES = Path(__file__).parent / "fixtures"
-REPOS = {"shipped": REPO, "variety": FIXTURES / "variety"}
+REPOS = {
+    "shipped": REPO,
+    "variety": FIXTURES / "variety",
+    "rich": REPO / "tests" / "golden" / "rich",
+}
 
 
 def _needs_kustomize() -> None:
@@ -79,9 +84,10 @@ def test_kustomize_build_equals_model(rendered: dict[str, Path], label: str, clu
             base_name = obj["metadata"]["name"].rsplit("-", 1)[0]
             hashed[base_name] = obj["metadata"]["name"]
     for obj in built:
-        if obj["kind"] == "PyTorchJob":
-            for spec in obj["spec"]["pytorchReplicaSpecs"].values():
-                for volume in spec["template"]["spec"]["volumes"]:
+        if obj["kind"] in {"PyTorchJob", "TFJob", "MPIJob"}:
+            (replica_specs,) = [v for k, v in obj["spec"].items() if k.endswith("ReplicaSpecs")]
+            for spec in replica_specs.values():
+                for volume in spec["template"]["spec"].get("volumes", []):
                     if "configMap" in volume:
                         name = volume["configMap"]["name"]
                         assert name in hashed.values(), f"{name} is not a generated ConfigMap"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.tools import REPO, trainops, tree
-from trainops.render import render_repository
+from trainops.render import patch, render_repository
 from trainops.render import write as render_write
 from trainops.spec.load import load_repository
 
@@ -98,3 +98,18 @@ def test_env_values_are_rendered_as_written(scratch: Path) -> None:
     assert loaded.env["LR_FLOOR"] == "1.0e-3"
     rendered = "".join(render_repository(load_repository(scratch)).values())
     assert "value: '2.10'" in rendered or 'value: "2.10"' in rendered
+
+
+def test_an_argv_is_patched_whole_and_a_list_of_objects_item_by_item() -> None:
+    """An MPI Launcher's args differ per cluster: one `replace` of the list reads as the
+    command; env (objects) keeps per-item edits and appends, so overlays never restate it."""
+    base = {"args": ["-np", "8", "python", "t.py"], "env": [{"name": "A", "value": "1"}]}
+    target = {
+        "args": ["-np", "8", "-x", "NCCL_IB_DISABLE", "python", "t.py"],
+        "env": [{"name": "A", "value": "2"}, {"name": "B", "value": "3"}],
+    }
+    assert patch.diff(base, target) == [
+        {"op": "replace", "path": "/args", "value": target["args"]},
+        {"op": "replace", "path": "/env/0/value", "value": "2"},
+        {"op": "add", "path": "/env/-", "value": {"name": "B", "value": "3"}},
+    ]

@@ -1,7 +1,8 @@
 """The rendered jobs launch the trainer with flags it accepts.
 
-Every PyTorchJob the overlays produce is taken apart the way the pod would run it:
-the command must be `torchrun -m trainer`, and the trainer's own parser
+Every PyTorchJob running our trainer (`python -m trainer` in the spec; the TFJob and Horovod
+examples run their own programs) is taken apart the way the pod would run it: the command
+must be `torchrun -m trainer`, and the trainer's own parser
 (`trainer.config.parse_args`) must accept the args with the container's env. For
 DeepSpeed jobs the rendered ConfigMap is written where the args point, so the
 trainer also checks its flags against the real config (precision, batch sizes).
@@ -28,6 +29,8 @@ def _placements() -> list[tuple[str, str]]:
         for c in repo.clusters
         for j in repo.jobs
         if any(t.cluster == c for t in j.targets)
+        and j.framework == "pytorch"
+        and j.command == ("python", "-m", "trainer")
     ]
 
 

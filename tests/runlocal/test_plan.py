@@ -143,10 +143,16 @@ def test_stale_render_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 def test_other_training_kinds_are_refused() -> None:
-    """MPIJob (the operator's own example) is not run: trainops renders no MPIJob yet."""
-    path = require_upstream() / "examples/training-operator/examples__mpi__tensorflow-mnist.yaml"
-    with pytest.raises(InputError, match="run-local runs PyTorchJob only, got MPIJob"):
-        select_job(path.read_text(), "tensorflow-mnist", "c", "jobs/tensorflow-mnist.yaml")
+    """A TFJob (the operator's own example) is not run, and says why; XGBoostJob neither."""
+    examples = require_upstream() / "examples/training-operator"
+    path = examples / "examples__tensorflow__simple.yaml"
+    name = yaml.safe_load(path.read_text())["metadata"]["name"]
+    with pytest.raises(InputError, match=r"run-local does not run TFJobs yet: .*TF_CONFIG"):
+        select_job(path.read_text(), name, "c", f"jobs/{name}.yaml")
+    path = examples / "examples__xgboost__xgboostjob.yaml"
+    name = yaml.safe_load(path.read_text())["metadata"]["name"]
+    with pytest.raises(InputError, match="run-local runs PyTorchJob and MPIJob, got XGBoostJob"):
+        select_job(path.read_text(), name, "c", f"jobs/{name}.yaml")
 
 
 def test_undefined_reference_is_warned(tmp_path: Path) -> None:

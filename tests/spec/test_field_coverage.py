@@ -56,6 +56,8 @@ NOT_IN_OUTPUT = {
     "clusterprofile:context": "the kubeconfig context the cluster-facing commands (status,"
     " explain, live-diff, validate --server-side) use; not delivered",
     "trainops:$schema": "an editor hint (yaml-language-server), never read",
+    "trainingjob:tensorflow.evaluator.replicas": "TensorFlow runs one Evaluator: only 1 is"
+    " accepted (the role block is shared with the parameter servers)",
 }
 
 
@@ -78,6 +80,9 @@ CHOSEN: dict[str, Any] = {
     "trainingjob:targets[].gpuProduct": "a100",
     "clusterprofile:network.transport": _to_tcp,
     "clusterprofile:network.rdma.gdrLevel": "PHB",
+    "trainingjob:tensorflow.parameterServers.resources.memory": "20Gi",
+    "trainingjob:tensorflow.evaluator.resources.memory": "12Gi",
+    "trainingjob:mpi.launcher.resources.memory": "5Gi",
 }
 
 

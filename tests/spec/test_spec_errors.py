@@ -249,3 +249,35 @@ def test_single_node_claim_on_a_multi_pod_job(scratch: Path) -> None:
     line = _line_of(job, "accessMode: ReadWriteOnce")
     assert f"llm-finetune.yaml:{line}:5: `ReadWriteOnce` mounts on one node" in err
     assert "up to 8 pods" in err
+
+
+def test_framework_blocks_and_their_settings(scratch: Path) -> None:
+    """A framework's block on another framework's job, an Evaluator count TensorFlow refuses,
+    v2beta1-only MPI settings on a v1 MPIJob, an mpirun option fused with its value."""
+    resnet = scratch / "jobs" / "resnet50-ddp.yaml"
+    _edit(resnet, "gpusPerReplica: 1", "gpusPerReplica: 1\nmpi: {implementation: OpenMPI}")
+    tf = scratch / "jobs" / "tf-distributed.yaml"
+    _edit(tf, "  chief: true", "  chief: true\n  evaluator: {replicas: 2}")
+    horovod = scratch / "jobs" / "horovod-training.yaml"
+    _edit(horovod, "  implementation: OpenMPI", "  apiVersion: kubeflow.org/v1")
+    _edit(horovod, "[-bind-to, none, -map-by, slot]", '["-bind-to none", -map-by, slot]')
+    err = _fails(scratch)
+    line = _line_of(resnet, "mpi: {")
+    assert f"resnet50-ddp.yaml:{line}:1: `mpi` needs `framework: mpi`" in err
+    assert "TensorFlow runs one Evaluator, got `replicas: 2`" in err
+    assert "`mpi.sshAuthMountPath` needs `apiVersion: kubeflow.org/v2beta1`" in err
+    line = _line_of(horovod, "-bind-to none")
+    assert re.search(rf"horovod-training.yaml:{line}:\d+: `-bind-to none` is an option", err)
+    assert "write them as two items, `-bind-to` and `none`" in err
+
+
+def test_mpi_against_the_cluster(scratch: Path) -> None:
+    """A Launcher asking more GPUs than a node has; a v1 MPIJob on a Kueue cluster."""
+    horovod = scratch / "jobs" / "horovod-training.yaml"
+    _edit(horovod, '    resources: {cpu: "2", memory: 4Gi}', "    gpus: 16")
+    _edit(horovod, "  implementation: OpenMPI", "  apiVersion: kubeflow.org/v1")
+    _edit(horovod, "  sshAuthMountPath: /home/mpiuser/.ssh\n", "")
+    err = _fails(scratch)
+    line = _line_of(horovod, "gpus: 16")
+    assert f"horovod-training.yaml:{line}:5: 16 GPUs per pod, but a `h100-80gb` node" in err
+    assert "Kueue, which manages the MPI Operator's kubeflow.org/v2beta1 MPIJob" in err

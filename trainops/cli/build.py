@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
             args.output.mkdir(parents=True, exist_ok=True)
             (args.output / f"{name}.yaml").write_text(stream)
         for obj in yaml.safe_load_all(stream):
-            if obj and obj.get("kind") == "PyTorchJob":
+            if obj and obj.get("kind") in table.KINDS:
                 rows.append(table.summarize(repo.clusters[name], obj))
     print(table.format_table(rows))
     total = sum(int(r["gpus"]) for r in rows)

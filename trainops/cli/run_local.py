@@ -1,4 +1,5 @@
-"""Run a job's built PyTorchJob here, one process group per replica, as the operator would.
+"""Run a job's built PyTorchJob here, one process group per replica, as the operator would;
+an MPIJob as its Launcher's mpirun against local worker hosts (trainops.runlocal.mpi).
 
 Takes the job from the committed, kustomize-built overlay; starts each replica's container
 command with the Training Operator's env (MASTER_ADDR/PORT, WORLD_SIZE, RANK, PET_*), the
@@ -19,6 +20,7 @@ from pathlib import Path
 from trainops.core.errors import InputError, Problem
 from trainops.runlocal import plan as planning
 from trainops.runlocal import supervise
+from trainops.runlocal.mpi import make_mpi_plan
 from trainops.runlocal.source import load_built_job
 
 DEFAULT_TIMEOUT = 900.0
@@ -126,9 +128,13 @@ def _out(line: str) -> None:
 
 
 def _header(plan: planning.Plan) -> None:
+    size = (
+        f"{plan.ranks} rank(s) started by the Launcher's mpirun"
+        if plan.ranks is not None
+        else f"{len(plan.launches)} replica(s) x {plan.procs_per_replica} process(es)"
+    )
     _out(
-        f"run-local: {plan.job} on {plan.cluster} (PyTorchJob, {plan.shape}):"
-        f" {len(plan.launches)} replica(s) x {plan.procs_per_replica} process(es),"
+        f"run-local: {plan.job} on {plan.cluster} ({plan.kind}, {plan.shape}): {size},"
         f" world size {plan.world_size}"
     )
     for note in plan.notes:
@@ -182,7 +188,10 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="trainops-run-local-") as tmp:
         workdir = args.workdir.resolve() if args.workdir else Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
-        plan = planning.make_plan(built, options, workdir)
+        if built.kind == "MPIJob":
+            plan = make_mpi_plan(built, options, workdir)
+        else:
+            plan = planning.make_plan(built, options, workdir)
         kill = _kill_target(args.kill_replica, plan)
         _header(plan)
         if args.dry_run:

@@ -10,6 +10,8 @@ TRAINING_KINDS: tuple[tuple[str, str], ...] = (
     ("kubeflow.org/v1", "PyTorchJob"),
     ("kubeflow.org/v1", "TFJob"),
     ("kubeflow.org/v1", "MPIJob"),
+    # The MPI Operator's MPIJob (what `framework: mpi` renders by default).
+    ("kubeflow.org/v2beta1", "MPIJob"),
     ("trainer.kubeflow.org/v1alpha1", "TrainJob"),
 )
 # The label the Training Operator puts on every pod of a job (v1.7+; `job-name` before).

@@ -95,7 +95,7 @@ def served_training_kinds(client: Client) -> list[Resource]:
     """The training kinds this cluster serves; none at all is an error naming the CRDs."""
     served = [r for av, k in kinds.TRAINING_KINDS if (r := client.resource(av, k)) is not None]
     if not served:
-        names = ", ".join(k for _, k in kinds.TRAINING_KINDS)
+        names = ", ".join(dict.fromkeys(k for _, k in kinds.TRAINING_KINDS))
         raise ClusterError(
             f"{client.where} serves none of the training kinds ({names}): the Kubeflow Training"
             " Operator's CRDs are not installed"

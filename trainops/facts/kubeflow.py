@@ -19,6 +19,33 @@ KUBEFLOW_GROUP = "kubeflow.org"
 KUBEFLOW_VERSION = "v1"
 # The Training Operator finds the training container of a PyTorchJob by this name.
 PYTORCH_CONTAINER = "pytorch"
+# The Training Operator writes TF_CONFIG into the container of this name only (TFJob).
+TENSORFLOW_CONTAINER = "tensorflow"
+# The MPI Operator takes the first container of each replica; these are its examples' names.
+MPI_LAUNCHER_CONTAINER = "mpi-launcher"
+MPI_WORKER_CONTAINER = "mpi-worker"
+# MPIJob APIs: the MPI Operator's (SSH, mpiImplementation) and the Training Operator's v1.
+MPIJOB_V2BETA1 = "kubeflow.org/v2beta1"
+MPIJOB_V1 = "kubeflow.org/v1"
+# Where the MPI Operator (v2beta1) mounts the hostfile in the Launcher, the env naming it per
+# implementation, and the Workers' default command when none is given
+# (kubeflow/mpi-operator pkg/controller/mpi_job_controller.go: configMountPath, hostfileName,
+# ompiEnvVars / intelEnvVars / mpichEnvVars, newWorker).
+MPI_HOSTFILE = "/etc/mpi/hostfile"
+MPI_HOSTFILE_ENV = {
+    "OpenMPI": "OMPI_MCA_orte_default_hostfile",
+    "Intel": "I_MPI_HYDRA_HOST_FILE",
+    "MPICH": "HYDRA_HOST_FILE",
+}
+MPI_WORKER_DEFAULT_COMMAND = ("/usr/sbin/sshd", "-De")
+
+
+def mpi_worker_host(job: str, namespace: str, index: int) -> str:
+    """The host name of MPI Worker `index` as the MPI Operator's hostfile lists it: the pod's
+    hostname under the job's headless Service (`<job>-worker-<i>.<job>.<ns>.svc`)."""
+    return f"{job}-worker-{index}.{job}.{namespace}.svc"
+
+
 # Label the operator puts on every pod of a job (its value: the job's name).
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 
@@ -30,10 +57,16 @@ class JobKind:
     kind: str
     replica_specs: str
     """Field under `spec` holding the replica types (Master/Worker, Chief/PS/Worker, ...)."""
+    versions: tuple[str, ...] = (KUBEFLOW_VERSION,)
+    """API versions served for it: MPIJob has the MPI Operator's v2beta1 beside v1."""
 
     @property
     def api_version(self) -> str:
         return f"{KUBEFLOW_GROUP}/{KUBEFLOW_VERSION}"
+
+    @property
+    def api_versions(self) -> tuple[str, ...]:
+        return tuple(f"{KUBEFLOW_GROUP}/{v}" for v in self.versions)
 
 
 # The job kinds the GitOps health checks and the diff know. They share the training
@@ -42,7 +75,7 @@ class JobKind:
 TRAINING_JOB_KINDS: tuple[JobKind, ...] = (
     JobKind("PyTorchJob", "pytorchReplicaSpecs"),
     JobKind("TFJob", "tfReplicaSpecs"),
-    JobKind("MPIJob", "mpiReplicaSpecs"),
+    JobKind("MPIJob", "mpiReplicaSpecs", ("v1", "v2beta1")),
 )
 
 # Kubeflow Training Operator v1 kinds -> the key holding their replica specs.
@@ -54,6 +87,13 @@ KUBEFLOW_REPLICA_KEYS: dict[str, str] = {
     "XGBoostJob": "xgbReplicaSpecs",
     "PaddleJob": "paddleReplicaSpecs",
     "JAXJob": "jaxReplicaSpecs",
+}
+
+# The replica types of the kinds trainops renders, in the operators' spelling.
+REPLICA_TYPES: dict[str, tuple[str, ...]] = {
+    "PyTorchJob": ("Master", "Worker"),
+    "TFJob": ("Chief", "Worker", "PS", "Evaluator"),
+    "MPIJob": ("Launcher", "Worker"),
 }
 
 # Replica types that do the work of a batch job and must end: `Always` restarts them forever.

@@ -10,6 +10,7 @@ from typing import Any
 
 from trainops.core import paths
 from trainops.core.yaml_dump import dump_all
+from trainops.facts.kubeflow import KUBEFLOW_GROUP, KUBEFLOW_REPLICA_KEYS, REPLICA_TYPES
 from trainops.render import objects, patch
 from trainops.render.gitops import render_gitops
 from trainops.spec.model import ClusterProfile, Repository, Target, TrainingJob
@@ -34,19 +35,22 @@ def _object_file(obj: dict[str, Any]) -> str:
 
 
 def _name_reference_config(job: TrainingJob) -> dict[str, Any]:
-    """Teach kustomize that PyTorchJob pod templates reference ConfigMaps.
+    """Teach kustomize that the training job's pod templates reference ConfigMaps.
 
     configMapGenerator appends a content hash to the name and rewrites references
-    to it — but only in fields it knows; a PyTorchJob's pod templates are not among
+    to it — but only in fields it knows; a Kubeflow job's pod templates are not among
     them, so without this the job would mount a ConfigMap that does not exist.
     """
+    obj = objects.training_job(job)
+    key = KUBEFLOW_REPLICA_KEYS[obj["kind"]]
     specs = [
         {
-            "group": "kubeflow.org",
-            "kind": "PyTorchJob",
-            "path": f"spec/pytorchReplicaSpecs/{replica}/template/spec/volumes/configMap/name",
+            "group": KUBEFLOW_GROUP,
+            "kind": obj["kind"],
+            "path": f"spec/{key}/{replica}/template/spec/volumes/configMap/name",
         }
-        for replica in ("Master", "Worker")
+        # Every type the kind has, not only the base's: a target may add Workers.
+        for replica in REPLICA_TYPES[obj["kind"]]
     ]
     return {"nameReference": [{"fieldSpecs": specs, "kind": "ConfigMap", "version": "v1"}]}
 

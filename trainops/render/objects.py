@@ -12,7 +12,9 @@ from typing import Any
 
 from trainops.facts import deepspeed as ds_config
 from trainops.facts.kubeflow import JOB_NAME_LABEL
-from trainops.facts.schedulers import KUEUE_QUEUE_LABEL, VOLCANO_SCHEDULER
+from trainops.render import mpijob, tfjob
+from trainops.render.common import job_metadata, replica_spec, run_policy, total_pods
+from trainops.render.common import metadata as _metadata
 from trainops.render.pod import JOB_LABEL, METRICS_PORT_NAME, deepspeed_configmap_name, pod_template
 from trainops.spec.model import ClusterProfile, Target, TrainingJob
 
@@ -28,24 +30,6 @@ NO_PRUNE_ANNOTATIONS = {
 METRICS_LABEL = "trainops.dev/metrics"
 
 
-def labels(job: TrainingJob) -> dict[str, str]:
-    return {
-        **job.labels,
-        "app.kubernetes.io/name": job.name,
-        "app.kubernetes.io/managed-by": "trainops",
-        JOB_LABEL: job.name,
-    }
-
-
-def _metadata(
-    job: TrainingJob, name: str, annotations: dict[str, str] | None = None
-) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "namespace": job.namespace, "labels": labels(job)}
-    if annotations:
-        meta["annotations"] = dict(annotations)
-    return meta
-
-
 def pytorchjob(
     job: TrainingJob, cluster: ClusterProfile | None = None, target: Target | None = None
 ) -> dict[str, Any]:
@@ -53,41 +37,17 @@ def pytorchjob(
     template = pod_template(job, cluster, target)
     replica_specs: dict[str, Any] = {}
     if job.elastic:
-        replica_specs["Worker"] = {
-            "replicas": pods,
-            "restartPolicy": "OnFailure",
-            "template": template,
-        }
+        replica_specs["Worker"] = replica_spec(pods, "OnFailure", template)
     else:
-        replica_specs["Master"] = {
-            "replicas": 1,
-            "restartPolicy": "OnFailure",
-            "template": template,
-        }
+        replica_specs["Master"] = replica_spec(1, "OnFailure", template)
         if pods > 1:
-            replica_specs["Worker"] = {
-                "replicas": pods - 1,
-                "restartPolicy": "OnFailure",
-                "template": pod_template(job, cluster, target),
-            }
-    run_policy: dict[str, Any] = {"cleanPodPolicy": job.run_policy.clean_pod_policy}
-    if job.run_policy.backoff_limit is not None:
-        run_policy["backoffLimit"] = job.run_policy.backoff_limit
-    if job.run_policy.active_deadline_seconds is not None:
-        run_policy["activeDeadlineSeconds"] = job.run_policy.active_deadline_seconds
-    if job.run_policy.ttl_seconds_after_finished is not None:
-        run_policy["ttlSecondsAfterFinished"] = job.run_policy.ttl_seconds_after_finished
-    if cluster is not None and cluster.scheduler.kind == VOLCANO_SCHEDULER:
-        policy: dict[str, Any] = {"minAvailable": pods}
-        if cluster.scheduler.queue:
-            policy["queue"] = cluster.scheduler.queue
-        if cluster.scheduler.priority_class:
-            policy["priorityClass"] = cluster.scheduler.priority_class
-        run_policy["schedulingPolicy"] = policy
+            replica_specs["Worker"] = replica_spec(
+                pods - 1, "OnFailure", pod_template(job, cluster, target)
+            )
     spec: dict[str, Any] = {
-        "nprocPerNode": str(max(job.gpus_per_replica, 1)),
+        "nprocPerNode": str(job.slots()),
         "pytorchReplicaSpecs": replica_specs,
-        "runPolicy": run_policy,
+        "runPolicy": run_policy(job, cluster, total_pods(replica_specs)),
     }
     if job.elastic:
         spec["elasticPolicy"] = {
@@ -96,10 +56,19 @@ def pytorchjob(
             "maxReplicas": job.elastic.max_replicas,
             "maxRestarts": job.elastic.max_restarts,
         }
-    meta = _metadata(job, job.name, {**job.annotations, "trainops.dev/source": job.file})
-    if cluster is not None and cluster.scheduler.kind == "kueue" and cluster.scheduler.queue:
-        meta["labels"][KUEUE_QUEUE_LABEL] = cluster.scheduler.queue
+    meta = job_metadata(job, cluster)
     return {"apiVersion": API_PYTORCHJOB, "kind": "PyTorchJob", "metadata": meta, "spec": spec}
+
+
+def training_job(
+    job: TrainingJob, cluster: ClusterProfile | None = None, target: Target | None = None
+) -> dict[str, Any]:
+    """The job's training job object, of the kind its framework names."""
+    if job.framework == "tensorflow":
+        return tfjob.tfjob(job, cluster, target)
+    if job.framework == "mpi":
+        return mpijob.mpijob(job, cluster, target)
+    return pytorchjob(job, cluster, target)
 
 
 def claims(job: TrainingJob, cluster: ClusterProfile | None = None) -> list[dict[str, Any]]:
@@ -180,7 +149,7 @@ def job_objects(
 ) -> list[dict[str, Any]]:
     """The job's objects but the generated ConfigMap: the base, or for one target cluster."""
     return [
-        pytorchjob(job, cluster, target),
+        training_job(job, cluster, target),
         *claims(job, cluster),
         metrics_service(job),
         service_monitor(job),

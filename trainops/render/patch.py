@@ -15,6 +15,10 @@ def _pointer(path: list[str | int]) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
 
 
+def _scalars(items: list[Any]) -> bool:
+    return all(not isinstance(item, (dict, list)) for item in items)
+
+
 def diff(base: Any, target: Any, path: list[str | int] | None = None) -> list[dict[str, Any]]:
     """Operations turning `base` into `target`; [] when equal. Deterministic (sorted keys)."""
     path = path or []
@@ -30,6 +34,10 @@ def diff(base: Any, target: Any, path: list[str | int] | None = None) -> list[di
             else:
                 ops += diff(base[key], target[key], [*path, key])
         return ops
+    if isinstance(base, list) and isinstance(target, list) and _scalars(base + target):
+        # An argv (an MPI Launcher's mpirun args differ per cluster): one `replace` of the
+        # whole list reads as the command it is, not as a run of per-index edits.
+        return [{"op": "replace", "path": _pointer(path), "value": target}]
     if isinstance(base, list) and isinstance(target, list) and len(target) >= len(base):
         # Change the items in place, then append: a target env variable replacing the job's
         # becomes one `replace .../env/3/value`, not a restatement of the whole list.

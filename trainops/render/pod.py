@@ -3,18 +3,21 @@ the program, env, resources, mounts), the data-sync init container, volumes, sec
 for one cluster its NCCL env, GPU product, RDMA device, scheduler and network.
 
 `pod_template(job)` is the cluster-agnostic base; `pod_template(job, cluster, target)` what
-runs on that cluster (the overlay patches one into the other).
+runs on that cluster (the overlay patches one into the other). A `Replica` says what differs
+between the replica types of one job (a TFJob's parameter servers, an MPIJob's Launcher):
+container name, command, size, and whether the pod holds the job's data and NCCL traffic.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from trainops.facts import deepspeed as ds_config
 from trainops.facts.gpus import DEFAULT_GPU_RESOURCE
 from trainops.facts.kubeflow import PYTORCH_CONTAINER
 from trainops.facts.schedulers import VOLCANO_SCHEDULER
-from trainops.spec.model import ClusterProfile, GpuProduct, Target, TrainingJob
+from trainops.spec.model import ClusterProfile, GpuProduct, Rdma, Target, TrainingJob
 
 SHM_VOLUME = "dshm"
 DEEPSPEED_VOLUME = "deepspeed-config"
@@ -24,6 +27,47 @@ JOB_LABEL = "trainops.dev/job"
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 # RDMA needs to pin (lock) memory for the NIC; IPC_LOCK is the only capability it needs.
 RDMA_CAPABILITY = "IPC_LOCK"
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One replica type's pod: what it runs and what it holds."""
+
+    container: str
+    """Container name (the operators find the training container by it)."""
+    command: list[str] | None
+    """The container's command; None: the image's (or the operator's) default."""
+    args: list[str] | None
+    """The container's args; None: none (the image's, or what the operator sets)."""
+    gpus: int
+    """GPUs of one pod (0: no GPU node selector either)."""
+    cpu: str
+    """CPU request."""
+    memory: str
+    """Memory request and limit."""
+    data: bool = True
+    """Mounts the job's volumes, /dev/shm and the DeepSpeed config, runs dataSync, serves
+    metrics: False for a pod that only launches others (the MPI Launcher)."""
+    nccl_device: bool = True
+    """Joins the NCCL traffic: the RDMA device and IPC_LOCK on RDMA clusters (the Multus
+    network is in every pod: an MPI Launcher talks to its Workers over it)."""
+    nccl_env: bool = True
+    """Gets the cluster's NCCL env: the NCCL pods, and the MPI Launcher that exports it to the
+    ranks; not a CPU parameter server, which talks gRPC."""
+    env: tuple[tuple[str, str], ...] = ()
+    """Env of this replica type only, after the job's."""
+
+
+def training_replica(job: TrainingJob, container: str, command: list[str] | None) -> Replica:
+    """The training pods of `job` (Master/Worker, Chief/Worker, MPI Workers)."""
+    return Replica(
+        container=container,
+        command=command,
+        args=program_args(job),
+        gpus=job.gpus_per_replica,
+        cpu=job.cpu,
+        memory=job.memory,
+    )
 
 
 def deepspeed_configmap_name(job: TrainingJob) -> str:
@@ -49,7 +93,13 @@ def program_args(job: TrainingJob) -> list[str]:
     return args
 
 
-def _env(job: TrainingJob, target: Target | None, cluster: ClusterProfile | None) -> list[Any]:
+def _env(
+    job: TrainingJob,
+    target: Target | None,
+    cluster: ClusterProfile | None,
+    replica_env: tuple[tuple[str, str], ...] = (),
+    with_nccl: bool = True,
+) -> list[Any]:
     """The training container's env: one entry per name. A target's variable replaces the
     job's variable of the same name where it stands; the target's new ones come last."""
     overrides = target.env if target is not None else {}
@@ -61,7 +111,8 @@ def _env(job: TrainingJob, target: Target | None, cluster: ClusterProfile | None
         for s in job.secret_env
     ]
     env.append({"name": METRICS_PORT_ENV, "value": str(job.metrics_port)})
-    if cluster is not None:
+    env += [{"name": k, "value": v} for k, v in replica_env]
+    if cluster is not None and with_nccl:
         env += [{"name": k, "value": v} for k, v in nccl_env(cluster).items()]
     env += [{"name": k, "value": v} for k, v in added.items()]
     return env
@@ -90,20 +141,24 @@ def _gpu(cluster: ClusterProfile | None, target: Target | None) -> GpuProduct | 
 
 
 def _resources(
-    job: TrainingJob, gpu: GpuProduct | None, cluster: ClusterProfile | None
+    replica: Replica, gpu: GpuProduct | None, cluster: ClusterProfile | None
 ) -> dict[str, Any]:
-    requests: dict[str, Any] = {"cpu": job.cpu, "memory": job.memory}
-    limits: dict[str, Any] = {"memory": job.memory}
-    if job.gpus_per_replica:
+    requests: dict[str, Any] = {"cpu": replica.cpu, "memory": replica.memory}
+    limits: dict[str, Any] = {"memory": replica.memory}
+    if replica.gpus:
         # The base names the default resource; a cluster's product may name another.
         resource = gpu.resource if gpu else DEFAULT_GPU_RESOURCE
-        requests[resource] = job.gpus_per_replica
-        limits[resource] = job.gpus_per_replica
-    rdma = cluster.network.rdma if cluster and cluster.network.transport == "rdma" else None
+        requests[resource] = replica.gpus
+        limits[resource] = replica.gpus
+    rdma = _rdma(cluster) if replica.nccl_device else None
     if rdma is not None:
         requests[rdma.device_resource] = rdma.device_count
         limits[rdma.device_resource] = rdma.device_count
     return {"limits": limits, "requests": requests}
+
+
+def _rdma(cluster: ClusterProfile | None) -> Rdma | None:
+    return cluster.network.rdma if cluster and cluster.network.transport == "rdma" else None
 
 
 def _volumes(job: TrainingJob) -> tuple[list[Any], list[Any]]:
@@ -176,31 +231,42 @@ def _container_security() -> dict[str, Any]:
 
 
 def pod_template(
-    job: TrainingJob, cluster: ClusterProfile | None = None, target: Target | None = None
+    job: TrainingJob,
+    cluster: ClusterProfile | None = None,
+    target: Target | None = None,
+    replica: Replica | None = None,
 ) -> dict[str, Any]:
+    """The pod template of one replica type (default: a PyTorchJob's training pods)."""
+    if replica is None:
+        replica = training_replica(job, PYTORCH_CONTAINER, torchrun_command(job))
     gpu = _gpu(cluster, target)
-    volumes, mounts = _volumes(job)
+    volumes, mounts = _volumes(job) if replica.data else ([], [])
     container: dict[str, Any] = {
-        "name": PYTORCH_CONTAINER,
+        "name": replica.container,
         "image": job.image,
         "imagePullPolicy": "IfNotPresent",
-        "command": torchrun_command(job),
-        "args": program_args(job),
-        "env": _env(job, target, cluster),
-        "ports": [
-            {"name": METRICS_PORT_NAME, "containerPort": job.metrics_port, "protocol": "TCP"}
-        ],
-        "resources": _resources(job, gpu, cluster),
-        "securityContext": _container_security(),
-        "volumeMounts": mounts,
     }
+    if replica.command is not None:
+        container["command"] = list(replica.command)
+    if replica.args is not None:
+        container["args"] = list(replica.args)
+    container["env"] = _env(job, target, cluster, replica.env, replica.nccl_env)
+    if replica.data:
+        container["ports"] = [
+            {"name": METRICS_PORT_NAME, "containerPort": job.metrics_port, "protocol": "TCP"}
+        ]
+    container["resources"] = _resources(replica, gpu, cluster)
+    container["securityContext"] = _container_security()
+    if mounts:
+        container["volumeMounts"] = mounts
     spec: dict[str, Any] = {
         "containers": [container],
         "securityContext": _pod_security(job),
         "terminationGracePeriodSeconds": job.termination_grace_seconds,
-        "volumes": volumes,
     }
-    init = _init_containers(job)
+    if volumes:
+        spec["volumes"] = volumes
+    init = _init_containers(job) if replica.data else []
     if init:
         spec["initContainers"] = init
     meta: dict[str, Any] = {
@@ -209,12 +275,14 @@ def pod_template(
         "annotations": {"sidecar.istio.io/inject": "false"},
     }
     if cluster is not None:
-        rdma = cluster.network.rdma if cluster.network.transport == "rdma" else None
-        if rdma is not None:
+        rdma = _rdma(cluster)
+        if rdma is not None and replica.nccl_device:
             container["securityContext"]["capabilities"]["add"] = [RDMA_CAPABILITY]
-            if rdma.multus_network:
-                meta["annotations"][MULTUS_ANNOTATION] = rdma.multus_network
-        if gpu is not None and job.gpus_per_replica:
+        # Every pod joins the network the socket interface names (an MPI Launcher talks to
+        # its Workers over it); only NCCL's pods get the RDMA device and IPC_LOCK.
+        if rdma is not None and rdma.multus_network:
+            meta["annotations"][MULTUS_ANNOTATION] = rdma.multus_network
+        if gpu is not None and replica.gpus:
             spec["nodeSelector"] = dict(gpu.node_selector)
             if gpu.tolerations:
                 spec["tolerations"] = [dict(t) for t in gpu.tolerations]

@@ -6,8 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from trainops.facts.gpus import job_gpus
+from trainops.facts.kubeflow import KUBEFLOW_REPLICA_KEYS, REPLICA_TYPES
 from trainops.facts.schedulers import KUEUE_QUEUE_LABEL
 from trainops.spec.model import ClusterProfile
+
+# The training job kinds `trainops render` writes, one row each.
+KINDS = frozenset(REPLICA_TYPES)
 
 COLUMNS = (
     "cluster",
@@ -28,17 +32,20 @@ def _container_env(template: dict[str, Any]) -> dict[str, str]:
 
 
 def summarize(cluster: ClusterProfile, job: dict[str, Any]) -> dict[str, str]:
-    """One table row from a built PyTorchJob."""
+    """One table row from a built PyTorchJob, TFJob or MPIJob. The GPU product and NCCL mode
+    are the Workers' (the pods that train; an MPI Launcher has neither)."""
     spec = job["spec"]
-    replicas = spec["pytorchReplicaSpecs"]
+    replicas = spec[KUBEFLOW_REPLICA_KEYS[job["kind"]]]
     pods = sum(r.get("replicas", 1) for r in replicas.values())
     gpus = job_gpus(job, {g.resource for g in cluster.gpus})
-    template: dict[str, Any] = list(replicas.values())[-1]["template"]
+    training = replicas.get("Worker") or next(iter(replicas.values()))
+    template: dict[str, Any] = training["template"]
     elastic = spec.get("elasticPolicy")
+    order = REPLICA_TYPES[job["kind"]]
     shape = (
         f"elastic {elastic['minReplicas']}-{elastic['maxReplicas']}"
         if elastic
-        else "+".join(sorted(replicas))
+        else "+".join(sorted(replicas, key=order.index))
     )
     scheduler = template["spec"].get("schedulerName") or (
         "kueue" if KUEUE_QUEUE_LABEL in job["metadata"].get("labels", {}) else "default"

@@ -122,13 +122,21 @@ class Plan:
     backoff_limit: int | None
     clean_pod_policy: str
     workdir: Path
+    kind: str = "PyTorchJob"
+    """The built job's kind."""
+    ranks: int | None = None
+    """An MPIJob's ranks (all started by its one Launcher); None: from the replicas' env."""
 
     @property
     def world_size(self) -> int:
+        if self.ranks is not None:
+            return self.ranks
         return sum(_procs(launch.pod_env) for launch in self.launches)
 
     @property
     def procs_per_replica(self) -> int:
+        if self.ranks is not None:
+            return self.ranks
         return max(_procs(launch.pod_env) for launch in self.launches)
 
 
@@ -223,7 +231,7 @@ def _host_rewriter(pod_names: list[str]) -> Callable[[str], str]:
     return lambda text: pattern.sub(LOCAL_HOST, text)
 
 
-def _apply_arg_edits(args: list[str], options: Options, ours: bool, changes: list[str]) -> None:
+def apply_arg_edits(args: list[str], options: Options, ours: bool, changes: list[str]) -> None:
     edits = list(options.set_args)
     if options.steps is not None:
         if not ours:
@@ -277,7 +285,7 @@ def image_reference(image: str) -> tuple[str, str | None]:
     return repository, (tag or None) if not digest else None
 
 
-def _image_is_ours(image: str) -> tuple[bool, str | None]:
+def image_is_ours(image: str) -> tuple[bool, str | None]:
     """Whether `image` is the trainer image, and its tag."""
     repository, tag = image_reference(image)
     return repository.rsplit("/", 1)[-1] == TRAINER_IMAGE, tag
@@ -304,7 +312,7 @@ def _local_command(command: list[str], image: str, source: str, notes: list[str]
                 " image's entrypoint (render a `command`)",
             )
         )
-    ours, tag = _image_is_ours(image)
+    ours, tag = image_is_ours(image)
     program = command[0]
     if ours:
         root = trainer_root()
@@ -527,8 +535,8 @@ class _Planner:
         args = [_renumber_arg(paths(self.host(a)), renumber) for a in args]
         command = [paths(self.host(a)) for a in command]
         image = str(c.get("image", ""))
-        ours = _image_is_ours(image)[0]
-        _apply_arg_edits(args, self.options, ours, self.changes if first else [])
+        ours = image_is_ours(image)[0]
+        apply_arg_edits(args, self.options, ours, self.changes if first else [])
         argv = _local_command(command, image, self.built.source, self.notes if first else [])
         proc_env = {k: v for k, v in os.environ.items() if not _INHERITED_LAUNCHER_VARS.match(k)}
         proc_env.update(pod_env)
@@ -550,7 +558,7 @@ class _Planner:
         )
 
 
-def _backoff_limit(job: dict[str, Any], options: Options, changes: list[str]) -> int:
+def backoff_limit(job: dict[str, Any], options: Options, changes: list[str]) -> int:
     limit = job["spec"].get("runPolicy", {}).get("backoffLimit")
     if options.backoff_limit is not None:
         return options.backoff_limit
@@ -601,7 +609,7 @@ def make_plan(built: BuiltJob, options: Options, workdir: Path) -> Plan:
             " worker-0's host name matches the endpoint, here 127.0.0.1 matches every replica"
         )
     changes.append("CUDA_VISIBLE_DEVICES='' and DS_ACCELERATOR=cpu in every replica (no GPU)")
-    backoff = _backoff_limit(job, options, changes)
+    backoff = backoff_limit(job, options, changes)
     launches = [planner.launch(pod, i == 0) for i, pod in enumerate(replicas(scaled))]
     specs = replica_specs(scaled)
     if "Master" in specs:

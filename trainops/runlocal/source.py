@@ -21,9 +21,15 @@ from trainops.core.errors import InputError, Problem
 from trainops.render import render_repository, write
 from trainops.spec.load import load_repository
 
-# Kubeflow training kinds; only PyTorchJob is rendered (and so runnable) today.
+# Kubeflow training kinds; run-local runs PyTorchJobs and (with a local mpirun) MPIJobs.
 TRAINING_KINDS = frozenset({"PyTorchJob", "TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "JAXJob"})
-SUPPORTED_KINDS = frozenset({"PyTorchJob"})
+SUPPORTED_KINDS = frozenset({"PyTorchJob", "MPIJob"})
+# Why a rendered kind is not run, in one line.
+UNSUPPORTED = {
+    "TFJob": "run-local does not run TFJobs yet: it would have to write the TF_CONFIG the"
+    " operator gives each role (cluster spec and task) and run the TensorFlow program, which"
+    " this machine does not have; validate it with `trainops validate` and run it on a cluster",
+}
 
 
 @dataclass(frozen=True)
@@ -32,7 +38,7 @@ class BuiltJob:
 
     cluster: str
     job: dict[str, Any]
-    """The training job object (kind PyTorchJob)."""
+    """The training job object (PyTorchJob or MPIJob)."""
     source: str
     """The spec file it was rendered from (`jobs/<name>.yaml`), for messages."""
     config_maps: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -138,8 +144,9 @@ def select_job(stream: str, name: str, cluster: str, source: str) -> BuiltJob:
                 source,
                 None,
                 None,
-                f"run-local runs PyTorchJob only, got {kind}: MPIJob (a local `mpirun` against"
-                " local worker hosts) and TFJob are not supported yet",
+                UNSUPPORTED.get(
+                    kind, f"run-local runs PyTorchJob and MPIJob, got {kind}: not supported"
+                ),
             )
         )
     return BuiltJob(cluster, job, source, config_maps, secrets)

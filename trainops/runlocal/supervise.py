@@ -260,6 +260,8 @@ class Supervisor:
     def _succeeded(self) -> str | None:
         ok = {n for n, c in self.done.items() if c == 0}
         workers = [launch.name for launch in self.plan.launches if launch.replica.type == "Worker"]
+        if self.plan.success == "launcher" and "launcher-0" in ok:
+            return "launcher-0 succeeded (mpirun returned 0: every rank did)"
         if self.plan.success == "master" and "master-0" in ok:
             return "master-0 succeeded"
         if self.plan.success == "any-worker" and ok & set(workers):

@@ -25,6 +25,7 @@ RESERVED_ENV = frozenset(
         "NCCL_NET_GDR_LEVEL",
         "NCCL_SOCKET_IFNAME",
         "TRAINOPS_METRICS_PORT",
+        "TF_CONFIG",
     }
 )
 SECURITY_KEYS = {"runAsUser": "run_as_user", "runAsGroup": "run_as_group", "fsGroup": "fs_group"}
@@ -63,13 +64,14 @@ def _job_checks(d: dict[str, Any], out: Collector, stem: str) -> None:
     if cmd[0] in DISTRIBUTED_LAUNCHERS or any("torch.distributed" in c for c in cmd):
         out.add(
             ["command", 0],
-            "`command` is the training program, not its launcher: trainops generates torchrun"
-            " around it from the operator's PET_* variables; write e.g. [python, -m, trainer]",
+            f"`command` is the training program, not its launcher: {LAUNCHED_BY[d['framework']]};"
+            " write e.g. [python, -m, trainer]",
         )
     elif cmd[0] not in PYTHON_LAUNCHERS:
         out.add(["command", 0], f"`command` must start with python, got {cmd[0]!r}")
     elif cmd[1] == "-m" and len(cmd) < 3:
         out.add(["command"], "`python -m` needs a module name")
+    _framework_checks(d, out)
     elastic = d.get("elastic")
     if elastic:
         lo, hi = elastic["minReplicas"], elastic["maxReplicas"]
@@ -123,6 +125,51 @@ def _job_checks(d: dict[str, Any], out: Collector, stem: str) -> None:
     ds = d.get("deepspeed")
     if ds:
         _deepspeed_settings(ds, [str(a) for a in d.get("args", ())], out)
+
+
+LAUNCHED_BY = {
+    "pytorch": "trainops generates torchrun around it from the operator's PET_* variables",
+    "tensorflow": "a TFJob runs it in every replica and the operator writes TF_CONFIG",
+    "mpi": "trainops generates the Launcher's mpirun around it",
+}
+# The blocks that belong to one framework, and the framework they need.
+FRAMEWORK_BLOCKS = {
+    "elastic": "pytorch",
+    "deepspeed": "pytorch",
+    "tensorflow": "tensorflow",
+    "mpi": "mpi",
+}
+
+
+def _framework_checks(d: dict[str, Any], out: Collector) -> None:
+    """The framework's own blocks only, and their settings that the schema cannot relate."""
+    framework = d["framework"]
+    for block, needs in FRAMEWORK_BLOCKS.items():
+        if block in d and framework != needs:
+            out.add([block], f"`{block}` needs `framework: {needs}`, this job is `{framework}`")
+    evaluator = (d.get("tensorflow") or {}).get("evaluator") or {}
+    if evaluator.get("replicas", 1) != 1:
+        out.add(
+            ["tensorflow", "evaluator", "replicas"],
+            f"TensorFlow runs one Evaluator, got `replicas: {evaluator['replicas']}`",
+        )
+    mpi = d.get("mpi") or {}
+    if mpi.get("apiVersion") == "kubeflow.org/v1":
+        for key in ("implementation", "sshAuthMountPath"):
+            if key in mpi and (key, mpi[key]) != ("implementation", "OpenMPI"):
+                out.add(
+                    ["mpi", key],
+                    f"`mpi.{key}` needs `apiVersion: kubeflow.org/v2beta1`: the Training"
+                    " Operator's v1 MPIJob runs Open MPI over kubectl exec",
+                )
+    for i, arg in enumerate(mpi.get("mpirunArgs", ())):
+        if arg.startswith("-") and len(arg.split()) > 1:
+            option, _, rest = arg.partition(" ")
+            out.add(
+                ["mpi", "mpirunArgs", i],
+                f"`{arg}` is an option and its value in one argv element: mpirun gets one word;"
+                f" write them as two items, `{option}` and `{rest.strip()}`",
+            )
 
 
 # What a program's precision flag says, in the spellings trainers use (ours, Lightning, HF).
@@ -210,6 +257,7 @@ def build_job(doc: Document, out: Collector) -> model.TrainingJob | None:
         )
     el = d.get("elastic")
     ds = d.get("deepspeed")
+    tf, mpi = d["tensorflow"], d["mpi"]
     sync = d.get("dataSync")
     rp, security = d["runPolicy"], d["securityContext"]
     return model.TrainingJob(
@@ -271,4 +319,37 @@ def build_job(doc: Document, out: Collector) -> model.TrainingJob | None:
         labels=dict(d["labels"]),
         annotations=dict(d["annotations"]),
         security=model.PodSecurity(**{SECURITY_KEYS[k]: v for k, v in security.items()}),
+        tensorflow=_tensorflow(d, tf) if d["framework"] == "tensorflow" else None,
+        mpi=_mpi(mpi) if d["framework"] == "mpi" else None,
+    )
+
+
+def _role(raw: dict[str, Any], job: dict[str, Any]) -> model.Role:
+    """A role block; its resources default to the job's."""
+    resources = raw.get("resources", job.get("resources", {}))
+    return model.Role(
+        replicas=raw.get("replicas", 1),
+        gpus=raw["gpus"],
+        cpu=str(resources["cpu"]),
+        memory=str(resources["memory"]),
+    )
+
+
+def _tensorflow(d: dict[str, Any], tf: dict[str, Any]) -> model.TensorFlow:
+    return model.TensorFlow(
+        chief=tf["chief"],
+        success_policy=tf["successPolicy"],
+        parameter_servers=_role(tf["parameterServers"], d) if "parameterServers" in tf else None,
+        evaluator=_role(tf["evaluator"], d) if "evaluator" in tf else None,
+    )
+
+
+def _mpi(mpi: dict[str, Any]) -> model.Mpi:
+    return model.Mpi(
+        api_version=mpi["apiVersion"],
+        implementation=mpi["implementation"],
+        launcher=_role(mpi["launcher"], {}),
+        mpirun_args=tuple(mpi["mpirunArgs"]),
+        worker_command=tuple(mpi["workerCommand"]) if "workerCommand" in mpi else None,
+        ssh_auth_mount_path=mpi.get("sshAuthMountPath"),
     )

@@ -20,6 +20,7 @@ from trainops.core import paths
 from trainops.core.errors import InputError, Problem
 from trainops.core.yamlio import Document
 from trainops.facts import deepspeed as ds_facts
+from trainops.facts.kubeflow import MPIJOB_V1
 from trainops.spec import model, schemas
 from trainops.spec.cluster import build_cluster
 from trainops.spec.job import build_job
@@ -39,6 +40,19 @@ SETTINGS_KEYS = {
     "argocdProject": "argocd_project",
     "fluxNamespace": "flux_namespace",
 }
+
+
+def _roles(job: model.TrainingJob) -> list[tuple[list[str | int], model.Role]]:
+    """The extra roles with the spec path of their GPUs, for messages."""
+    out: list[tuple[list[str | int], model.Role]] = []
+    tf, mpi = job.tensorflow, job.mpi
+    if tf and tf.parameter_servers:
+        out.append((["tensorflow", "parameterServers", "gpus"], tf.parameter_servers))
+    if tf and tf.evaluator:
+        out.append((["tensorflow", "evaluator", "gpus"], tf.evaluator))
+    if mpi:
+        out.append((["mpi", "launcher", "gpus"], mpi.launcher))
+    return out
 
 
 def _job_against_clusters(
@@ -94,6 +108,20 @@ def _job_against_clusters(
                 ["gpusPerReplica"],
                 f"{job.gpus_per_replica} GPUs per pod, but a"
                 f" `{gpu.name}` node of `{cluster.name}` has {gpu.per_node}",
+            )
+        for path, role in _roles(job):
+            if gpu is not None and role.gpus > gpu.per_node:
+                out.add(
+                    path,
+                    f"{role.gpus} GPUs per pod, but a `{gpu.name}` node of `{cluster.name}`"
+                    f" has {gpu.per_node}",
+                )
+        if job.mpi and job.mpi.api_version == MPIJOB_V1 and cluster.scheduler.kind == "kueue":
+            out.add(
+                ["mpi", "apiVersion"],
+                f"cluster `{cluster.name}` queues jobs with Kueue, which manages the MPI"
+                " Operator's kubeflow.org/v2beta1 MPIJob, not the Training Operator's v1: the"
+                " job would bypass the queue; use the default apiVersion",
             )
         if job.host_network and not cluster.network.allow_host_network:
             out.add(["hostNetwork"], f"cluster `{cluster.name}` does not allow hostNetwork")

@@ -236,6 +236,53 @@ class PodSecurity:
 
 
 @dataclass(frozen=True)
+class Role:
+    """An extra replica role beside the training pods (a TF parameter server or evaluator, the
+    MPI Launcher): its own size, GPUs and CPU and memory."""
+
+    replicas: int
+    """Pods of this role."""
+    gpus: int
+    """GPUs per pod of this role."""
+    cpu: str
+    """CPU request per pod."""
+    memory: str
+    """Memory request and limit per pod."""
+
+
+@dataclass(frozen=True)
+class TensorFlow:
+    """TFJob roles (`framework: tensorflow`); the Chief and Workers are the job's `replicas`."""
+
+    chief: bool
+    """One of the training pods is the Chief; False: Workers only (worker 0 leads)."""
+    success_policy: str
+    """`ChiefOrWorker0` (the operator's default, rendered as "") or `AllWorkers`."""
+    parameter_servers: Role | None = None
+    """The PS role (ParameterServerStrategy), if any."""
+    evaluator: Role | None = None
+    """The one Evaluator, if any."""
+
+
+@dataclass(frozen=True)
+class Mpi:
+    """MPIJob settings (`framework: mpi`); the Workers are the job's `replicas`."""
+
+    api_version: str
+    """`kubeflow.org/v2beta1` (MPI Operator, SSH) or `kubeflow.org/v1` (Training Operator)."""
+    implementation: str
+    """`OpenMPI`, `Intel` or `MPICH`: the mpirun flavour and the operator's hostfile and env."""
+    launcher: Role
+    """The Launcher pod that runs mpirun (no GPU unless asked)."""
+    mpirun_args: tuple[str, ...]
+    """mpirun options before the generated ones, one argv element each."""
+    worker_command: tuple[str, ...] | None = None
+    """The Workers' command; None leaves it to the operator (v2beta1: sshd) or the image."""
+    ssh_auth_mount_path: str | None = None
+    """Where the MPI Operator mounts the SSH keys (v2beta1); None: its default."""
+
+
+@dataclass(frozen=True)
 class Target:
     """One cluster the job runs on, with what differs there."""
 
@@ -257,8 +304,8 @@ class TrainingJob:
     """Namespace the job runs in; every target cluster must allow it."""
     file: str
     """The jobs/*.yaml file it came from (findings and generated headers name it)."""
-    framework: Literal["pytorch"]
-    """`pytorch` (PyTorchJob)."""
+    framework: Literal["pytorch", "tensorflow", "mpi"]
+    """`pytorch` (PyTorchJob), `tensorflow` (TFJob) or `mpi` (MPIJob)."""
     image: str
     """The training image, pinned by tag or digest."""
     command: tuple[str, ...]
@@ -303,10 +350,30 @@ class TrainingJob:
     """Annotations added to the training job object."""
     security: PodSecurity = field(default_factory=PodSecurity)
     """The pod securityContext's user, group and volume group."""
+    tensorflow: TensorFlow | None = None
+    """TFJob roles; set exactly when `framework` is `tensorflow`."""
+    mpi: Mpi | None = None
+    """MPIJob settings; set exactly when `framework` is `mpi`."""
 
     def pods_on(self, target: Target | None) -> int:
         """Pods at the configured size on `target` (its `replicas`, else the job's)."""
         return (target.replicas if target and target.replicas else None) or self.replicas
+
+    def roles(self) -> tuple[Role, ...]:
+        """The extra roles beside the training pods (parameter servers, Evaluator, Launcher)."""
+        tf, mpi = self.tensorflow, self.mpi
+        out = [tf.parameter_servers, tf.evaluator] if tf else []
+        out += [mpi.launcher] if mpi else []
+        return tuple(r for r in out if r is not None)
+
+    def gpus_on(self, target: Target | None) -> int:
+        """GPUs the job holds at its configured size on `target`, every role counted."""
+        training = self.gpus_per_replica * self.pods_on(target)
+        return training + sum(r.gpus * r.replicas for r in self.roles())
+
+    def slots(self) -> int:
+        """Processes per training pod: torchrun's nprocPerNode, MPI's slotsPerWorker."""
+        return max(self.gpus_per_replica, 1)
 
     def world_sizes(self, target: Target) -> list[int]:
         """Every data-parallel world size the job can run at on `target`."""

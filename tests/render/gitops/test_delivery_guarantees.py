@@ -41,7 +41,9 @@ DOCUMENTED_KINDS = {
     ("", "ConfigMap"),
     ("", "PersistentVolumeClaim"),
     ("", "Service"),
+    ("kubeflow.org", "MPIJob"),
     ("kubeflow.org", "PyTorchJob"),
+    ("kubeflow.org", "TFJob"),
     ("monitoring.coreos.com", "ServiceMonitor"),
 }
 # Argo CD's in-cluster address, what a profile without `server` or `destinationName` means.
@@ -255,7 +257,11 @@ def test_flux_kustomization_per_cluster(rendered: Any, label: str) -> None:
         assert spec["force"] is False
         assert (spec["timeout"], spec["interval"], spec["retryInterval"]) == ("15m", "10m", "2m")
         assert spec["sourceRef"] == {"kind": "GitRepository", "name": "trainops"}
-        assert sorted(e["kind"] for e in spec["healthCheckExprs"]) == sorted(JOB_KINDS)
+        # One per kind and served version: Flux matches by apiVersion (MPIJob: v1, v2beta1).
+        served = [(e["apiVersion"], e["kind"]) for e in spec["healthCheckExprs"]]
+        assert sorted(served) == sorted(
+            [*(("kubeflow.org/v1", k) for k in JOB_KINDS), ("kubeflow.org/v2beta1", "MPIJob")]
+        )
         for entry in spec["healthCheckExprs"]:
             assert set(entry) == {"apiVersion", "kind", "current", "failed"}
 

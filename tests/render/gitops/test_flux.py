@@ -32,10 +32,10 @@ def test_prune_follows_the_profile() -> None:
 
 
 def test_health_exprs_cover_the_job_kinds() -> None:
-    exprs = {e["kind"]: e for e in health_check_exprs()}
-    assert set(exprs) == {"PyTorchJob", "TFJob", "MPIJob"}
+    exprs = {(e["apiVersion"], e["kind"]): e for e in health_check_exprs()}
+    v1 = {("kubeflow.org/v1", k) for k in ("PyTorchJob", "TFJob", "MPIJob")}
+    assert set(exprs) == v1 | {("kubeflow.org/v2beta1", "MPIJob")}
     for e in exprs.values():
-        assert e["apiVersion"] == "kubeflow.org/v1"
         assert "'Failed'" in e["failed"]
         assert "'Running'" in e["current"] and "'Succeeded'" in e["current"]
         # Flux evaluates inProgress first; a running job keeps Created=True, so none is given.

@@ -35,7 +35,20 @@ from trainops.render.gitops.health import lua_source
 celpy = require_module("celpy")
 
 KINDS = ("PyTorchJob", "TFJob", "MPIJob")
-CRD_FILES = {"PyTorchJob": "pytorchjobs.yaml", "TFJob": "tfjobs.yaml", "MPIJob": "mpijobs.yaml"}
+# Every (apiVersion, kind) a job can be rendered as: Flux matches health checks by apiVersion,
+# and MPIJob has the MPI Operator's v2beta1 beside the Training Operator's v1.
+SERVED = (
+    ("kubeflow.org/v1", "PyTorchJob"),
+    ("kubeflow.org/v1", "TFJob"),
+    ("kubeflow.org/v1", "MPIJob"),
+    ("kubeflow.org/v2beta1", "MPIJob"),
+)
+CRD_FILES = {
+    ("kubeflow.org/v1", "PyTorchJob"): "pytorchjobs.yaml",
+    ("kubeflow.org/v1", "TFJob"): "tfjobs.yaml",
+    ("kubeflow.org/v1", "MPIJob"): "mpijobs.yaml",
+    ("kubeflow.org/v2beta1", "MPIJob"): "mpijobs-v2beta1.yaml",
+}
 # kstatus results, as Flux names them.
 CURRENT, FAILED, IN_PROGRESS = "Current", "Failed", "InProgress"
 
@@ -93,7 +106,9 @@ def condition(kind: str, ctype: str, status: str = "True") -> dict[str, str]:
     }
 
 
-def job(kind: str, conditions: list[tuple[str, str]] | None) -> dict[str, Any]:
+def job(
+    kind: str, conditions: list[tuple[str, str]] | None, api_version: str = "kubeflow.org/v1"
+) -> dict[str, Any]:
     """A job whose status holds `conditions` ((type, status) pairs, oldest first)."""
     status: dict[str, Any] = {}
     if conditions is not None:
@@ -103,7 +118,7 @@ def job(kind: str, conditions: list[tuple[str, str]] | None) -> dict[str, Any]:
             "startTime": "2026-01-01T00:00:00Z",
         }
     return {
-        "apiVersion": "kubeflow.org/v1",
+        "apiVersion": api_version,
         "kind": kind,
         "metadata": {"name": "llama", "namespace": "ml", "generation": 1},
         "spec": {"runPolicy": {"cleanPodPolicy": "All"}},
@@ -152,25 +167,28 @@ def test_every_job_kind_has_one_expression_set() -> None:
     exprs = shipped_exprs()
     assert sorted(exprs) == sorted(KINDS)
     for kind, entries in exprs.items():
-        assert len(entries) == 1, f"{kind}: the clusters disagree"
-        assert entries[0]["apiVersion"] == "kubeflow.org/v1"
+        versions = sorted(e["apiVersion"] for e in entries)
+        wanted = sorted(v for v, k in SERVED if k == kind)
+        assert versions == wanted, f"{kind}: one entry per served version, or clusters disagree"
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(("api_version", "kind"), SERVED)
 @pytest.mark.parametrize(("conditions", "expected"), STATES)
 def test_flux_reads_each_job_state(
-    kind: str, conditions: list[tuple[str, str]] | None, expected: str
+    api_version: str, kind: str, conditions: list[tuple[str, str]] | None, expected: str
 ) -> None:
-    (entry,) = shipped_exprs()[kind]
-    assert flux_status(entry, job(kind, conditions)) == expected
+    (entry,) = [e for e in shipped_exprs()[kind] if e["apiVersion"] == api_version]
+    assert flux_status(entry, job(kind, conditions, api_version)) == expected
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_the_states_are_real_operator_status_objects(kind: str) -> None:
-    """Every status above validates against the kind's upstream CRD status schema."""
-    path = require_upstream() / "crds" / "kubeflow.org" / CRD_FILES[kind]
+@pytest.mark.parametrize(("api_version", "kind"), SERVED)
+def test_the_states_are_real_operator_status_objects(api_version: str, kind: str) -> None:
+    """Every status above validates against the kind's upstream CRD status schema (the MPI
+    Operator's v2beta1 MPIJob included: same condition types)."""
+    path = require_upstream() / "crds" / "kubeflow.org" / CRD_FILES[api_version, kind]
     crd = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")
+    name = api_version.rsplit("/", 1)[1]
+    version = next(v for v in crd["spec"]["versions"] if v["name"] == name)
     schema = _strict(version["schema"]["openAPIV3Schema"]["properties"]["status"])
     validator = jsonschema.Draft4Validator(schema)
     for param in STATES:

@@ -78,12 +78,15 @@ def health_check_exprs() -> list[dict[str, str]]:
     """
     return [
         {
-            "apiVersion": job.api_version,
+            "apiVersion": api_version,
             "kind": job.kind,
             "current": _has_true(["Running", "Succeeded", "Suspended"]),
             "failed": _has_true(["Failed"]),
         }
         for job in TRAINING_JOB_KINDS
+        # Flux matches a health check by apiVersion: one per served version (MPIJob's
+        # v2beta1 has the same condition types, kubeflow/mpi-operator pkg/apis/.../types.go).
+        for api_version in job.api_versions
     ]
 
 

@@ -26,6 +26,8 @@ NAMESPACED_KINDS: tuple[GroupKind, ...] = (
     GroupKind("", "ConfigMap"),
     GroupKind("", "PersistentVolumeClaim"),
     GroupKind("", "Service"),
+    GroupKind(KUBEFLOW_GROUP, "MPIJob"),
     GroupKind(KUBEFLOW_GROUP, "PyTorchJob"),
+    GroupKind(KUBEFLOW_GROUP, "TFJob"),
     GroupKind("monitoring.coreos.com", "ServiceMonitor"),
 )
