@@ -16,6 +16,7 @@ from types import ModuleType
 from trainops import __version__
 from trainops.cli import (
     build,
+    capacity,
     diff,
     explain,
     live_diff,
@@ -38,6 +39,7 @@ COMMANDS: dict[str, ModuleType] = {
     "validate": validate,
     "build": build,
     "diff": diff,
+    "capacity": capacity,
     "rules": rules,
     "status": status,
     "explain": explain,

@@ -17,6 +17,8 @@ from trainops.build import KustomizeError
 from trainops.cli.load import load
 from trainops.core.errors import InputError, Problem
 from trainops.render import render_repository
+from trainops.report import capacity, capacity_view
+from trainops.spec.model import ClusterProfile
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +35,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _clusters_at(
+    root: Path, ref: str, dest: Path, head: dict[str, ClusterProfile]
+) -> dict[str, ClusterProfile]:
+    """The cluster profiles committed at `ref` (what was declared before the change); the
+    working tree's where they do not load (an older schema): declared then reads unchanged."""
+    dest.mkdir()
+    diff.extract_ref(root, ref, dest, ("jobs", "clusters", "trainops.yaml"))
+    try:
+        return load(dest).clusters
+    except InputError:
+        return head
+
+
 def run(args: argparse.Namespace) -> int:
     root: Path = args.root
     try:
@@ -43,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
             base_tree, head_tree = Path(tmp, "base"), Path(tmp, "head")
             base_tree.mkdir()
             diff.extract_ref(root, base_ref, base_tree)
+            base_clusters = _clusters_at(root, base_ref, Path(tmp, "inputs"), repo.clusters)
             build.write_tree(
                 {p: t for p, t in files.items() if p.startswith(diff.BUILD_INPUTS)}, head_tree
             )
@@ -62,7 +78,10 @@ def run(args: argparse.Namespace) -> int:
     changes = diff.compare(base, head, products)
     shown = base_ref if args.base else f"merge base {base_ref[:12]}"
     if args.format == "markdown":
-        sys.stdout.write(diff.format_markdown(changes, shown))
+        before = capacity.fleet_of(base_clusters, {c: o.values() for c, o in base.items()})
+        after = capacity.fleet_of(repo.clusters, {c: o.values() for c, o in head.items()})
+        section = capacity_view.markdown_section(capacity.compare(before, after))
+        sys.stdout.write(diff.format_markdown(changes, shown, [section]))
     else:
         sys.stdout.write(diff.format_text(changes, shown))
     return 0

@@ -67,7 +67,14 @@ def replica_gpus(
             continue
         for rtype, replica in replica_specs.items():
             pod = ((replica or {}).get("template") or {}).get("spec") or {}
-            out.append((str(rtype), _count((replica or {}).get("replicas", 1)), pod_gpus(pod, products), pod))
+            out.append(
+                (
+                    str(rtype),
+                    _count((replica or {}).get("replicas", 1)),
+                    pod_gpus(pod, products),
+                    pod,
+                )
+            )
     return out
 
 
