@@ -69,7 +69,9 @@ def pod_groups(obj: Mapping[str, Any], products: Sequence[Product]) -> list[PodG
             continue
         product = product_of(spec, products)
         groups.append(
-            PodGroup(rtype, pods, min_replicas(obj, rtype, pods), gpus, product and product.name)
+            PodGroup(
+                rtype, pods, min_replicas(obj, rtype, pods), gpus, product.name if product else None
+            )
         )
     return groups
 

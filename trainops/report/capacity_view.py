@@ -65,10 +65,10 @@ def format_text(fleet: Fleet, changes: Sequence[ProductChange] | None = None) ->
                     c.cluster,
                     c.product,
                     _n(a.nodes) if a else "-",
-                    _delta(b and b.declared, a and a.declared),
+                    _delta((b.declared if b else None), (a.declared if a else None)),
                     _delta(b.requested if b else None, a.requested if a else None),
                     _delta(b.requested_min if b else None, a.requested_min if a else None),
-                    _delta(b and b.headroom, a and a.headroom, CANNOT_JUDGE),
+                    _delta((b.headroom if b else None), (a.headroom if a else None), CANNOT_JUDGE),
                     str(len(a.jobs)) if a else "0",
                 ]
             )
@@ -184,9 +184,9 @@ def markdown_section(changes: Sequence[ProductChange]) -> str:
 
     def row(c: ProductChange) -> str:
         b, a = c.before, c.after
-        declared = _delta(b and b.declared, a and a.declared)
+        declared = _delta((b.declared if b else None), (a.declared if a else None))
         req = _delta(b.requested if b else None, a.requested if a else None)
-        head = _delta(b and b.headroom, a and a.headroom, CANNOT_JUDGE)
+        head = _delta((b.headroom if b else None), (a.headroom if a else None), CANNOT_JUDGE)
         if a is not None and a.headroom is not None and a.headroom < 0:
             head += " ⚠️"
         return f"| `{c.cluster}` | `{c.product}` | {declared} | {req} | {head} |".replace("->", "→")
