@@ -15,7 +15,7 @@ import difflib
 import io
 import subprocess
 import tarfile
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,10 +106,12 @@ def object_key(obj: Mapping[str, Any]) -> str:
     return f"{kind}/{meta.get('namespace') or '_'}/{name}"
 
 
-def build_overlays(tree: Path) -> dict[str, dict[str, dict[str, Any]]]:
+def build_overlays(
+    tree: Path, run: Callable[[Path], str] = build.kustomize
+) -> dict[str, dict[str, dict[str, Any]]]:
     """cluster -> object key -> object, for every `overlays/<cluster>` under `tree`."""
     built: dict[str, dict[str, dict[str, Any]]] = {}
-    for name, stream in build.build_overlays(tree, build.overlays_in(tree)):
+    for name, stream in build.build_overlays(tree, build.overlays_in(tree), run):
         if isinstance(stream, build.KustomizeError):
             raise stream
         docs = load_text(stream, f"kustomize build {OVERLAYS}/{name}")

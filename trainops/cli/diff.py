@@ -14,6 +14,7 @@ from pathlib import Path
 
 from trainops import build, diff
 from trainops.build import KustomizeError
+from trainops.cli import progress
 from trainops.cli.load import load
 from trainops.core.errors import InputError, Problem
 from trainops.render import render_repository
@@ -33,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="text",
         help="text (default) or markdown for a pull-request comment",
     )
+    progress.add_argument(parser)
 
 
 def _clusters_at(
@@ -62,15 +64,20 @@ def run(args: argparse.Namespace) -> int:
             build.write_tree(
                 {p: t for p, t in files.items() if p.startswith(diff.BUILD_INPUTS)}, head_tree
             )
-            try:
-                base = diff.build_overlays(base_tree)
-            except KustomizeError as err:
-                print(f"error: kustomize build failed at {base_ref}: {err}", file=sys.stderr)
-                return 1
-            try:
-                head = diff.build_overlays(head_tree)
-            except KustomizeError as err:
-                print(f"error: kustomize build failed for the working tree: {err}", file=sys.stderr)
+            total = len(build.overlays_in(base_tree)) + len(build.overlays_in(head_tree))
+            with progress.Progress.for_args(args, "diff", total) as shown_progress:
+                run_build = shown_progress.wrap(build.kustomize)
+                where = f"at {base_ref}"
+                try:
+                    base = diff.build_overlays(base_tree, run_build)
+                    where = "for the working tree"
+                    head = diff.build_overlays(head_tree, run_build)
+                except KustomizeError as err:
+                    failed: KustomizeError | None = err
+                else:
+                    failed = None
+            if failed is not None:
+                print(f"error: kustomize build failed {where}: {failed}", file=sys.stderr)
                 return 1
     except diff.GitError as err:
         raise InputError(Problem(str(root), None, None, f"git: {err}")) from None

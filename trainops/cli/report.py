@@ -14,6 +14,8 @@ import json
 import os
 from pathlib import Path
 
+from trainops import build
+from trainops.cli import progress
 from trainops.cli.load import load
 from trainops.core.errors import InputError, Problem
 from trainops.core.findings import Finding, Severity
@@ -39,6 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         " (default: the path from the report back to the repository root)",
     )
     parser.add_argument("--title", default="trainops report")
+    progress.add_argument(parser)
 
 
 def read_findings(path: Path) -> list[Finding]:
@@ -72,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
     if args.findings:
         findings = read_findings(args.findings)
     else:
-        findings = validate_repository(root, repo).findings
+        with progress.Progress.for_args(args, "report", len(repo.clusters)) as shown:
+            findings = validate_repository(root, repo, run=shown.wrap(build.kustomize)).findings
     fleet = capacity.repository_fleet(repo)
     link_base = args.link_base
     if link_base is None:
