@@ -73,7 +73,8 @@ RULES = (
         severity=Severity.ERROR,
         summary="A job whose pods can never all run at once on the GPUs the cluster profile"
         " declares (`capacity.nodes`): a pod larger than a node, more GPUs than the product"
-        " has, or pods that do not pack onto its nodes; elastic jobs judged at `minReplicas`.",
+        " has, or pods that do not pack onto its nodes; elastic jobs judged at `minReplicas`"
+        " (all pods where a Volcano `minAvailable` asks for all).",
         why="A gang-scheduled job (Volcano waits for `minAvailable` pods, Kueue admits a"
         " workload whole) stays Pending forever, holding its queue position; without a gang"
         " scheduler the placed pods hold GPUs and wait for peers that never come.",
