@@ -26,7 +26,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 
 ## browser-tools: headless Chromium (apt, when missing and run as root) and mermaid (npm, pinned, into .tools/).
 browser-tools:
-	command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } || echo "install chromium (apt-get install chromium) for the browser tests"
+	command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } || echo "install chromium (apt-get install chromium) for the browser tests"
 	[ -f $(TOOLS)/mermaid/node_modules/mermaid/dist/mermaid.min.js ] || npm install --no-audit --no-fund --prefix $(TOOLS)/mermaid mermaid@$(MERMAID_VERSION)
 
 ## demo: set up, render the shipped examples, build every overlay with kustomize, print jobs x clusters.
