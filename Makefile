@@ -5,13 +5,17 @@ PY := $(VENV)/bin/python
 TRAINOPS := $(VENV)/bin/trainops
 # DeepSpeed ships as an sdist that must build against the torch already installed.
 DEEPSPEED_VERSION := 0.19.8
+# The browser tests (tests/report/test_browser.py): the real mermaid renders the PR comment's
+# chart in Debian's headless Chromium, which also loads the HTML report.
+MERMAID_VERSION := 11.12.2
+TOOLS := .tools
 PYTEST_ARGS ?=
 # Open MPI from the distribution's packages: the trainer's mpirun test and run-local's MPIJob.
 MPI_PACKAGES := openmpi-bin libopenmpi-dev
 
-.PHONY: setup mpi demo test test-fast lint format render check bench bench-trainer clean
+.PHONY: setup mpi browser-tools demo test test-fast lint format render check bench bench-trainer clean
 
-setup: $(VENV)/.installed mpi
+setup: $(VENV)/.installed mpi browser-tools
 
 # Installed with apt-get as root (CI) or through passwordless sudo (GitHub's runners); else a
 # note: the tests that need mpirun skip on a developer machine and fail under CI=true.
@@ -32,6 +36,11 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(PY) -m pip install --quiet -e '.[trainer,dev]'
 	DS_BUILD_OPS=0 $(PY) -m pip install --quiet --no-build-isolation deepspeed==$(DEEPSPEED_VERSION)
 	touch $@
+
+## browser-tools: headless Chromium (apt, when missing and run as root) and mermaid (npm, pinned, into .tools/).
+browser-tools:
+	command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } || echo "install chromium (apt-get install chromium) for the browser tests"
+	[ -f $(TOOLS)/mermaid/node_modules/mermaid/dist/mermaid.min.js ] || npm install --no-audit --no-fund --prefix $(TOOLS)/mermaid mermaid@$(MERMAID_VERSION)
 
 ## demo: set up, render the shipped examples, build every overlay with kustomize, print jobs x clusters.
 demo: setup

@@ -138,3 +138,23 @@ def tree(root: Path) -> dict[str, bytes]:
         for p in sorted(root.rglob("*"))
         if p.is_file()
     }
+
+
+MERMAID_JS = REPO / ".tools" / "mermaid" / "node_modules" / "mermaid" / "dist" / "mermaid.min.js"
+"""The `mermaid` npm package `make setup` installs (pinned) into the gitignored `.tools/`."""
+
+
+def require_mermaid() -> Path:
+    """mermaid.min.js from `.tools/`; skip when missing, fail under CI=true."""
+    if not MERMAID_JS.is_file():
+        skip_or_fail(f"{MERMAID_JS} is missing: run `make setup` (npm install mermaid)")
+    return MERMAID_JS
+
+
+def require_chromium() -> str:
+    """Debian's headless Chromium (`apt-get install chromium`); skip/fail when missing."""
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = find_tool(name)
+        if path is not None:
+            return path
+    skip_or_fail("`chromium` is not on PATH: `apt-get install -y chromium` (make setup)")

@@ -15,7 +15,7 @@ import difflib
 import io
 import subprocess
 import tarfile
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,8 +73,9 @@ def default_base(root: Path) -> str:
     )
 
 
-def extract_ref(root: Path, ref: str, dest: Path) -> None:
-    """Write the committed base/ and overlays/ at `ref` under `dest` (none there: nothing)."""
+def extract_ref(root: Path, ref: str, dest: Path, inputs: Sequence[str] = BUILD_INPUTS) -> None:
+    """Write the committed `inputs` (default base/ and overlays/) at `ref` under `dest`
+    (none there: nothing)."""
     try:
         commit = git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").decode().strip()
     except GitError:
@@ -84,7 +85,7 @@ def extract_ref(root: Path, ref: str, dest: Path) -> None:
     prefix = git(root, "rev-parse", "--show-prefix").decode().strip()
     tree = f"{commit}:{prefix}"
     present = git(root, "ls-tree", "--name-only", tree).decode().split()
-    paths = [p for p in BUILD_INPUTS if p in present]
+    paths = [p for p in inputs if p in present]
     if not paths:
         return
     archive = git(root, "archive", "--format=tar", tree, *paths)
@@ -105,10 +106,12 @@ def object_key(obj: Mapping[str, Any]) -> str:
     return f"{kind}/{meta.get('namespace') or '_'}/{name}"
 
 
-def build_overlays(tree: Path) -> dict[str, dict[str, dict[str, Any]]]:
+def build_overlays(
+    tree: Path, run: Callable[[Path], str] = build.kustomize
+) -> dict[str, dict[str, dict[str, Any]]]:
     """cluster -> object key -> object, for every `overlays/<cluster>` under `tree`."""
     built: dict[str, dict[str, dict[str, Any]]] = {}
-    for name, stream in build.build_overlays(tree, build.overlays_in(tree)):
+    for name, stream in build.build_overlays(tree, build.overlays_in(tree), run):
         if isinstance(stream, build.KustomizeError):
             raise stream
         docs = load_text(stream, f"kustomize build {OVERLAYS}/{name}")
@@ -214,8 +217,9 @@ def format_text(diffs: list[ClusterDiff], base_ref: str) -> str:
     return out
 
 
-def format_markdown(diffs: list[ClusterDiff], base_ref: str) -> str:
-    """A PR comment: a summary table, then one collapsed diff per cluster (size-capped)."""
+def format_markdown(diffs: list[ClusterDiff], base_ref: str, sections: Sequence[str] = ()) -> str:
+    """A PR comment: a summary table, the `sections` (markdown, e.g. the GPU capacity), then
+    one collapsed diff per cluster (size-capped)."""
     lines = [
         COMMENT_MARKER,
         "### trainops diff",
@@ -236,7 +240,9 @@ def format_markdown(diffs: list[ClusterDiff], base_ref: str) -> str:
     if jobs:
         lines += ["", "> [!WARNING]", f"> Changed training jobs: {', '.join(jobs)}.", ">"]
         lines.append(f"> {IMMUTABLE_JOB[0].upper()}{IMMUTABLE_JOB[1:]}.")
-    budget = MARKDOWN_DIFF_BUDGET
+    for section in sections:
+        lines += ["", section.rstrip("\n")]
+    budget = MARKDOWN_DIFF_BUDGET - sum(len(s) for s in sections)
     for d in diffs:
         if not d.has_changes:
             continue

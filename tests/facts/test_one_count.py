@@ -20,7 +20,7 @@ from trainops import build, diff
 from trainops.core.manifest import Manifest
 from trainops.facts import deepspeed as ds_facts
 from trainops.render import render_repository
-from trainops.report import table
+from trainops.report import capacity, table
 from trainops.rules.checks.deepspeed import deepspeed_configs
 from trainops.rules.checks.deepspeed import world_sizes as rule_world_sizes
 from trainops.rules.context import Context
@@ -56,7 +56,22 @@ def test_gpu_totals_agree(source: Path, tmp_path: Path) -> None:
             rules_view = sum(pod.gpus(cluster) * (pod.replicas or 0) for pod in ctx.objects[0].pods)
             assert int(row["gpus"]) == from_spec, ("build table", spec_job.name, cluster_name)
             assert rules_view == from_spec, ("rules", spec_job.name, cluster_name)
+        fleet = capacity.fleet_of({cluster_name: cluster}, {cluster_name: objects})
+        for placement in fleet.placements:
+            spec_job = next(j for j in repo.jobs if j.name == placement.job)
+            target = next(t for t in spec_job.targets if t.cluster == cluster_name)
+            assert placement.gpus == spec_job.gpus_on(target), (
+                "capacity",
+                placement.job,
+                cluster_name,
+            )
         products = {g.resource for g in cluster.gpus}
+        assert sum(p.requested for p in fleet.products) == sum(
+            j.gpus_on(t)
+            for j in repo.jobs
+            for t in j.targets
+            if t.cluster == cluster_name
+        ), ("capacity per product", cluster_name)
         assert diff.gpu_count(jobs, products) == sum(
             j.gpus_on(t) for j in repo.jobs for t in j.targets if t.cluster == cluster_name
         ), ("diff", cluster_name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from trainops.spec.model import (
+    Capacity,
     ClusterProfile,
     Delivery,
     GpuProduct,
@@ -43,6 +44,8 @@ def make_cluster(**changes: object) -> ClusterProfile:
         "storage": Storage(default_class="nfs", classes=("nfs",)),
         "namespaces": ("ml-train",),
         "delivery": Delivery(tool="argocd", self_heal=True),
+        # 32 A100s on 4 nodes; queue `training` with a quota of 24 (gang-unschedulable, ...).
+        "capacity": Capacity(nodes={"a100-80gb": 4}, queue_gpus={"training": 24}),
     }
     base.update(changes)
     return ClusterProfile(**base)  # type: ignore[arg-type]

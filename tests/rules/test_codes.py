@@ -28,6 +28,8 @@ PUBLISHED = {
     "TO402": "restart-policy-unsafe",
     "TO403": "ttl-missing",
     "TO404": "gitops-rerun-risk",
+    "TO430": "gang-unschedulable",
+    "TO431": "queue-quota-exceeded",
     "TO501": "nccl-env-deprecated",
     "TO502": "nccl-env-unknown",
     "TO503": "rdma-incomplete",

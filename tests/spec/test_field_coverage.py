@@ -55,6 +55,10 @@ NOT_IN_OUTPUT = {
     "clusterprofile:policy.*": "rule severities for `trainops validate`, not delivered",
     "clusterprofile:context": "the kubeconfig context the cluster-facing commands (status,"
     " explain, live-diff, validate --server-side) use; not delivered",
+    "clusterprofile:capacity.nodes": "declared capacity for `trainops capacity`, the"
+    " gang-unschedulable rule and the report; not delivered",
+    "clusterprofile:capacity.queues.*.gpus": "declared queue quota for `trainops capacity` and"
+    " queue-quota-exceeded; not delivered",
     "trainops:$schema": "an editor hint (yaml-language-server), never read",
     "trainingjob:tensorflow.evaluator.replicas": "TensorFlow runs one Evaluator: only 1 is"
     " accepted (the role block is shared with the parameter servers)",

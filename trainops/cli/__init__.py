@@ -16,10 +16,12 @@ from types import ModuleType
 from trainops import __version__
 from trainops.cli import (
     build,
+    capacity,
     diff,
     explain,
     live_diff,
     render,
+    report,
     rules,
     run_local,
     status,
@@ -38,6 +40,8 @@ COMMANDS: dict[str, ModuleType] = {
     "validate": validate,
     "build": build,
     "diff": diff,
+    "capacity": capacity,
+    "report": report,
     "rules": rules,
     "status": status,
     "explain": explain,

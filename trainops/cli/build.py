@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from trainops import build
+from trainops.cli import progress
 from trainops.cli.load import load
 from trainops.render import render_repository, write
 from trainops.report import table
@@ -21,6 +22,7 @@ from trainops.report import table
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster", help="build only this cluster's overlay")
     parser.add_argument("--output", type=Path, help="write built manifests to DIR/<cluster>.yaml")
+    progress.add_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,7 +38,9 @@ def run(args: argparse.Namespace) -> int:
         return 1
     rows: list[dict[str, str]] = []
     names = [args.cluster] if args.cluster else list(repo.clusters)
-    for name, stream in build.build_overlays(args.root, names):
+    with progress.Progress.for_args(args, "build", len(names)) as shown:
+        built = list(build.build_overlays(args.root, names, shown.wrap(build.kustomize)))
+    for name, stream in built:
         if isinstance(stream, build.KustomizeError):
             print(f"error: kustomize build overlays/{name} failed:\n{stream}", file=sys.stderr)
             return 1

@@ -14,9 +14,12 @@ from pathlib import Path
 
 from trainops import build, diff
 from trainops.build import KustomizeError
+from trainops.cli import progress
 from trainops.cli.load import load
 from trainops.core.errors import InputError, Problem
 from trainops.render import render_repository
+from trainops.report import capacity, capacity_view
+from trainops.spec.model import ClusterProfile
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,6 +34,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="text",
         help="text (default) or markdown for a pull-request comment",
     )
+    progress.add_argument(parser)
+
+
+def _clusters_at(
+    root: Path, ref: str, dest: Path, head: dict[str, ClusterProfile]
+) -> dict[str, ClusterProfile]:
+    """The cluster profiles committed at `ref` (what was declared before the change); the
+    working tree's where they do not load (an older schema): declared then reads unchanged."""
+    dest.mkdir()
+    diff.extract_ref(root, ref, dest, ("jobs", "clusters", "trainops.yaml"))
+    try:
+        return load(dest).clusters
+    except InputError:
+        return head
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,18 +60,24 @@ def run(args: argparse.Namespace) -> int:
             base_tree, head_tree = Path(tmp, "base"), Path(tmp, "head")
             base_tree.mkdir()
             diff.extract_ref(root, base_ref, base_tree)
+            base_clusters = _clusters_at(root, base_ref, Path(tmp, "inputs"), repo.clusters)
             build.write_tree(
                 {p: t for p, t in files.items() if p.startswith(diff.BUILD_INPUTS)}, head_tree
             )
-            try:
-                base = diff.build_overlays(base_tree)
-            except KustomizeError as err:
-                print(f"error: kustomize build failed at {base_ref}: {err}", file=sys.stderr)
-                return 1
-            try:
-                head = diff.build_overlays(head_tree)
-            except KustomizeError as err:
-                print(f"error: kustomize build failed for the working tree: {err}", file=sys.stderr)
+            total = len(build.overlays_in(base_tree)) + len(build.overlays_in(head_tree))
+            with progress.Progress.for_args(args, "diff", total) as shown_progress:
+                run_build = shown_progress.wrap(build.kustomize)
+                where = f"at {base_ref}"
+                try:
+                    base = diff.build_overlays(base_tree, run_build)
+                    where = "for the working tree"
+                    head = diff.build_overlays(head_tree, run_build)
+                except KustomizeError as err:
+                    failed: KustomizeError | None = err
+                else:
+                    failed = None
+            if failed is not None:
+                print(f"error: kustomize build failed {where}: {failed}", file=sys.stderr)
                 return 1
     except diff.GitError as err:
         raise InputError(Problem(str(root), None, None, f"git: {err}")) from None
@@ -62,7 +85,10 @@ def run(args: argparse.Namespace) -> int:
     changes = diff.compare(base, head, products)
     shown = base_ref if args.base else f"merge base {base_ref[:12]}"
     if args.format == "markdown":
-        sys.stdout.write(diff.format_markdown(changes, shown))
+        before = capacity.fleet_of(base_clusters, {c: o.values() for c, o in base.items()})
+        after = capacity.fleet_of(repo.clusters, {c: o.values() for c, o in head.items()})
+        section = capacity_view.markdown_section(capacity.compare(before, after))
+        sys.stdout.write(diff.format_markdown(changes, shown, [section]))
     else:
         sys.stdout.write(diff.format_text(changes, shown))
     return 0

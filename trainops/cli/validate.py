@@ -19,7 +19,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from trainops.cli import cluster_args, server_side
+from trainops import build
+from trainops.cli import cluster_args, progress, server_side
 from trainops.cli.load import load
 from trainops.core.errors import InputError, Problem
 from trainops.core.findings import Finding, Severity
@@ -78,6 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         " object (admission webhooks, quotas, CEL rules, CRDs); findings have rule `server`",
     )
     cluster_args.add_connection_arguments(parser)
+    progress.add_argument(parser)
 
 
 def _cluster_profile(args: argparse.Namespace) -> ClusterProfile | None:
@@ -167,9 +169,16 @@ def _validate(args: argparse.Namespace) -> tuple[list[Finding], int]:
             findings += _run_kubeconform(texts, version)
     else:
         repo = load(args.root)
-        result = validate_repository(
-            args.root, repo, cluster_name=args.cluster, crds=args.crds, unknown_kind=unknown
-        )
+        total = 1 if args.cluster else len(repo.clusters)
+        with progress.Progress.for_args(args, "validate", total) as shown:
+            result = validate_repository(
+                args.root,
+                repo,
+                cluster_name=args.cluster,
+                crds=args.crds,
+                unknown_kind=unknown,
+                run=shown.wrap(build.kustomize),
+            )
         findings, resources = result.findings, result.resources
         if args.kubeconform:
             for name, text in result.built.items():

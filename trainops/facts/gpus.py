@@ -54,16 +54,49 @@ def pod_gpus(pod_spec: Mapping[str, Any], products: Collection[str] = ()) -> int
     return max([app, *init])
 
 
-def job_gpus(obj: Mapping[str, Any], products: Collection[str] = ()) -> int:
-    """GPUs a Kubeflow training job asks for at its configured size: for every replica type,
-    replicas (default 1) x the GPUs of one of its pods. 0 for any other object."""
+def replica_gpus(
+    obj: Mapping[str, Any], products: Collection[str] = ()
+) -> list[tuple[str, int, int, Mapping[str, Any]]]:
+    """(replica type, replicas (default 1), GPUs of one pod, the pod spec) for every replica
+    type of a Kubeflow training job, in the job's order; [] for any other object."""
     if str(obj.get("apiVersion", "")).split("/")[0] != KUBEFLOW_GROUP:
-        return 0
-    total = 0
+        return []
+    out = []
     for key, replica_specs in (obj.get("spec") or {}).items():
         if not key.endswith("ReplicaSpecs") or not isinstance(replica_specs, dict):
             continue
-        for replica in replica_specs.values():
+        for rtype, replica in replica_specs.items():
             pod = ((replica or {}).get("template") or {}).get("spec") or {}
-            total += _count(replica.get("replicas", 1)) * pod_gpus(pod, products)
-    return total
+            out.append(
+                (
+                    str(rtype),
+                    _count((replica or {}).get("replicas", 1)),
+                    pod_gpus(pod, products),
+                    pod,
+                )
+            )
+    return out
+
+
+def job_gpus(obj: Mapping[str, Any], products: Collection[str] = ()) -> int:
+    """GPUs a Kubeflow training job asks for at its configured size: for every replica type,
+    replicas (default 1) x the GPUs of one of its pods. 0 for any other object."""
+    return sum(n * gpus for _, n, gpus, _ in replica_gpus(obj, products))
+
+
+def min_replicas(obj: Mapping[str, Any], replica_type: str, replicas: int) -> int:
+    """Pods of `replica_type` the job can run with: an elastic job's Workers at
+    `elasticPolicy.minReplicas` (torchrun's lower bound), every other type at `replicas`."""
+    elastic = (obj.get("spec") or {}).get("elasticPolicy") or {}
+    low = elastic.get("minReplicas")
+    if replica_type == "Worker" and isinstance(low, int) and not isinstance(low, bool):
+        return min(low, replicas)
+    return replicas
+
+
+def job_min_gpus(obj: Mapping[str, Any], products: Collection[str] = ()) -> int:
+    """GPUs a training job needs at its smallest size: an elastic job at `minReplicas`
+    Workers; equal to `job_gpus` for a fixed-size job."""
+    return sum(
+        min_replicas(obj, rtype, n) * gpus for rtype, n, gpus, _ in replica_gpus(obj, products)
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from trainops.rules.checks import (
+    capacity,
     cluster,
     deepspeed,
     elastic,
@@ -24,6 +25,7 @@ _ALL: tuple[Rule, ...] = (
     *elastic.RULES,
     *env.RULES,
     *scheduling.RULES,
+    *capacity.RULES,
     *lifecycle.RULES,
     *nccl.RULES,
     *pod.RULES,

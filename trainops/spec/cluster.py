@@ -3,6 +3,7 @@ and the typed `ClusterProfile` built from it with the schema's defaults filled i
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,15 @@ def _checks(d: dict[str, Any], stem: str, out: Collector) -> None:
     for i, name in enumerate(names):
         if name in names[:i]:
             out.add(["gpus", i, "name"], f"GPU product `{name}` is listed twice")
+    for product in d.get("capacity", {}).get("nodes", {}):
+        if product not in names:
+            hint = difflib.get_close_matches(product, names, n=1)
+            out.add(
+                ["capacity", "nodes", product],
+                f"`capacity.nodes` names GPU product `{product}`, which `gpus` does not list"
+                + (f"; did you mean `{hint[0]}`?" if hint else "")
+                + f" (known: {', '.join(names)})",
+            )
     delivery = d["delivery"]
     if "server" in delivery and "destinationName" in delivery:
         out.add(["delivery"], "give either `server` or `destinationName`, not both")
@@ -98,4 +108,8 @@ def build_cluster(
         crds=d.get("crds"),
         policy=dict(d["policy"]),
         context=d.get("context"),
+        capacity=model.Capacity(
+            nodes=dict(d.get("capacity", {}).get("nodes", {})),
+            queue_gpus={q: v["gpus"] for q, v in d.get("capacity", {}).get("queues", {}).items()},
+        ),
     )

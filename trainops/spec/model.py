@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from trainops.facts import capacity as capacity_facts
 from trainops.facts import deepspeed as ds_facts
 from trainops.spec.schemas import CLUSTER, JOB, SETTINGS, default
 
@@ -101,6 +102,17 @@ class Delivery:
 
 
 @dataclass(frozen=True)
+class Capacity:
+    """What a cluster has (`capacity:`), for `trainops capacity`, `gang-unschedulable` and the
+    report; a product or queue missing here is one they cannot judge, not one that fits."""
+
+    nodes: dict[str, int] = field(default_factory=dict)
+    """Nodes per GPU product name (GPUs = nodes x the product's `per_node`)."""
+    queue_gpus: dict[str, int] = field(default_factory=dict)
+    """Nominal GPU quota per queue name (Kueue LocalQueue's ClusterQueue, Volcano queue)."""
+
+
+@dataclass(frozen=True)
 class ClusterProfile:
     name: str
     """The profile's name, equal to its file name; jobs name it in `targets[].cluster`."""
@@ -128,9 +140,20 @@ class ClusterProfile:
     """Kubeconfig context that reaches this cluster (the cluster-facing commands use it;
     `--context` overrides it; None: the kubeconfig's current-context). Names a context in
     the user's own kubeconfig: credentials never live in the repository."""
+    capacity: Capacity = field(default_factory=Capacity)
+    """Declared nodes per GPU product and GPU quota per queue (empty: not declared)."""
 
     def gpu(self, name: str) -> GpuProduct | None:
         return next((g for g in self.gpus if g.name == name), None)
+
+    def capacity_products(self) -> tuple[capacity_facts.Product, ...]:
+        """The GPU products with their declared nodes (None where not declared)."""
+        return tuple(
+            capacity_facts.Product(
+                g.name, g.resource, g.per_node, g.node_selector, self.capacity.nodes.get(g.name)
+            )
+            for g in self.gpus
+        )
 
 
 # ---------------------------------------------------------------- training job

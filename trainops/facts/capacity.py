@@ -1,0 +1,121 @@
+"""GPU capacity against demand: which GPU product a pod lands on, and whether a gang of pods
+can ever be placed at once on the nodes a cluster declares.
+
+Counting GPUs is `trainops.facts.gpus` (one count for everyone); this module only places
+those counts on nodes. Pure functions on built objects and plain numbers, so the rule, the
+`capacity` command, the PR comment and the HTML report judge a job the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from trainops.facts.gpus import min_replicas, replica_gpus
+from trainops.facts.schedulers import KUEUE_QUEUE_LABEL
+
+
+@dataclass(frozen=True)
+class Product:
+    """One GPU product of a cluster, as capacity sees it."""
+
+    name: str
+    resource: str
+    per_node: int
+    node_selector: Mapping[str, str]
+    nodes: int | None
+    """Declared nodes; None: not declared (nothing can be judged against it)."""
+
+    @property
+    def gpus(self) -> int | None:
+        return None if self.nodes is None else self.nodes * self.per_node
+
+
+@dataclass(frozen=True)
+class PodGroup:
+    """The pods of one replica type: how many, how many GPUs each, on which product."""
+
+    replica_type: str
+    pods: int
+    """At the configured size (the pods the operator creates)."""
+    min_pods: int
+    """At the smallest size the job runs with (elastic Workers at minReplicas)."""
+    gpus_per_pod: int
+    product: str | None
+    """The product the pod's node selector picks; None when it picks none of them."""
+
+
+def product_of(pod_spec: Mapping[str, Any], products: Sequence[Product]) -> Product | None:
+    """The product whose node labels the pod's `nodeSelector` asks for (all of them); a pod
+    with no selector lands on the only product of a single-product cluster, else on none."""
+    selector = pod_spec.get("nodeSelector") or {}
+    for product in products:
+        if product.node_selector and all(
+            str(selector.get(k)) == v for k, v in product.node_selector.items()
+        ):
+            return product
+    if not selector and len(products) == 1:
+        return products[0]
+    return None
+
+
+def pod_groups(obj: Mapping[str, Any], products: Sequence[Product]) -> list[PodGroup]:
+    """The GPU-holding pod groups of a training job (pods without GPUs take no GPU node)."""
+    resources = {p.resource for p in products}
+    groups = []
+    for rtype, pods, gpus, spec in replica_gpus(obj, resources):
+        if gpus <= 0 or pods <= 0:
+            continue
+        product = product_of(spec, products)
+        groups.append(
+            PodGroup(
+                rtype, pods, min_replicas(obj, rtype, pods), gpus, product.name if product else None
+            )
+        )
+    return groups
+
+
+def queue_of(obj: Mapping[str, Any]) -> str | None:
+    """The queue a job is sent to: Kueue's queue label, else Volcano's `schedulingPolicy`."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    if KUEUE_QUEUE_LABEL in labels:
+        return str(labels[KUEUE_QUEUE_LABEL])
+    policy = ((obj.get("spec") or {}).get("runPolicy") or {}).get("schedulingPolicy") or {}
+    queue = policy.get("queue")
+    return str(queue) if queue else None
+
+
+def gang_min_available(obj: Mapping[str, Any]) -> int | None:
+    """Volcano's `minAvailable`: the pods its PodGroup places at once (None: not set)."""
+    policy = ((obj.get("spec") or {}).get("runPolicy") or {}).get("schedulingPolicy") or {}
+    value = policy.get("minAvailable")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def unplaceable(pod_gpus: Sequence[int], per_node: int, nodes: int | None) -> str | None:
+    """Why pods asking for `pod_gpus` GPUs each can never all run at once on `nodes` nodes of
+    `per_node` GPUs, or None when they might. Only sure reasons (each is a lower bound on
+    what the pods need): a pod larger than a node; more GPUs than all nodes have; or, for
+    each pod size s, more pods of at least s GPUs than fit (per_node // s per node).
+    `nodes` None (not declared): only a pod larger than a node is sure."""
+    if not pod_gpus:
+        return None
+    largest = max(pod_gpus)
+    if largest > per_node:
+        return f"a pod asks for {largest} GPUs and a node has {per_node}: a pod runs on one node"
+    if nodes is None:
+        return None
+    total, capacity = sum(pod_gpus), nodes * per_node
+    if total > capacity:
+        return f"{total} GPUs at once, {capacity} in the cluster ({nodes} nodes x {per_node})"
+    for size in sorted(set(pod_gpus), reverse=True):
+        count = sum(1 for g in pod_gpus if g >= size)
+        fit = nodes * (per_node // size)
+        if count > fit:
+            return (
+                f"{count} pods of {size}+ GPUs, and {nodes} nodes of {per_node} GPUs hold"
+                f" {fit} of them ({per_node // size} per node): GPUs left over on each node"
+                " cannot be combined"
+            )
+    return None
