@@ -9,6 +9,7 @@ from typing import Any
 
 from trainops.core.manifest import FieldPath as Path
 from trainops.facts import gpus as gpu_facts
+from trainops.facts.workloads import OTHER_ACCELERATOR
 from trainops.rules.values import as_dict, as_list
 from trainops.spec.model import ClusterProfile
 
@@ -16,6 +17,19 @@ from trainops.spec.model import ClusterProfile
 def gpu_products(cluster: ClusterProfile | None) -> frozenset[str]:
     """The GPU resources a cluster profile declares (beyond the device plugins' well-known)."""
     return frozenset(g.resource for g in cluster.gpus) if cluster else frozenset()
+
+
+def requests_accelerator(pod: PodTemplate, cluster: ClusterProfile | None = None) -> bool:
+    """Whether the pod gets an accelerator: a GPU, another device plugin's accelerator
+    (Gaudi, Neuron, TPU), a resource whose name ends in a GPU model (`nvidia.com/a40`, as some
+    clusters advertise them), or a dynamic resource claim (DRA), which we cannot see into."""
+    if pod.gpus(cluster) or pod.spec.get("resourceClaims"):
+        return True
+    return any(
+        OTHER_ACCELERATOR.match(str(name)) or str(name).startswith("nvidia.com/")
+        for c in pod.containers(init=True)
+        for name in c.effective_requests()
+    )
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from trainops.rules.checks import (
+    apis,
+    checkpoint,
     cluster,
     deepspeed,
     elastic,
@@ -12,6 +14,8 @@ from trainops.rules.checks import (
     mpi,
     nccl,
     pod,
+    rdma,
+    rendezvous,
     resources,
     scheduling,
     volumes,
@@ -20,6 +24,8 @@ from trainops.rules.checks import (
 from trainops.rules.model import Rule
 
 _ALL: tuple[Rule, ...] = (
+    *apis.RULES,
+    *checkpoint.RULES,
     *resources.RULES,
     *elastic.RULES,
     *env.RULES,
@@ -27,6 +33,8 @@ _ALL: tuple[Rule, ...] = (
     *lifecycle.RULES,
     *nccl.RULES,
     *pod.RULES,
+    *rdma.RULES,
+    *rendezvous.RULES,
     *deepspeed.RULES,
     *mpi.RULES,
     *cluster.RULES,
