@@ -26,6 +26,7 @@ PUBLISHED = {
     "TO301": "env-reference-undefined",
     "TO302": "secret-in-plain-env",
     "TO303": "rendezvous-unresolvable",
+    "TO304": "rendezvous-missing",
     "TO401": "gang-scheduling-inconsistent",
     "TO402": "restart-policy-unsafe",
     "TO403": "ttl-missing",

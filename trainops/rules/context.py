@@ -89,6 +89,21 @@ class Context:
             for svc in self.of_kind("Service", "")
         )
 
+    @cached_property
+    def _jobs_by_name(self) -> dict[str, list[Object]]:
+        index: dict[str, list[Object]] = {}
+        for obj in self.objects:
+            if obj.is_kubeflow_job:
+                index.setdefault(obj.name, []).append(obj)
+        return index
+
+    def find_job(self, name: str, namespace: str | None) -> Object | None:
+        """The Kubeflow job of that name in that namespace (any kind)."""
+        for obj in self._jobs_by_name.get(name, []):
+            if same_namespace(obj.namespace, namespace):
+                return obj
+        return None
+
     def of_kind(self, kind: str, group: str | None = None) -> Iterator[Object]:
         for obj in self._by_kind.get(kind, []):
             if group is None or obj.group == group:

@@ -55,23 +55,23 @@ class Object:
     def data(self) -> dict[str, Any]:
         return self.manifest.data
 
-    @property
+    @cached_property
     def kind(self) -> str:
         return self.manifest.kind
 
-    @property
+    @cached_property
     def group(self) -> str:
         return self.manifest.group
 
-    @property
+    @cached_property
     def name(self) -> str:
         return self.manifest.name or ""
 
-    @property
+    @cached_property
     def namespace(self) -> str | None:
         return self.manifest.namespace
 
-    @property
+    @cached_property
     def spec(self) -> dict[str, Any]:
         return as_dict(self.data.get("spec"))
 
@@ -80,7 +80,7 @@ class Object:
         meta = self.manifest.metadata
         return {str(k): str(v) for k, v in as_dict(meta.get("annotations")).items()}
 
-    @property
+    @cached_property
     def is_kubeflow_job(self) -> bool:
         return self.group == KUBEFLOW_GROUP and self.kind in KUBEFLOW_REPLICA_KEYS
 

@@ -48,6 +48,8 @@ class Container:
     data: dict[str, Any]
     path: Path
     init: bool
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """What readers computed from `data` once (`trainops.rules.launch.launches`)."""
 
     @property
     def name(self) -> str:
@@ -134,11 +136,11 @@ class PodTemplate:
     extra_labels: dict[str, str] = field(default_factory=dict)
     """Labels the controller adds to the pods (the operator's `training.kubeflow.org/*`)."""
 
-    @property
+    @cached_property
     def spec(self) -> dict[str, Any]:
         return as_dict(self.template.get("spec"))
 
-    @property
+    @cached_property
     def spec_path(self) -> Path:
         return (*self.path, "spec")
 
@@ -161,16 +163,21 @@ class PodTemplate:
         return (self.replica_type or "").lower()
 
     def containers(self, init: bool = False) -> list[Container]:
-        result = [
+        return self._with_init if init else self._containers
+
+    @cached_property
+    def _containers(self) -> list[Container]:
+        return [
             Container(as_dict(c), (*self.spec_path, "containers", i), False)
             for i, c in enumerate(as_list(self.spec.get("containers")))
         ]
-        if init:
-            result += [
-                Container(as_dict(c), (*self.spec_path, "initContainers", i), True)
-                for i, c in enumerate(as_list(self.spec.get("initContainers")))
-            ]
-        return result
+
+    @cached_property
+    def _with_init(self) -> list[Container]:
+        return self._containers + [
+            Container(as_dict(c), (*self.spec_path, "initContainers", i), True)
+            for i, c in enumerate(as_list(self.spec.get("initContainers")))
+        ]
 
     @property
     def volumes(self) -> dict[str, tuple[dict[str, Any], Path]]:

@@ -127,6 +127,38 @@ def _unresolvable(obj: Object, ctx: Context) -> Iterator[Violation]:
         )
 
 
+# Options that give torchrun a multi-node world, and the env it reads them from (PET_*).
+# https://pytorch.org/docs/stable/elastic/run.html
+_WORLD_OPTIONS = ("nnodes", "rdzv_endpoint", "master_addr", "standalone")
+
+
+def _alone(obj: Object, ctx: Context) -> Iterator[Violation]:
+    """torchrun with no rendezvous in a job of several pods: each pod is a world of its own."""
+    if obj.is_kubeflow_job:
+        return  # the Training Operator hands torchrun its world through PET_* env
+    pods = sum(p.replicas or 0 for p in obj.training_pods)
+    if pods < 2:
+        return
+    for pod in obj.training_pods:
+        for c in pod.containers():
+            if any(name.startswith("PET_") for name in c.env) or c.has_env_from:
+                continue
+            for launch in launches(c):
+                if launch.tool not in {TORCHRUN, LEGACY_LAUNCH}:
+                    continue
+                nnodes = launch.option("nnodes")
+                if nnodes is not None and nnodes[0] not in {"1", "1:1"}:
+                    continue
+                if any(launch.option(key) is not None for key in _WORLD_OPTIONS[1:]):
+                    continue
+                yield Violation(
+                    f"{obj.kind} runs {pods} pods but container `{c.name}` starts torchrun with"
+                    " no --nnodes, --rdzv_endpoint or --master_addr: every pod rendezvouses"
+                    " with itself and trains a model of its own, not one job across the pods",
+                    launch.words[0][1],
+                )
+
+
 RULES = (
     Rule(
         slug="rendezvous-unresolvable",
@@ -154,5 +186,22 @@ RULES = (
             "https://kubernetes.io/docs/concepts/services-networking/dns-pod-service/",
             "https://github.com/kubernetes-sigs/jobset",
         ),
+    ),
+    Rule(
+        slug="rendezvous-missing",
+        code="TO304",
+        severity=Severity.ERROR,
+        summary="torchrun (or torch.distributed.run) with no --nnodes, --rdzv_endpoint or"
+        " --master_addr (nor PET_* env) in a job of several pods that no Training Operator"
+        " wires up: a Volcano Job, a JobSet, a parallel batch Job.",
+        why="Without a rendezvous torchrun makes each pod a world of one node: the pods train"
+        " separate models side by side, each on its own shard or the whole data set, and"
+        " nothing fails; Volcano's pytorch plugin sets MASTER_ADDR/RANK/WORLD_SIZE, which"
+        " torchrun does not read for its own rendezvous.",
+        fix="Pass `--nnodes=N --rdzv_backend=c10d --rdzv_endpoint=<pod-0's DNS name>:29400`"
+        " (or --master_addr/--node_rank from the controller's env), or run it as a PyTorchJob.",
+        example="kind: Job  # batch.volcano.sh, replicas: 2\n"
+        "command: [python, -m, torch.distributed.run, train.py]",
+        check=_alone,
     ),
 )
