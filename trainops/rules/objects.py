@@ -75,7 +75,7 @@ class Object:
     def spec(self) -> dict[str, Any]:
         return as_dict(self.data.get("spec"))
 
-    @property
+    @cached_property
     def annotations(self) -> dict[str, str]:
         meta = self.manifest.metadata
         return {str(k): str(v) for k, v in as_dict(meta.get("annotations")).items()}

@@ -144,16 +144,16 @@ class PodTemplate:
     def spec_path(self) -> Path:
         return (*self.path, "spec")
 
-    @property
+    @cached_property
     def metadata(self) -> dict[str, Any]:
         return as_dict(self.template.get("metadata"))
 
-    @property
+    @cached_property
     def labels(self) -> dict[str, str]:
         own = {str(k): str(v) for k, v in as_dict(self.metadata.get("labels")).items()}
         return {**own, **self.extra_labels}
 
-    @property
+    @cached_property
     def annotations(self) -> dict[str, str]:
         return {str(k): str(v) for k, v in as_dict(self.metadata.get("annotations")).items()}
 
@@ -179,7 +179,7 @@ class PodTemplate:
             for i, c in enumerate(as_list(self.spec.get("initContainers")))
         ]
 
-    @property
+    @cached_property
     def volumes(self) -> dict[str, tuple[dict[str, Any], Path]]:
         return {
             str(as_dict(v).get("name")): (as_dict(v), (*self.spec_path, "volumes", i))

@@ -29,9 +29,9 @@ def _restarts(obj: Object) -> str | None:
     if obj.elastic_policy is not None:
         return "elasticPolicy replaces lost workers"
     if obj.is_kubeflow_job:
-        restarting = sorted({p.restart_policy for p in obj.pods} & _RESTARTING)
+        restarting = sorted({str(p.restart_policy) for p in obj.pods} & _RESTARTING)
         if restarting:
-            return f"restartPolicy {'/'.join(str(r) for r in restarting)}"
+            return f"restartPolicy {'/'.join(restarting)}"
     if obj.is_volcano_job:
         policies = [as_dict(p).get("action") for p in as_list(obj.spec.get("policies"))]
         for task in as_list(obj.spec.get("tasks")):
