@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Generic, TypeVar
 
+from trainops.rules.lazy import lazy
 from trainops.rules.objects import Object
 from trainops.rules.pods import PodTemplate
 from trainops.rules.values import as_dict
@@ -62,26 +62,26 @@ class Context:
     rule_slugs: frozenset[str] = frozenset()
     """Every rule the engine knows (a waiver must name one)."""
 
-    @cached_property
+    @lazy
     def _by_kind(self) -> dict[str, list[Object]]:
         index: dict[str, list[Object]] = {}
         for obj in self.objects:
             index.setdefault(obj.kind, []).append(obj)
         return index
 
-    @cached_property
+    @lazy
     def _by_kind_name(self) -> dict[tuple[str, str], list[Object]]:
         index: dict[tuple[str, str], list[Object]] = {}
         for obj in self.objects:
             index.setdefault((obj.kind, obj.name), []).append(obj)
         return index
 
-    @cached_property
+    @lazy
     def labelled_pods(self) -> LabelIndex[tuple[Object, PodTemplate]]:
         """Every pod template of every object with the labels its pods carry, in object order."""
         return LabelIndex(((obj, pod), pod.labels) for obj in self.objects for pod in obj.pods)
 
-    @cached_property
+    @lazy
     def labelled_services(self) -> LabelIndex[Object]:
         """Core Services with their own (metadata) labels, in object order."""
         return LabelIndex(
@@ -89,7 +89,7 @@ class Context:
             for svc in self.of_kind("Service", "")
         )
 
-    @cached_property
+    @lazy
     def _jobs_by_name(self) -> dict[str, list[Object]]:
         index: dict[str, list[Object]] = {}
         for obj in self.objects:

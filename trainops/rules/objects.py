@@ -9,7 +9,6 @@ on every such template, whatever owns it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 from trainops.core.manifest import FieldPath as Path
@@ -29,6 +28,7 @@ from trainops.facts.workloads import (
     JOBSET_REPLICATED_JOB_LABEL,
 )
 from trainops.rules.launch import DEEPSPEED, LEGACY_LAUNCH, MPI, TORCHRUN, launches
+from trainops.rules.lazy import lazy
 from trainops.rules.pods import PodTemplate, requests_accelerator
 from trainops.rules.values import as_dict, as_int, as_list
 
@@ -55,32 +55,32 @@ class Object:
     def data(self) -> dict[str, Any]:
         return self.manifest.data
 
-    @cached_property
+    @lazy
     def kind(self) -> str:
         return self.manifest.kind
 
-    @cached_property
+    @lazy
     def group(self) -> str:
         return self.manifest.group
 
-    @cached_property
+    @lazy
     def name(self) -> str:
         return self.manifest.name or ""
 
-    @cached_property
+    @lazy
     def namespace(self) -> str | None:
         return self.manifest.namespace
 
-    @cached_property
+    @lazy
     def spec(self) -> dict[str, Any]:
         return as_dict(self.data.get("spec"))
 
-    @cached_property
+    @lazy
     def annotations(self) -> dict[str, str]:
         meta = self.manifest.metadata
         return {str(k): str(v) for k, v in as_dict(meta.get("annotations")).items()}
 
-    @cached_property
+    @lazy
     def is_kubeflow_job(self) -> bool:
         return self.group == KUBEFLOW_GROUP and self.kind in KUBEFLOW_REPLICA_KEYS
 
@@ -105,7 +105,7 @@ class Object:
             and self.spec.get("completionMode") == INDEXED
         )
 
-    @cached_property
+    @lazy
     def training_pods(self) -> list[PodTemplate]:
         """The pod templates that run training: every pod of a Kubeflow job, a Volcano Job or
         a JobSet; the pods of a batch Job, CronJob or bare Pod that ask for an accelerator or
@@ -132,7 +132,7 @@ class Object:
         """`spec.runPolicy` (v1 and v2beta1); older MPIJob manifests put its fields in `spec`."""
         return as_dict(self.spec.get("runPolicy"))
 
-    @cached_property
+    @lazy
     def pods(self) -> list[PodTemplate]:
         if self.is_kubeflow_job:
             return self._replica_pods()

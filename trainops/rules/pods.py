@@ -4,12 +4,12 @@ env (with what `valueFrom` and `envFrom` provide), resources after defaulting, m
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 from trainops.core.manifest import FieldPath as Path
 from trainops.facts import gpus as gpu_facts
 from trainops.facts.workloads import OTHER_ACCELERATOR
+from trainops.rules.lazy import lazy
 from trainops.rules.values import as_dict, as_list
 from trainops.spec.model import ClusterProfile
 
@@ -60,7 +60,7 @@ class Container:
         image = self.data.get("image")
         return str(image) if image is not None else None
 
-    @cached_property
+    @lazy
     def argv(self) -> list[tuple[str, Path]]:
         """command + args as the kubelet joins them, each word with its path."""
         words: list[tuple[str, Path]] = []
@@ -69,7 +69,7 @@ class Container:
                 words.append((str(word), (*self.path, key, i)))
         return words
 
-    @cached_property
+    @lazy
     def env(self) -> dict[str, EnvVar]:
         result: dict[str, EnvVar] = {}
         for i, raw in enumerate(as_list(self.data.get("env"))):
@@ -136,24 +136,24 @@ class PodTemplate:
     extra_labels: dict[str, str] = field(default_factory=dict)
     """Labels the controller adds to the pods (the operator's `training.kubeflow.org/*`)."""
 
-    @cached_property
+    @lazy
     def spec(self) -> dict[str, Any]:
         return as_dict(self.template.get("spec"))
 
-    @cached_property
+    @lazy
     def spec_path(self) -> Path:
         return (*self.path, "spec")
 
-    @cached_property
+    @lazy
     def metadata(self) -> dict[str, Any]:
         return as_dict(self.template.get("metadata"))
 
-    @cached_property
+    @lazy
     def labels(self) -> dict[str, str]:
         own = {str(k): str(v) for k, v in as_dict(self.metadata.get("labels")).items()}
         return {**own, **self.extra_labels}
 
-    @cached_property
+    @lazy
     def annotations(self) -> dict[str, str]:
         return {str(k): str(v) for k, v in as_dict(self.metadata.get("annotations")).items()}
 
@@ -165,21 +165,21 @@ class PodTemplate:
     def containers(self, init: bool = False) -> list[Container]:
         return self._with_init if init else self._containers
 
-    @cached_property
+    @lazy
     def _containers(self) -> list[Container]:
         return [
             Container(as_dict(c), (*self.spec_path, "containers", i), False)
             for i, c in enumerate(as_list(self.spec.get("containers")))
         ]
 
-    @cached_property
+    @lazy
     def _with_init(self) -> list[Container]:
         return self._containers + [
             Container(as_dict(c), (*self.spec_path, "initContainers", i), True)
             for i, c in enumerate(as_list(self.spec.get("initContainers")))
         ]
 
-    @cached_property
+    @lazy
     def volumes(self) -> dict[str, tuple[dict[str, Any], Path]]:
         return {
             str(as_dict(v).get("name")): (as_dict(v), (*self.spec_path, "volumes", i))
