@@ -25,25 +25,31 @@ E, W = Severity.ERROR, Severity.WARNING
 Kept = tuple[str, Severity]
 
 UNBOUNDED: Kept = ("resources-unbounded", E)
+BEST_EFFORT: Kept = ("resources-unbounded", W)
 UNPINNED: Kept = ("image-unpinned", E)
 TTL: Kept = ("ttl-missing", W)
 SHM: Kept = ("shm-missing", W)
 RESTART: Kept = ("restart-policy-unsafe", W)
+CHECKPOINT: Kept = ("checkpoint-ephemeral", E)
 NAMESPACE: Kept = ("namespace-not-allowed", E)
 GANG: Kept = ("gang-scheduling-inconsistent", E)
 RERUN: Kept = ("gitops-rerun-risk", E)
 
 # (rule, severity) -> why it is right on the upstream demos, not a false positive.
 REASONS: dict[Kept, str] = {
-    UNBOUNDED: "the demos omit memory limits and CPU requests; a shared cluster should not"
-    " run them as they are",
+    UNBOUNDED: "containers that hold GPUs without a memory limit or a CPU request; a shared"
+    " cluster should not run them as they are",
+    BEST_EFFORT: "CPU containers (demo workers, MPI launchers) with no resources at all:"
+    " BestEffort pods are evicted first and the job fails with them",
     UNPINNED: "the demos use `:latest` or untagged images",
-    TTL: "the demos set neither ttlSecondsAfterFinished nor cleanPodPolicy All (MPI Operator"
-    " ones even ask for Running): their finished pods stay behind",
+    TTL: "a TFJob with parameter servers and cleanPodPolicy unset (the Training Operator's"
+    " default is None): the PS pods keep serving after the job finished",
     SHM: "the PyTorch CPU demo runs nprocPerNode 2 processes per pod with the container's"
     " 64Mi /dev/shm, which DataLoader workers and NCCL's shm transport outgrow",
     RESTART: "the TFJob and XGBoostJob demos set restartPolicy Never on the workers of a"
     " non-elastic job: one preempted worker fails the whole job",
+    CHECKPOINT: "the DeepSpeed demo checkpoints to /root/deepspeed_data on the container"
+    " filesystem under restartPolicy OnFailure: a restarted container starts from scratch",
     # With a cluster profile:
     NAMESPACE: "these demos name the `kubeflow` namespace, which neither shipped profile lists"
     " among its training namespaces",
@@ -54,33 +60,42 @@ REASONS: dict[Kept, str] = {
 }
 
 # file (relative to upstream/examples) -> every (rule, severity) found on it, no cluster.
-# Files not listed (the v2 TrainJob examples and runtimes, pi.yaml, three Volcano samples)
-# have no finding.
+# Files not listed (the v2 TrainJob examples and runtimes, the pi examples, the MPI
+# Operator's v1 examples with cleanPodPolicy Running, some Volcano samples) have no finding.
 KEPT: dict[str, set[Kept]] = {
-    "mpi-operator/examples__v2beta1__horovod__tensorflow-mnist.yaml": {TTL, UNPINNED},
-    "mpi-operator/examples__v2beta1__pi__pi-intel.yaml": {TTL},
-    "mpi-operator/examples__v2beta1__pi__pi-mpich.yaml": {TTL},
+    "mpi-operator/examples__v2beta1__horovod__tensorflow-mnist.yaml": {UNPINNED},
     "mpi-operator/examples__v2beta1__tensorflow-benchmarks__tensorflow-benchmarks.yaml": {
-        TTL,
+        BEST_EFFORT,
         UNBOUNDED,
         UNPINNED,
     },
-    "training-operator/examples__mpi__tensorflow-mnist-elastic.yaml": {TTL},
-    "training-operator/examples__mpi__tensorflow-mnist.yaml": {TTL},
-    "training-operator/examples__paddlepaddle__simple-cpu.yaml": {TTL, UNBOUNDED},
-    "training-operator/examples__paddlepaddle__simple-gpu.yaml": {TTL, UNBOUNDED},
-    "training-operator/examples__pytorch__cpu-demo__demo.yaml": {SHM, TTL, UNBOUNDED},
-    "training-operator/examples__pytorch__simple.yaml": {TTL, UNBOUNDED},
+    "training-operator/examples__paddlepaddle__simple-cpu.yaml": {BEST_EFFORT},
+    "training-operator/examples__paddlepaddle__simple-gpu.yaml": {UNBOUNDED},
+    "training-operator/examples__pytorch__cpu-demo__demo.yaml": {BEST_EFFORT, SHM},
+    "training-operator/examples__pytorch__deepspeed-demo__pytorch_deepspeed_demo.yaml": {
+        CHECKPOINT,
+        UNBOUNDED,
+        UNPINNED,
+    },
+    "training-operator/examples__pytorch__elastic__imagenet__imagenet.yaml": {UNPINNED},
+    "training-operator/examples__pytorch__simple.yaml": {BEST_EFFORT},
+    "training-operator/examples__tensorflow__dist-mnist__tf_job_mnist.yaml": {
+        BEST_EFFORT,
+        RESTART,
+        TTL,
+        UNPINNED,
+    },
+    "training-operator/examples__tensorflow__distribution_strategy__multi_worker_tfjob.yaml": {
+        RESTART,
+        UNBOUNDED,
+        UNPINNED,
+    },
+    "volcano/example__job.yaml": {UNPINNED},
 }
 for _name in (
     "examples__jax__cpu-demo__demo.yaml",
     "examples__jax__jax-dist-spmd-mnist__jaxjob_dist_spmd_mnist_gloo.yaml",
-    "examples__pytorch__deepspeed-demo__pytorch_deepspeed_demo.yaml",
     "examples__pytorch__elastic__echo__echo.yaml",
-    "examples__pytorch__elastic__imagenet__imagenet.yaml",
-    "examples__pytorch__mnist__v1__pytorch_job_mnist_gloo.yaml",
-    "examples__pytorch__mnist__v1__pytorch_job_mnist_mpi.yaml",
-    "examples__pytorch__mnist__v1__pytorch_job_mnist_nccl.yaml",
     "examples__pytorch__smoke-dist__pytorch_job_sendrecv.yaml",
     "examples__tensorflow__simple.yaml",
     "examples__xgboost__lightgbm-dist__xgboostjob_v1_lightgbm_dist_training.yaml",
@@ -90,25 +105,27 @@ for _name in (
     "examples__xgboost__xgboost-dist__xgboostjob_v1_iris_train_local.yaml",
     "examples__xgboost__xgboostjob.yaml",
 ):
-    KEPT[f"training-operator/{_name}"] = {TTL, UNBOUNDED, UNPINNED}
+    KEPT[f"training-operator/{_name}"] = {BEST_EFFORT, UNPINNED}
 for _name in (
-    "examples__tensorflow__dist-mnist__tf_job_mnist.yaml",
-    "examples__tensorflow__distribution_strategy__multi_worker_tfjob.yaml",
+    "examples__pytorch__mnist__v1__pytorch_job_mnist_gloo.yaml",
+    "examples__pytorch__mnist__v1__pytorch_job_mnist_mpi.yaml",
+    "examples__pytorch__mnist__v1__pytorch_job_mnist_nccl.yaml",
+):
+    KEPT[f"training-operator/{_name}"] = {UNBOUNDED, UNPINNED}
+for _name in (
     "examples__tensorflow__mnist_with_summaries__tf_job_mnist.yaml",
     "examples__xgboost__smoke-dist__xgboostjob_v1_rabit_test.yaml",
     "examples__xgboost__smoke-dist__xgboostjob_v1alpha1_rabit_test.yaml",
 ):
-    KEPT[f"training-operator/{_name}"] = {RESTART, TTL, UNBOUNDED, UNPINNED}
+    KEPT[f"training-operator/{_name}"] = {BEST_EFFORT, RESTART, UNPINNED}
 for _name in (
     "docs__user-guide__how_to_use_pytorch_plugin.md.example.yaml",
     "example__integrations__mpi__mpi-example.yaml",
     "example__integrations__tensorflow__benchmark__tf-example.yaml",
     "example__integrations__tensorflow__dist-mnist__tf-dist-mnist-example.yaml",
-    "example__kubecon-2019-china__gang__mpi-example.yaml",
     "example__task-start-dependency__mpi.yaml",
 ):
-    KEPT[f"volcano/{_name}"] = {UNBOUNDED}
-KEPT["volcano/example__job.yaml"] = {UNBOUNDED, UNPINNED}
+    KEPT[f"volcano/{_name}"] = {BEST_EFFORT}
 
 # What each shipped cluster profile adds to the findings above (it removes none).
 IN_KUBEFLOW_NAMESPACE = {

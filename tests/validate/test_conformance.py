@@ -27,7 +27,7 @@ from trainops.validate.load import load_manifests
 from trainops.validate.pipeline import validate_manifests
 from trainops.validate.schemas import CRD_SCHEMA_DIR, SchemaStore, crd_schema_file
 
-EXAMPLE_DIRS = ("training-operator", "mpi-operator")
+EXAMPLE_DIRS = ("training-operator", "mpi-operator", "volcano")
 
 # (file, schema source) -> why the upstream example is rejected. "both" = ours and converted.
 EXCEPTIONS: dict[tuple[str, str], str] = {
@@ -87,6 +87,11 @@ SUPPORTED = [
     ("kubeflow.org", "v2beta1", "MPIJob", "kubeflow.org/mpijobs-v2beta1.yaml"),
     ("scheduling.volcano.sh", "v1beta1", "PodGroup", "scheduling.volcano.sh/podgroups.yaml"),
     ("scheduling.volcano.sh", "v1beta1", "Queue", "scheduling.volcano.sh/queues.yaml"),
+    ("batch.volcano.sh", "v1alpha1", "Job", "batch.volcano.sh/jobs.yaml"),
+    ("kueue.x-k8s.io", "v1beta1", "LocalQueue", "kueue.x-k8s.io/localqueues.yaml"),
+    ("kueue.x-k8s.io", "v1beta2", "LocalQueue", "kueue.x-k8s.io/localqueues.yaml"),
+    ("kueue.x-k8s.io", "v1beta1", "ClusterQueue", "kueue.x-k8s.io/clusterqueues.yaml"),
+    ("kueue.x-k8s.io", "v1beta2", "ClusterQueue", "kueue.x-k8s.io/clusterqueues.yaml"),
     ("monitoring.coreos.com", "v1", "ServiceMonitor", "monitoring.coreos.com/servicemonitors.yaml"),
     ("monitoring.coreos.com", "v1", "PodMonitor", "monitoring.coreos.com/podmonitors.yaml"),
     ("argoproj.io", "v1alpha1", "Application", "argoproj.io/applications.yaml"),

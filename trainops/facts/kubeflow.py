@@ -130,6 +130,15 @@ def default_restart_policy(api_version: str, kind: str, rtype: str) -> str:
     return DEFAULT_RESTART_POLICY_BY_REPLICA.get(key, DEFAULT_RESTART_POLICY.get(kind, "Never"))
 
 
+# cleanPodPolicy when unset: the Training Operator (kubeflow.org/v1, every kind) defaults to
+# None; the MPI Operator (kubeflow.org/v2beta1) to Running. (The CRDs' field descriptions.)
+CLEAN_POD_POLICY_DEFAULT: dict[str, str] = {"kubeflow.org/v2beta1": "Running"}
+
+
+def default_clean_pod_policy(api_version: str) -> str:
+    return CLEAN_POD_POLICY_DEFAULT.get(api_version, "None")
+
+
 # Rendezvous backends torchrun accepts and the operator's elasticPolicy enumerates.
 # https://github.com/kubeflow/trainer/blob/release-1.9/pkg/apis/kubeflow.org/v1/pytorch_types.go
 RDZV_BACKENDS = frozenset({"c10d", "etcd", "etcd-v2"})
@@ -186,3 +195,21 @@ def operator_env(kind: str, spec: dict[str, Any]) -> frozenset[str] | None:
     if kind == "MPIJob":
         return MPIJOB
     return None
+
+
+# API versions the operators no longer serve: the API server rejects these objects outright.
+# (kind, apiVersion) -> what replaces it. MPIJob v1alpha1/v1alpha2 were dropped by the MPI
+# Operator (v2beta1 since 0.3, with kubeflow.org/v1 in the Training Operator); TFJob and
+# PyTorchJob v1beta1/v1beta2 went with Training Operator 1.0's kubeflow.org/v1.
+# https://github.com/kubeflow/mpi-operator#installation, https://github.com/kubeflow/trainer/releases/tag/v1.0.0
+REMOVED_APIS: dict[tuple[str, str], str] = {
+    ("MPIJob", "kubeflow.org/v1alpha1"): "kubeflow.org/v2beta1 (mpiReplicaSpecs Launcher/Worker)",
+    ("MPIJob", "kubeflow.org/v1alpha2"): "kubeflow.org/v2beta1 (same mpiReplicaSpecs)",
+    ("TFJob", "kubeflow.org/v1alpha1"): "kubeflow.org/v1 (tfReplicaSpecs by replica type)",
+    ("TFJob", "kubeflow.org/v1alpha2"): "kubeflow.org/v1 (same tfReplicaSpecs)",
+    ("TFJob", "kubeflow.org/v1beta1"): "kubeflow.org/v1 (same tfReplicaSpecs)",
+    ("TFJob", "kubeflow.org/v1beta2"): "kubeflow.org/v1 (same tfReplicaSpecs)",
+    ("PyTorchJob", "kubeflow.org/v1alpha2"): "kubeflow.org/v1 (same pytorchReplicaSpecs)",
+    ("PyTorchJob", "kubeflow.org/v1beta1"): "kubeflow.org/v1 (same pytorchReplicaSpecs)",
+    ("PyTorchJob", "kubeflow.org/v1beta2"): "kubeflow.org/v1 (same pytorchReplicaSpecs)",
+}

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Generic, TypeVar
 
+from trainops.rules.lazy import lazy
 from trainops.rules.objects import Object
 from trainops.rules.pods import PodTemplate
 from trainops.rules.values import as_dict
@@ -62,32 +62,47 @@ class Context:
     rule_slugs: frozenset[str] = frozenset()
     """Every rule the engine knows (a waiver must name one)."""
 
-    @cached_property
+    @lazy
     def _by_kind(self) -> dict[str, list[Object]]:
         index: dict[str, list[Object]] = {}
         for obj in self.objects:
             index.setdefault(obj.kind, []).append(obj)
         return index
 
-    @cached_property
+    @lazy
     def _by_kind_name(self) -> dict[tuple[str, str], list[Object]]:
         index: dict[tuple[str, str], list[Object]] = {}
         for obj in self.objects:
             index.setdefault((obj.kind, obj.name), []).append(obj)
         return index
 
-    @cached_property
+    @lazy
     def labelled_pods(self) -> LabelIndex[tuple[Object, PodTemplate]]:
         """Every pod template of every object with the labels its pods carry, in object order."""
         return LabelIndex(((obj, pod), pod.labels) for obj in self.objects for pod in obj.pods)
 
-    @cached_property
+    @lazy
     def labelled_services(self) -> LabelIndex[Object]:
         """Core Services with their own (metadata) labels, in object order."""
         return LabelIndex(
             (svc, {str(k): str(v) for k, v in as_dict(svc.manifest.metadata.get("labels")).items()})
             for svc in self.of_kind("Service", "")
         )
+
+    @lazy
+    def _jobs_by_name(self) -> dict[str, list[Object]]:
+        index: dict[str, list[Object]] = {}
+        for obj in self.objects:
+            if obj.is_kubeflow_job:
+                index.setdefault(obj.name, []).append(obj)
+        return index
+
+    def find_job(self, name: str, namespace: str | None) -> Object | None:
+        """The Kubeflow job of that name in that namespace (any kind)."""
+        for obj in self._jobs_by_name.get(name, []):
+            if same_namespace(obj.namespace, namespace):
+                return obj
+        return None
 
     def of_kind(self, kind: str, group: str | None = None) -> Iterator[Object]:
         for obj in self._by_kind.get(kind, []):

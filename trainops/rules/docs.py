@@ -62,6 +62,14 @@ def as_markdown(rules: Sequence[Rule] = RULES) -> str:
         "Training-aware checks that run in `trainops validate` after the schemas: they read the",
         "manifests the way the Kubeflow Training Operator does (replica specs, the container's",
         "command and args, env, resources, volumes and the ConfigMaps they mount).",
+        "Rules about pods run on every pod template, whatever owns it: Kubeflow replica specs"
+        " (removed API versions too, as far as they read), Volcano Job tasks, JobSet replicated"
+        " Jobs, batch/v1 Jobs (Indexed too), CronJobs and bare Pods that use accelerators or a"
+        " distributed launcher.",
+        "",
+        "How precise they are on real-world manifests, the corpus they were measured on"
+        " (repository, path, commit) and how each finding was judged:"
+        " [precision.md](precision.md).",
         "",
         "Severity can be changed per cluster in the cluster profile (`policy: {<rule>: error |"
         " warning | off}`).",

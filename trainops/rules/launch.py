@@ -283,7 +283,14 @@ def _shell_script(argv: list[tuple[str, Path]]) -> tuple[str, Path] | None:
 
 
 def launches(container: Container) -> list[Launch]:
-    """Every command the container runs, in order."""
+    """Every command the container runs, in order (read once per container)."""
+    found = container.memo.get("launches")
+    if found is None:
+        found = container.memo["launches"] = _launches(container)
+    return found  # type: ignore[no-any-return]
+
+
+def _launches(container: Container) -> list[Launch]:
     argv = container.argv
     if not argv:
         return []

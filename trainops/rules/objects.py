@@ -1,11 +1,14 @@
 """One manifest as the Training Operator (or the controller that owns it) reads it: its pod
 templates with replica type, count and the restart policy the operator applies — replica specs
-of the Kubeflow kinds, a Volcano Job's tasks, a core workload's template, a Pod's own spec."""
+of the Kubeflow kinds (removed API versions too, as far as they can be read), a Volcano Job's
+tasks, a JobSet's replicated Jobs, a core workload's template, a Pod's own spec.
+
+`training_pods` says which of them run training, so that every rule about training pods runs
+on every such template, whatever owns it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 from trainops.core.manifest import FieldPath as Path
@@ -17,8 +20,19 @@ from trainops.facts.kubeflow import (
     default_restart_policy,
 )
 from trainops.facts.schedulers import VOLCANO_JOB_GROUP
-from trainops.rules.pods import PodTemplate
+from trainops.facts.workloads import (
+    INDEXED,
+    JOB_NAME_LABELS,
+    JOBSET_GROUP,
+    JOBSET_NAME_LABEL,
+    JOBSET_REPLICATED_JOB_LABEL,
+)
+from trainops.rules.launch import DEEPSPEED, LEGACY_LAUNCH, MPI, TORCHRUN, launches
+from trainops.rules.lazy import lazy
+from trainops.rules.pods import PodTemplate, requests_accelerator
 from trainops.rules.values import as_dict, as_int, as_list
+
+DISTRIBUTED_LAUNCHERS = frozenset({TORCHRUN, LEGACY_LAUNCH, DEEPSPEED, MPI})
 
 # Workload kinds of core Kubernetes whose pod template sits at a fixed path.
 CORE_TEMPLATE_PATHS: dict[str, Path] = {
@@ -41,32 +55,32 @@ class Object:
     def data(self) -> dict[str, Any]:
         return self.manifest.data
 
-    @property
+    @lazy
     def kind(self) -> str:
         return self.manifest.kind
 
-    @property
+    @lazy
     def group(self) -> str:
         return self.manifest.group
 
-    @property
+    @lazy
     def name(self) -> str:
         return self.manifest.name or ""
 
-    @property
+    @lazy
     def namespace(self) -> str | None:
         return self.manifest.namespace
 
-    @property
+    @lazy
     def spec(self) -> dict[str, Any]:
         return as_dict(self.data.get("spec"))
 
-    @property
+    @lazy
     def annotations(self) -> dict[str, str]:
         meta = self.manifest.metadata
         return {str(k): str(v) for k, v in as_dict(meta.get("annotations")).items()}
 
-    @property
+    @lazy
     def is_kubeflow_job(self) -> bool:
         return self.group == KUBEFLOW_GROUP and self.kind in KUBEFLOW_REPLICA_KEYS
 
@@ -75,9 +89,32 @@ class Object:
         return self.group == VOLCANO_JOB_GROUP and self.kind == "Job"
 
     @property
+    def is_jobset(self) -> bool:
+        return self.group == JOBSET_GROUP and self.kind == "JobSet"
+
+    @property
     def is_training_job(self) -> bool:
         """A distributed training job: a Kubeflow job or a Volcano Job."""
         return self.is_kubeflow_job or self.is_volcano_job
+
+    @property
+    def is_indexed_job(self) -> bool:
+        return (
+            self.group == "batch"
+            and self.kind == "Job"
+            and self.spec.get("completionMode") == INDEXED
+        )
+
+    @lazy
+    def training_pods(self) -> list[PodTemplate]:
+        """The pod templates that run training: every pod of a Kubeflow job, a Volcano Job or
+        a JobSet; the pods of a batch Job, CronJob or bare Pod that ask for an accelerator or
+        start a distributed launcher (torchrun, deepspeed, mpirun). Never a Deployment's."""
+        if self.is_training_job or self.is_jobset:
+            return self.pods
+        if self.kind not in {"Job", "CronJob", "Pod"}:
+            return []
+        return [p for p in self.pods if runs_training(p)]
 
     @property
     def replica_key(self) -> str:
@@ -95,12 +132,16 @@ class Object:
         """`spec.runPolicy` (v1 and v2beta1); older MPIJob manifests put its fields in `spec`."""
         return as_dict(self.spec.get("runPolicy"))
 
-    @cached_property
+    @lazy
     def pods(self) -> list[PodTemplate]:
         if self.is_kubeflow_job:
             return self._replica_pods()
         if self.is_volcano_job:
             return self._volcano_pods()
+        if self.is_jobset:
+            return self._jobset_pods()
+        if self.group == KUBEFLOW_GROUP and self.kind in {"MPIJob", "TFJob"}:
+            return self._legacy_kubeflow_pods()
         if self.group == "" and self.kind == "Pod":
             spec = self.spec
             return [
@@ -124,8 +165,10 @@ class Object:
             return []
         spec = as_dict(template.get("spec"))
         replicas = as_int(self.spec.get("replicas"))
+        labels: dict[str, str] = {}
         if self.kind == "Job":
-            replicas = as_int(self.spec.get("parallelism")) or 1
+            replicas = job_parallelism(self.spec)
+            labels = dict.fromkeys(JOB_NAME_LABELS, self.name) if self.name else {}
         return [
             PodTemplate(
                 template,
@@ -134,6 +177,7 @@ class Object:
                 restart_policy=str(spec.get("restartPolicy", "Always")),
                 restart_policy_path=(*path, "spec", "restartPolicy"),
                 restart_policy_explicit="restartPolicy" in spec,
+                extra_labels=labels,
             )
         ]
 
@@ -189,8 +233,87 @@ class Object:
             )
         return pods
 
+    def _jobset_pods(self) -> list[PodTemplate]:
+        """Each replicated Job's pod template: `replicas` Jobs of `parallelism` pods each."""
+        pods = []
+        for i, raw in enumerate(as_list(self.spec.get("replicatedJobs"))):
+            rjob = as_dict(raw)
+            job_spec = as_dict(as_dict(rjob.get("template")).get("spec"))
+            template = as_dict(job_spec.get("template"))
+            spec = as_dict(template.get("spec"))
+            path: Path = ("spec", "replicatedJobs", i, "template", "spec", "template")
+            jobs = as_int(rjob.get("replicas"))
+            name = str(rjob.get("name", f"job-{i}"))
+            pods.append(
+                PodTemplate(
+                    template,
+                    path,
+                    replica_type=name,
+                    replicas=(1 if jobs is None else jobs) * job_parallelism(job_spec),
+                    restart_policy=str(spec.get("restartPolicy", "Always")),
+                    restart_policy_path=(*path, "spec", "restartPolicy"),
+                    restart_policy_explicit="restartPolicy" in spec,
+                    extra_labels={JOBSET_NAME_LABEL: self.name, JOBSET_REPLICATED_JOB_LABEL: name},
+                )
+            )
+        return pods
+
+    def _legacy_kubeflow_pods(self) -> list[PodTemplate]:
+        """Removed API shapes, read as far as they go: MPIJob v1alpha1's single `template`
+        (the worker pods; the operator generated the launcher) and TFJob v1alpha1's
+        `replicaSpecs` list of `tfReplicaType`s."""
+        pods = []
+        if isinstance(self.spec.get("template"), dict):
+            spec = as_dict(as_dict(self.spec["template"]).get("spec"))
+            replicas = as_int(self.spec.get("replicas"))
+            pods.append(
+                PodTemplate(
+                    as_dict(self.spec["template"]),
+                    ("spec", "template"),
+                    replica_type="Worker",
+                    replicas=1 if replicas is None else replicas,
+                    restart_policy=str(spec.get("restartPolicy", "Never")),
+                    restart_policy_path=("spec", "template", "spec", "restartPolicy"),
+                    restart_policy_explicit="restartPolicy" in spec,
+                )
+            )
+        for i, raw in enumerate(as_list(self.spec.get("replicaSpecs"))):
+            replica = as_dict(raw)
+            spec = as_dict(as_dict(replica.get("template")).get("spec"))
+            replicas = as_int(replica.get("replicas"))
+            pods.append(
+                PodTemplate(
+                    as_dict(replica.get("template")),
+                    ("spec", "replicaSpecs", i, "template"),
+                    replica_type=str(replica.get("tfReplicaType", f"replica-{i}")).title(),
+                    replicas=1 if replicas is None else replicas,
+                    restart_policy=str(spec.get("restartPolicy", "Never")),
+                    restart_policy_path=("spec", "replicaSpecs", i, "template", "spec"),
+                    restart_policy_explicit="restartPolicy" in spec,
+                )
+            )
+        return pods
+
     def pod_count(self) -> int:
         return sum(p.replicas or 0 for p in self.pods)
 
     def replica(self, rtype: str) -> PodTemplate | None:
         return next((p for p in self.pods if p.rtype == rtype.lower()), None)
+
+
+def job_parallelism(job_spec: dict[str, Any]) -> int:
+    """Pods a batch/v1 Job runs at once: `parallelism` (default 1), at most `completions`."""
+    parallelism = as_int(job_spec.get("parallelism"))
+    completions = as_int(job_spec.get("completions"))
+    count = 1 if parallelism is None else parallelism
+    return min(count, completions) if completions is not None else count
+
+
+def runs_training(pod: PodTemplate) -> bool:
+    """A pod that asks for an accelerator (a GPU, Gaudi, Neuron, TPU, or a DRA claim) or
+    starts a distributed launcher."""
+    if requests_accelerator(pod):
+        return True
+    return any(
+        launch.tool in DISTRIBUTED_LAUNCHERS for c in pod.containers() for launch in launches(c)
+    )

@@ -4,11 +4,12 @@ env (with what `valueFrom` and `envFrom` provide), resources after defaulting, m
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 from trainops.core.manifest import FieldPath as Path
 from trainops.facts import gpus as gpu_facts
+from trainops.facts.workloads import OTHER_ACCELERATOR
+from trainops.rules.lazy import lazy
 from trainops.rules.values import as_dict, as_list
 from trainops.spec.model import ClusterProfile
 
@@ -16,6 +17,19 @@ from trainops.spec.model import ClusterProfile
 def gpu_products(cluster: ClusterProfile | None) -> frozenset[str]:
     """The GPU resources a cluster profile declares (beyond the device plugins' well-known)."""
     return frozenset(g.resource for g in cluster.gpus) if cluster else frozenset()
+
+
+def requests_accelerator(pod: PodTemplate, cluster: ClusterProfile | None = None) -> bool:
+    """Whether the pod gets an accelerator: a GPU, another device plugin's accelerator
+    (Gaudi, Neuron, TPU), a resource whose name ends in a GPU model (`nvidia.com/a40`, as some
+    clusters advertise them), or a dynamic resource claim (DRA), which we cannot see into."""
+    if pod.gpus(cluster) or pod.spec.get("resourceClaims"):
+        return True
+    return any(
+        OTHER_ACCELERATOR.match(str(name)) or str(name).startswith("nvidia.com/")
+        for c in pod.containers(init=True)
+        for name in c.effective_requests()
+    )
 
 
 @dataclass(frozen=True)
@@ -34,6 +48,8 @@ class Container:
     data: dict[str, Any]
     path: Path
     init: bool
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """What readers computed from `data` once (`trainops.rules.launch.launches`)."""
 
     @property
     def name(self) -> str:
@@ -44,7 +60,7 @@ class Container:
         image = self.data.get("image")
         return str(image) if image is not None else None
 
-    @cached_property
+    @lazy
     def argv(self) -> list[tuple[str, Path]]:
         """command + args as the kubelet joins them, each word with its path."""
         words: list[tuple[str, Path]] = []
@@ -53,7 +69,7 @@ class Container:
                 words.append((str(word), (*self.path, key, i)))
         return words
 
-    @cached_property
+    @lazy
     def env(self) -> dict[str, EnvVar]:
         result: dict[str, EnvVar] = {}
         for i, raw in enumerate(as_list(self.data.get("env"))):
@@ -120,24 +136,24 @@ class PodTemplate:
     extra_labels: dict[str, str] = field(default_factory=dict)
     """Labels the controller adds to the pods (the operator's `training.kubeflow.org/*`)."""
 
-    @property
+    @lazy
     def spec(self) -> dict[str, Any]:
         return as_dict(self.template.get("spec"))
 
-    @property
+    @lazy
     def spec_path(self) -> Path:
         return (*self.path, "spec")
 
-    @property
+    @lazy
     def metadata(self) -> dict[str, Any]:
         return as_dict(self.template.get("metadata"))
 
-    @property
+    @lazy
     def labels(self) -> dict[str, str]:
         own = {str(k): str(v) for k, v in as_dict(self.metadata.get("labels")).items()}
         return {**own, **self.extra_labels}
 
-    @property
+    @lazy
     def annotations(self) -> dict[str, str]:
         return {str(k): str(v) for k, v in as_dict(self.metadata.get("annotations")).items()}
 
@@ -147,18 +163,23 @@ class PodTemplate:
         return (self.replica_type or "").lower()
 
     def containers(self, init: bool = False) -> list[Container]:
-        result = [
+        return self._with_init if init else self._containers
+
+    @lazy
+    def _containers(self) -> list[Container]:
+        return [
             Container(as_dict(c), (*self.spec_path, "containers", i), False)
             for i, c in enumerate(as_list(self.spec.get("containers")))
         ]
-        if init:
-            result += [
-                Container(as_dict(c), (*self.spec_path, "initContainers", i), True)
-                for i, c in enumerate(as_list(self.spec.get("initContainers")))
-            ]
-        return result
 
-    @property
+    @lazy
+    def _with_init(self) -> list[Container]:
+        return self._containers + [
+            Container(as_dict(c), (*self.spec_path, "initContainers", i), True)
+            for i, c in enumerate(as_list(self.spec.get("initContainers")))
+        ]
+
+    @lazy
     def volumes(self) -> dict[str, tuple[dict[str, Any], Path]]:
         return {
             str(as_dict(v).get("name")): (as_dict(v), (*self.spec_path, "volumes", i))

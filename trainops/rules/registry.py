@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from trainops.rules.checks import (
+    apis,
     capacity,
+    checkpoint,
     cluster,
     deepspeed,
     elastic,
@@ -13,6 +15,8 @@ from trainops.rules.checks import (
     mpi,
     nccl,
     pod,
+    rdma,
+    rendezvous,
     resources,
     scheduling,
     volumes,
@@ -21,6 +25,8 @@ from trainops.rules.checks import (
 from trainops.rules.model import Rule
 
 _ALL: tuple[Rule, ...] = (
+    *apis.RULES,
+    *checkpoint.RULES,
     *resources.RULES,
     *elastic.RULES,
     *env.RULES,
@@ -29,6 +35,8 @@ _ALL: tuple[Rule, ...] = (
     *lifecycle.RULES,
     *nccl.RULES,
     *pod.RULES,
+    *rdma.RULES,
+    *rendezvous.RULES,
     *deepspeed.RULES,
     *mpi.RULES,
     *cluster.RULES,

@@ -3,6 +3,7 @@ anything (a string where a number belongs, a list where a map does)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
@@ -23,3 +24,13 @@ def as_int(value: Any) -> int | None:
     if isinstance(value, str) and value.strip().isdigit():
         return int(value.strip())
     return None
+
+
+# A value a template engine fills in before the manifest is applied: `${VAR}`, `$VAR`,
+# `<YOUR_IMAGE>`, `{{ .Values.x }}`, `__TOKEN__`. It is not the value the rule would judge.
+_PLACEHOLDER = re.compile(r"^(\$\{[^}]*\}|\$[A-Za-z_]\w*|<[^<>]+>|\{\{.*\}\}|__\w+__)$")
+
+
+def is_placeholder(value: str) -> bool:
+    """The whole value is a template placeholder."""
+    return bool(_PLACEHOLDER.match(value.strip()))

@@ -17,6 +17,7 @@ from trainops import rules
 from trainops.core import yamlio
 from trainops.core.findings import Finding, Severity
 from trainops.core.manifest import Manifest
+from trainops.facts.kubeflow import REMOVED_APIS
 from trainops.spec.model import ClusterProfile
 from trainops.validate.schemas import SchemaStore, split_api_version
 
@@ -49,8 +50,46 @@ def _path_text(path: Sequence[str | int]) -> str:
     return text or "(object)"
 
 
+def _subschema(schema: Any, schema_path: Sequence[str | int]) -> dict[str, Any]:
+    """The schema at `schema_path` inside `schema` ({} when it runs through a `$ref`)."""
+    node = schema
+    for part in schema_path:
+        in_dict = isinstance(node, dict) and part in node
+        in_list = isinstance(node, list) and isinstance(part, int) and part < len(node)
+        if in_dict or in_list:
+            node = node[part]
+        else:
+            return {}
+    return node if isinstance(node, dict) else {}
+
+
+def _contains_message(path: str, items: Any, schema: dict[str, Any], parent: dict[str, Any]) -> str:
+    """What a `contains` constraint wants, instead of every item printed as JSON."""
+    wanted = [
+        f"{key}: {sub['const']}"
+        for key, sub in sorted((schema.get("properties") or {}).items())
+        if isinstance(sub, dict) and "const" in sub
+    ]
+    names = (
+        [str(i.get("name")) for i in items if isinstance(i, dict) and "name" in i]
+        if isinstance(items, list)
+        else []
+    )
+    what = (
+        f"no item with {', '.join(wanted)}" if wanted else "no item matches what is required here"
+    )
+    have = f" (found name: {', '.join(names)})" if names else ""
+    why = parent.get("description", "")
+    return f"{path}: {what}{have}" + (f"; {why}" if why else "")
+
+
 def _schema_findings(
-    manifest: Manifest, validator: jsonschema_rs.Validator, data: Any, *, unnamed: bool = False
+    manifest: Manifest,
+    validator: jsonschema_rs.Validator,
+    data: Any,
+    *,
+    unnamed: bool = False,
+    schema: Any = None,
 ) -> list[Finding]:
     findings: list[Finding] = []
     errors = validator.iter_errors(data)
@@ -76,6 +115,17 @@ def _schema_findings(
             # Point at the unknown key itself, not at its parent.
             path.append(str(unexpected[0]))
             message = f"{_path_text(path)}: unknown field (not in the schema)"
+        elif type(error.kind).__name__ == "Contains":
+            at = list(error.schema_path)
+            message = _contains_message(
+                _path_text(path),
+                error.instance,
+                _subschema(schema, at),
+                _subschema(schema, at[:-1]),
+            )
+        elif type(error.kind).__name__ == "Required":
+            missing = getattr(error.kind, "property", None)
+            message = f"{_path_text(path)}: required field `{missing}` is missing"
         else:
             message = f"{_path_text(path)}: {error.message}"
         findings.append(Finding(RULE_SCHEMA, Severity.ERROR, message, **_where(manifest, path)))
@@ -115,6 +165,8 @@ def check_schema(
     group, version = split_api_version(manifest.api_version)
     found = store.lookup((group, version, manifest.kind))
     if found is None:
+        if (manifest.kind, manifest.api_version) in REMOVED_APIS:
+            return findings  # the `api-removed` rule says what replaces it
         if unknown_kind is not None:
             findings.append(
                 Finding(
@@ -129,7 +181,13 @@ def check_schema(
         return findings
     validator, _source = found
     if not validator.is_valid(data):
-        findings += _schema_findings(manifest, validator, data, unnamed=unnamed)
+        findings += _schema_findings(
+            manifest,
+            validator,
+            data,
+            unnamed=unnamed,
+            schema=store.raw((group, version, manifest.kind)),
+        )
     return findings
 
 

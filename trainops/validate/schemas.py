@@ -173,6 +173,16 @@ class SchemaStore:
         self._validators[gvk] = found
         return found
 
+    def raw(self, gvk: GVK) -> Any:
+        """The JSON Schema a kind is validated against (for messages), or None."""
+        if gvk in self.converted:
+            return self.converted[gvk]
+        project = crd_schema_file(self.crd_dir, gvk)
+        if project.is_file():
+            return _read_json(project)
+        core = core_schema_file(self.core_dir, gvk)
+        return _read_json(core) if core.is_file() else None
+
     def _compile(self, gvk: GVK) -> tuple[jsonschema_rs.Validator, SchemaSource] | None:
         group, version, kind = gvk
         where = f"{group + '/' if group else ''}{version} {kind}"

@@ -12,6 +12,7 @@ from trainops.rules.context import Context
 from trainops.rules.launch import launches
 from trainops.rules.model import Rule, Violation
 from trainops.rules.objects import Object
+from trainops.rules.values import is_placeholder
 
 # `$(VAR)` as the kubelet expands it in command/args; `$$(VAR)` is the escape for a literal.
 # https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/
@@ -20,6 +21,10 @@ _REFERENCE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 _SERVICE_LINK = re.compile(
     r"_SERVICE_HOST$|_SERVICE_PORT(_\w+)?$|_PORT(_\d+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)?$"
 )
+
+# The Job controller's env in the pods of Indexed Jobs (JobSet's Jobs are Indexed by default).
+# https://kubernetes.io/docs/concepts/workloads/controllers/job/#completion-mode
+COMPLETION_INDEX = "JOB_COMPLETION_INDEX"
 
 _SECRET_WORDS = frozenset({"TOKEN", "PASSWORD", "PASSWD", "SECRET", "CREDENTIAL", "CREDENTIALS"})
 _SECRET_PAIRS = frozenset(
@@ -60,6 +65,8 @@ def _undefined(obj: Object, ctx: Context) -> Iterator[Violation]:
             return
     elif obj.is_volcano_job:
         return  # Volcano's env/svc plugins inject variables we do not model
+    elif obj.is_indexed_job or obj.is_jobset:
+        injected = frozenset({COMPLETION_INDEX})
     else:
         injected = frozenset()
     for pod in obj.pods:
@@ -97,7 +104,12 @@ def _plain_secret(obj: Object, ctx: Context) -> Iterator[Violation]:
     for pod in obj.pods:
         for c in pod.containers(init=True):
             for var in c.env.values():
-                if var.value and says_secret(var.name) and not _REFERENCE.fullmatch(var.value):
+                if (
+                    var.value
+                    and says_secret(var.name)
+                    and not _REFERENCE.fullmatch(var.value)
+                    and not is_placeholder(var.value)
+                ):
                     yield Violation(
                         f"container `{c.name}` sets {var.name} to a literal value: anyone who"
                         " can read the manifest (and Git history) has it",
@@ -105,7 +117,12 @@ def _plain_secret(obj: Object, ctx: Context) -> Iterator[Violation]:
                     )
             for launch in launches(c):
                 for name, (value, path) in launch.mpi_exports.items():
-                    if value and says_secret(name) and not _REFERENCE.fullmatch(value):
+                    if (
+                        value
+                        and says_secret(name)
+                        and not _REFERENCE.fullmatch(value)
+                        and not is_placeholder(value)
+                    ):
                         yield Violation(
                             f"mpirun exports {name} with a literal value in the command line",
                             path,
@@ -139,7 +156,8 @@ RULES = (
         severity=Severity.ERROR,
         summary="An env var whose name says secret (TOKEN, PASSWORD, SECRET, API_KEY,"
         " ACCESS_KEY, ...) with a literal value instead of a secretKeyRef (names ending in"
-        " _FILE, _PATH, _DIR, ... hold a path to a secret and are exempt).",
+        " _FILE, _PATH, _DIR, ... hold a path to a secret and are exempt, and so is a template"
+        " placeholder such as `${HF_TOKEN}`, filled in before apply).",
         why="A literal in a manifest lives in Git history, in `kubectl get -o yaml` and in every"
         " rendered diff.",
         fix="Store it in a Secret and use `valueFrom.secretKeyRef`.",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
+from trainops.facts.kubeflow import default_clean_pod_policy
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
 from trainops.rules.objects import Object
@@ -60,18 +61,34 @@ def _restart_policy(obj: Object, ctx: Context) -> Iterator[Violation]:
             )
 
 
+def _lingering(obj: Object) -> list[str]:
+    """Replica types whose pods do not exit when the job is done: MPI workers (sshd daemons
+    the launcher drives) and TensorFlow parameter servers (they serve until killed)."""
+    kinds = {"MPIJob": {"worker"}, "TFJob": {"ps"}}.get(obj.kind, set())
+    return [p.replica_type or "" for p in obj.pods if p.rtype in kinds and (p.replicas or 0) > 0]
+
+
 def _ttl_missing(obj: Object, ctx: Context) -> Iterator[Violation]:
+    """Pods left running after the job finished, holding their GPUs: the kind's operator
+    defaults cleanPodPolicy to None and the job keeps daemons. An explicit None (kept on
+    purpose, to read their logs) and `Running` or `All` (the recommended settings) are fine."""
     if not obj.is_kubeflow_job:
         return
     policy = obj.run_policy
     legacy = obj.spec  # MPIJob v1alpha2-style fields directly under spec
     ttl = policy.get("ttlSecondsAfterFinished", legacy.get("ttlSecondsAfterFinished"))
     clean = policy.get("cleanPodPolicy", legacy.get("cleanPodPolicy"))
-    if ttl is None and clean != "All":
+    if ttl is not None or clean is not None:
+        return
+    if default_clean_pod_policy(obj.manifest.api_version) != "None":
+        return
+    lingering = _lingering(obj)
+    if lingering:
         yield Violation(
-            "no runPolicy.ttlSecondsAfterFinished and cleanPodPolicy is"
-            f" {clean or 'unset'}: finished pods pile up; set cleanPodPolicy: All (deletes the"
-            " pods, keeps the job as a record — safe under GitOps)",
+            f"cleanPodPolicy is unset, which {obj.manifest.api_version} {obj.kind} defaults to"
+            f" None: the {'/'.join(lingering)} pods never exit by themselves and keep running"
+            " (and holding their GPUs) after the job finished; set runPolicy.cleanPodPolicy:"
+            " Running (or All)",
             ("spec", "runPolicy") if policy else ("spec",),
         )
 
@@ -175,12 +192,18 @@ RULES = (
         slug="ttl-missing",
         code="TO403",
         severity=Severity.WARNING,
-        summary="No `ttlSecondsAfterFinished` and cleanPodPolicy not `All`: finished pods pile up.",
-        why="Completed and failed pods keep their logs but also their IPs, volumes and quota"
-        " objects; over weeks they clutter the namespace.",
-        fix="Set `runPolicy.cleanPodPolicy: All`: the operator deletes the pods and the job"
-        " object stays as the record (a TTL would delete the job, which GitOps re-creates).",
-        example="runPolicy: {cleanPodPolicy: None}",
+        summary="A job whose finished state leaves pods running: cleanPodPolicy unset where the"
+        " kind's operator defaults it to None (Training Operator v1 MPIJob, TFJob) and the job"
+        " has replicas that never exit (MPI workers, TF parameter servers), and no TTL.",
+        why="MPI workers run sshd until killed and parameter servers serve until killed: with"
+        " cleanPodPolicy None they keep running, and holding their GPUs and quota, after the"
+        " job is done. Completed pods of the other replica types hold nothing, and an explicit"
+        " None is a deliberate choice (keep them to read their logs). MPIJob v2beta1 defaults"
+        " to Running, which deletes the workers and keeps the launcher's log as the result.",
+        fix="Set `runPolicy.cleanPodPolicy: Running` (or `All`): the operator deletes what still"
+        " runs and the job object stays as the record (a TTL would delete the job, which GitOps"
+        " re-creates).",
+        example="apiVersion: kubeflow.org/v1\nkind: MPIJob  # no runPolicy.cleanPodPolicy",
         check=_ttl_missing,
     ),
     Rule(

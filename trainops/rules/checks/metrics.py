@@ -170,13 +170,8 @@ def _service(obj: Object, ctx: Context) -> Iterator[Violation]:
         return
     pods = _pods_of(obj, ctx)
     if not pods:
-        jobs = {
-            o.name
-            for o in ctx.objects
-            if o.is_kubeflow_job and same_namespace(o.namespace, obj.namespace)
-        }
         for key, value in selector.items():
-            if value in jobs:
+            if ctx.find_job(value, obj.namespace) is not None:
                 yield Violation(
                     f"selector {key}={value} matches no pod of job `{value}`: the Training"
                     f" Operator labels its pods training.kubeflow.org/job-name={value}",

@@ -1,5 +1,5 @@
-"""NCCL rules: renamed/removed and unknown variables, incomplete RDMA, and settings that
-contradict the cluster's network."""
+"""NCCL rules: renamed/removed and unknown variables, and settings that contradict the
+cluster's network; what NCCL sees in each pod (`rank_nccl_settings`), which `rdma.py` uses."""
 
 from __future__ import annotations
 
@@ -14,13 +14,6 @@ from trainops.rules.launch import MPI, OTHER, launches
 from trainops.rules.model import Path, Rule, Violation
 from trainops.rules.objects import Object
 from trainops.rules.pods import Container, PodTemplate
-
-# Pod annotation Multus reads to attach extra networks (the RDMA interface).
-# https://github.com/k8snetworkplumbingwg/multus-cni/blob/master/docs/how-to-use.md
-MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
-# RDMA needs to pin (lock) memory for its registered buffers.
-RDMA_CAPABILITY = "IPC_LOCK"
-
 
 # MPI implementations whose mpiexec (Hydra) passes the launcher's whole environment to every
 # rank; Open MPI passes only what `-x` exports. MPIJob v2beta1 `spec.mpiImplementation`.
@@ -68,7 +61,7 @@ def _runs_mpirun(pod: PodTemplate) -> bool:
     return any(launch.tool == MPI for c in pod.containers() for launch in launches(c))
 
 
-def _mpi_roles(obj: Object) -> tuple[list[PodTemplate], list[PodTemplate]]:
+def mpi_roles(obj: Object) -> tuple[list[PodTemplate], list[PodTemplate]]:
     """(launcher pods, rank pods): where mpirun runs, and where the ranks it starts run.
 
     An MPIJob's ranks are its Workers (and the Launcher with `runLauncherAsWorker`); in other
@@ -92,7 +85,7 @@ def rank_nccl_settings(obj: Object, pod: PodTemplate) -> list[NcclSetting]:
     exports always, the launcher's whole env with Intel MPI / MPICH. A launcher pod that runs
     no rank runs no NCCL: nothing.
     """
-    launchers, ranks = _mpi_roles(obj)
+    launchers, ranks = mpi_roles(obj)
     if not launchers:
         return nccl_settings(pod)
     if pod not in ranks:
@@ -160,83 +153,9 @@ def ib_forced(setting: NcclSetting) -> bool:
     return setting.name == "NCCL_NET"
 
 
-def _describe(setting: NcclSetting) -> str:
+def describe(setting: NcclSetting) -> str:
     via = f", {setting.via}" if setting.via else ""
     return f"{setting.name}={setting.value}{via}"
-
-
-def _has_rdma_device(pod: PodTemplate, ctx: Context) -> bool:
-    wanted = (
-        ctx.cluster.network.rdma.device_resource
-        if (ctx.cluster and ctx.cluster.network.rdma)
-        else None
-    )
-    for c in pod.containers():
-        for key in c.effective_requests():
-            name = str(key)
-            if name == wanted or "rdma" in name.lower() or name.startswith("mellanox.com/"):
-                return True
-    # hostNetwork pods reach the HCA through a /dev/infiniband hostPath instead.
-    for volume, _ in pod.volumes.values():
-        host_path = volume.get("hostPath")
-        if isinstance(host_path, dict) and str(host_path.get("path", "")).startswith(
-            "/dev/infiniband"
-        ):
-            return True
-    return False
-
-
-def _rdma_incomplete(obj: Object, ctx: Context) -> Iterator[Violation]:
-    for pod in obj.pods:
-        settings = rank_nccl_settings(obj, pod)
-        enabling = ib_enabled(settings)
-        if enabling is None:
-            continue
-        what = f"{pod.replica_type or 'pod'} asks for InfiniBand/RoCE ({_describe(enabling)})"
-        if not _has_rdma_device(pod, ctx):
-            if ib_forced(enabling):
-                yield Violation(
-                    f"{what} but requests no RDMA device resource: NCCL_NET=IB forces the IB"
-                    " transport and NCCL fails at initialisation without an HCA",
-                    enabling.path,
-                )
-            else:
-                yield Violation(
-                    f"{what} but requests no RDMA device resource: {enabling.name}"
-                    + (
-                        "=0 is NCCL's default and only allows IB"
-                        if enabling.name == "NCCL_IB_DISABLE"
-                        else " only selects HCAs"
-                    )
-                    + ", so with no HCA in the pod NCCL falls back to TCP sockets; request the"
-                    " RDMA device or drop the setting",
-                    enabling.path,
-                    Severity.WARNING,
-                )
-            continue
-        checked: set[Path] = set()
-        for s in settings:
-            c = s.container
-            if c.path in checked:
-                continue
-            checked.add(c.path)
-            sc = c.security_context
-            caps = sc.get("capabilities") if isinstance(sc.get("capabilities"), dict) else {}
-            added = {str(x) for x in (caps or {}).get("add", []) or []}
-            if sc.get("privileged") is not True and RDMA_CAPABILITY not in added:
-                yield Violation(
-                    f"{what} but container `{c.name}` lacks the IPC_LOCK capability RDMA"
-                    " needs to pin memory",
-                    c.path,
-                    Severity.WARNING,
-                )
-        if pod.spec.get("hostNetwork") is not True and MULTUS_ANNOTATION not in pod.annotations:
-            yield Violation(
-                f"{what} but the pod has no Multus network annotation ({MULTUS_ANNOTATION}):"
-                " it has no RDMA-capable interface",
-                pod.path,
-                Severity.WARNING,
-            )
 
 
 def _iface_matches(spec: str, iface: str) -> bool:
@@ -261,13 +180,13 @@ def _network_mismatch(obj: Object, ctx: Context) -> Iterator[Violation]:
         if net.transport == "tcp" and enabling is not None:
             if ib_forced(enabling):
                 yield Violation(
-                    f"{_describe(enabling)} forces InfiniBand/RoCE but cluster `{cluster.name}`"
+                    f"{describe(enabling)} forces InfiniBand/RoCE but cluster `{cluster.name}`"
                     " has TCP networking only: NCCL fails at initialisation",
                     enabling.path,
                 )
             else:
                 yield Violation(
-                    f"{_describe(enabling)} asks for InfiniBand/RoCE but cluster"
+                    f"{describe(enabling)} asks for InfiniBand/RoCE but cluster"
                     f" `{cluster.name}` has TCP networking only: it does nothing (NCCL uses"
                     " TCP sockets); drop it and let the cluster overlay set NCCL's network",
                     enabling.path,
@@ -341,25 +260,6 @@ RULES = (
         example='env:\n- {name: NCCL_TIMEOUT, value: "3600"}',
         check=_unknown,
         references=("https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html",),
-    ),
-    Rule(
-        slug="rdma-incomplete",
-        code="TO503",
-        severity=Severity.ERROR,
-        summary="InfiniBand/RoCE requested in the NCCL env of pods that run NCCL (mpirun"
-        " exports count for the MPI ranks) but no RDMA device resource: error when NCCL_NET=IB"
-        " forces IB, warning when NCCL_IB_DISABLE=0 or NCCL_IB_HCA only allow it; warning: no"
-        " IPC_LOCK capability, or no Multus network annotation.",
-        why="With NCCL_NET=IB and no HCA, NCCL fails at initialisation. NCCL_IB_DISABLE=0 is"
-        " NCCL's default and NCCL_IB_HCA only selects HCAs: without the device NCCL silently"
-        " falls back to TCP at a fraction of the bandwidth. Without IPC_LOCK it cannot pin"
-        " memory; without the Multus network it has no RDMA interface. mpirun's `-x` exports take"
-        " effect in the Worker ranks, not in the Launcher that runs mpirun.",
-        fix="Request the RDMA device plugin's resource (e.g. `rdma/rdma_shared_device_a: 1`),"
-        " add capability IPC_LOCK, and the Multus network annotation, on the pods that run the"
-        " ranks; or drop the IB settings where the cluster has no RDMA.",
-        example="env: [{name: NCCL_NET, value: IB}]\nresources: {limits: {nvidia.com/gpu: 8}}",
-        check=_rdma_incomplete,
     ),
     Rule(
         slug="network-mismatch",

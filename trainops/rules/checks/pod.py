@@ -9,7 +9,7 @@ from trainops.core.findings import Severity
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
 from trainops.rules.objects import Object
-from trainops.rules.values import as_dict, as_list
+from trainops.rules.values import as_dict, as_list, is_placeholder
 
 # Tags that name a moving target rather than a build.
 _MOVING_TAG = re.compile(r"^(latest|nightly|main|master|edge|dev)([-_.].*)?$|.*[-_.]latest$")
@@ -47,8 +47,8 @@ def split_image(image: str) -> tuple[str, str | None, str | None]:
 def _unpinned(obj: Object, ctx: Context) -> Iterator[Violation]:
     for pod in obj.pods:
         for c in pod.containers(init=True):
-            if c.image is None:
-                continue
+            if c.image is None or is_placeholder(c.image):
+                continue  # `${IMAGE_URI}`: whatever the template fills in is judged there
             _, tag, digest = split_image(c.image)
             if digest:
                 continue
@@ -115,7 +115,8 @@ RULES = (
         code="TO601",
         severity=Severity.ERROR,
         summary="An image with no tag, or a moving tag (`latest`, `latest-*`, `nightly`,"
-        " `main`, `master`); digests are best.",
+        " `main`, `master`); digests are best. A whole-value template placeholder"
+        " (`${IMAGE_URI}`, `<YOUR_IMAGE>`) is not judged.",
         why="A moving tag lets ranks of one job run different code after a push, and a re-run"
         " cannot reproduce a result.",
         fix="Pin a version tag, better a digest (`image@sha256:...`).",

@@ -8,16 +8,20 @@ from collections.abc import Iterator
 from trainops.core.findings import Severity
 from trainops.facts.gpus import is_gpu_resource
 from trainops.facts.quantity import GIB, parse_quantity
+from trainops.facts.workloads import OTHER_ACCELERATOR
 from trainops.rules.context import Context
 from trainops.rules.launch import DEEPSPEED, LEGACY_LAUNCH, TORCHRUN, launches
 from trainops.rules.model import Rule, Violation
 from trainops.rules.objects import Object
-from trainops.rules.pods import PodTemplate, gpu_products
+from trainops.rules.pods import Container, PodTemplate, gpu_products, requests_accelerator
 from trainops.rules.values import as_dict, as_int
 
 # /dev/shm below this is too small for NCCL's shared-memory transport and DataLoader workers
 # (the container default is 64 MiB). https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#sharing-data
 MIN_SHM_BYTES = 1 * GIB
+# Program options that pick the device or the collective backend, and the CPU choices.
+_BACKEND_OPTIONS = frozenset({"backend", "dist_backend", "device", "accelerator"})
+_CPU_BACKENDS = frozenset({"gloo", "cpu", "mpi"})
 
 
 def _gpu_request_limit(obj: Object, ctx: Context) -> Iterator[Violation]:
@@ -42,23 +46,48 @@ def _gpu_request_limit(obj: Object, ctx: Context) -> Iterator[Violation]:
 
 
 def _unbounded(obj: Object, ctx: Context) -> Iterator[Violation]:
-    if not obj.is_training_job:
-        return
-    for pod in obj.pods:
+    """One finding per container. An error on the containers that hold accelerators (their
+    node is shared with the job's other ranks); a warning on CPU-only training containers
+    (launchers, helpers) only when they set no resources at all (BestEffort: first evicted)."""
+    for pod in obj.training_pods:
         for c in pod.containers():
             path = (*c.path, "resources") if c.resources else c.path
-            if "memory" not in c.limits:
+            missing = [
+                what
+                for what, absent in (
+                    ("memory limit", "memory" not in c.limits),
+                    ("CPU request", "cpu" not in c.effective_requests()),
+                )
+                if absent
+            ]
+            if not missing:
+                continue
+            if container_accelerated(c, ctx):
                 yield Violation(
-                    f"container `{c.name}` has no memory limit: a leak or a too-large batch"
-                    " takes the node's memory from its neighbours before the OOM killer acts",
+                    f"container `{c.name}` holds accelerators but has no"
+                    f" {' and no '.join(missing)}: without a memory limit a leak or a too-large"
+                    " batch takes the node's memory from the job's other ranks; without a CPU"
+                    " request the scheduler may pack it where data loading starves",
                     path,
                 )
-            if "cpu" not in c.effective_requests():
+            elif not c.resources.get("limits") and not c.resources.get("requests"):
                 yield Violation(
-                    f"container `{c.name}` has no CPU request: the scheduler may pack it onto a"
-                    " node with no CPU left for data loading",
+                    f"container `{c.name}` sets no resources (BestEffort): it is the first pod"
+                    " evicted under node pressure, and the job fails with it",
                     path,
+                    Severity.WARNING,
                 )
+
+
+def container_accelerated(c: Container, ctx: Context) -> bool:
+    """A container that requests a GPU or another accelerator."""
+    products = gpu_products(ctx.cluster)
+    return any(
+        is_gpu_resource(str(name), products)
+        or OTHER_ACCELERATOR.match(str(name))
+        or str(name).startswith("nvidia.com/")
+        for name in c.effective_requests()
+    )
 
 
 def nproc_per_pod(obj: Object, pod: PodTemplate) -> list[tuple[int | str, tuple[str | int, ...]]]:
@@ -93,11 +122,10 @@ def nproc_per_pod(obj: Object, pod: PodTemplate) -> list[tuple[int | str, tuple[
 
 
 def _nproc_gpu(obj: Object, ctx: Context) -> Iterator[Violation]:
-    if not obj.is_training_job:
-        return
-    for pod in obj.pods:
+    for pod in obj.training_pods:
         gpus = pod.gpus(ctx.cluster)
         if gpus == 0:
+            yield from _nproc_without_gpu(obj, pod, ctx)
             continue
         for value, path in nproc_per_pod(obj, pod):
             if isinstance(value, int) and value != gpus:
@@ -109,8 +137,57 @@ def _nproc_gpu(obj: Object, ctx: Context) -> Iterator[Violation]:
                 )
 
 
+def _nproc_without_gpu(obj: Object, pod: PodTemplate, ctx: Context) -> Iterator[Violation]:
+    """Several processes per pod (or `gpu`) for GPU training in a pod that gets no GPU and no
+    other accelerator: every rank fails at `torch.cuda.set_device` (or torchrun at start)."""
+    if requests_accelerator(pod, ctx.cluster) or _cpu_backend(pod):
+        return
+    intent = _gpu_intent(pod)
+    for value, path in nproc_per_pod(obj, pod):
+        if value == "gpu" or (intent and isinstance(value, int) and value > 1):
+            yield Violation(
+                f"{pod.replica_type or 'pod'}: {value} processes per pod but the pod requests"
+                " no GPU: the ranks find no CUDA device (torchrun's `gpu` fails outright);"
+                " request the GPUs, or use a CPU backend (gloo) and say so",
+                path,
+            )
+
+
+def _gpu_intent(pod: PodTemplate) -> bool:
+    """The pod is meant for GPUs: NCCL settings, `--backend nccl`, CUDA_VISIBLE_DEVICES, or a
+    CUDA/GPU image (and not a CPU one). Without such a sign several processes per pod may be
+    CPU training (torchrun picks gloo)."""
+    for c in pod.containers():
+        image = (c.image or "").lower()
+        if "cpu" in image:
+            return False
+        if any(word in image for word in ("cuda", "gpu", "nvcr.io")):
+            return True
+        if any(n.startswith("NCCL_") or n == "CUDA_VISIBLE_DEVICES" for n in c.env):
+            return True
+        for launch in launches(c):
+            backend = launch.program_options.get("backend") or launch.program_options.get(
+                "dist_backend"
+            )
+            if backend is not None and backend[0].lower() == "nccl":
+                return True
+    return False
+
+
+def _cpu_backend(pod: PodTemplate) -> bool:
+    """The program is told to use a CPU backend (`--backend gloo`, `--device cpu`, ...)."""
+    for c in pod.containers():
+        for launch in launches(c):
+            for key, (value, _) in launch.program_options.items():
+                if key in _BACKEND_OPTIONS and value.lower() in _CPU_BACKENDS:
+                    return True
+    return False
+
+
 def _has_memory_shm(pod: PodTemplate) -> tuple[bool, float | None, tuple[str | int, ...]]:
-    """(mounted, size limit in bytes or None, path) of a memory-backed /dev/shm."""
+    """(mounted, size limit in bytes or None, path) of a memory-backed /dev/shm: an emptyDir
+    with medium Memory, or the node's own /dev/shm through a hostPath (the usual recipe on EFA
+    and RDMA nodes; its size is the node's)."""
     volumes = pod.volumes
     for c in pod.containers():
         for mount in c.volume_mounts:
@@ -123,13 +200,14 @@ def _has_memory_shm(pod: PodTemplate) -> tuple[bool, float | None, tuple[str | i
                     parse_quantity(empty_dir.get("sizeLimit")) if "sizeLimit" in empty_dir else None
                 )
                 return True, size, (*vpath, "emptyDir")
+            host = as_dict(volume.get("hostPath"))
+            if str(host.get("path", "")).rstrip("/") == "/dev/shm":
+                return True, None, (*vpath, "hostPath")
     return False, None, ()
 
 
 def _shm(obj: Object, ctx: Context) -> Iterator[Violation]:
-    if not obj.is_training_job:
-        return
-    for pod in obj.pods:
+    for pod in obj.training_pods:
         gpus = pod.gpus(ctx.cluster)
         procs = max([v for v, _ in nproc_per_pod(obj, pod) if isinstance(v, int)], default=1)
         if gpus <= 1 and procs <= 1:
@@ -163,11 +241,15 @@ RULES = (
         slug="resources-unbounded",
         code="TO102",
         severity=Severity.ERROR,
-        summary="A training container without a memory limit or a CPU request.",
+        summary="A training container holding accelerators without a memory limit or a CPU"
+        " request (one finding per container); warning: a CPU-only training container"
+        " (launcher, helper) with no resources at all. Runs on every training pod: Kubeflow"
+        " jobs, Volcano Jobs, JobSets, and batch Jobs/Pods that use accelerators or launchers.",
         why="Without a memory limit one runaway rank starves every pod on the node; without a"
-        " CPU request data loading competes for whatever CPU is left.",
-        fix="Give every training container `limits.memory` and `requests.cpu`"
-        " (or `limits.cpu`, which the request defaults to).",
+        " CPU request data loading competes for whatever CPU is left. A launcher or helper"
+        " needs little, but a BestEffort pod is evicted first and takes the job with it.",
+        fix="Give every accelerator container `limits.memory` and `requests.cpu`"
+        " (or `limits.cpu`, which the request defaults to); give launchers small requests.",
         example="resources:\n  limits: {nvidia.com/gpu: 8}",
         check=_unbounded,
     ),
@@ -176,9 +258,11 @@ RULES = (
         code="TO103",
         severity=Severity.ERROR,
         summary="Processes per pod (`nprocPerNode`, `--nproc_per_node`) differ from the GPUs"
-        " the pod gets.",
+        " the pod gets, or `gpu` (or several, where NCCL settings, `--backend nccl` or a CUDA"
+        " image show it is meant for GPUs) in a pod that requests no GPU nor other accelerator.",
         why="Fewer processes than GPUs leaves GPUs idle; more makes ranks share a GPU"
-        " (`LOCAL_RANK` past the device count fails with an invalid device ordinal).",
+        " (`LOCAL_RANK` past the device count fails with an invalid device ordinal); with no"
+        " GPU at all every rank fails at `torch.cuda.set_device`.",
         fix="Make `--nproc-per-node` (or `nprocPerNode`) equal the pod's GPU limit, or use `auto`.",
         example="command: [torchrun, --nproc_per_node=8, train.py]\n"
         "resources: {limits: {nvidia.com/gpu: 4}}",
@@ -188,11 +272,12 @@ RULES = (
         slug="shm-missing",
         code="TO104",
         severity=Severity.WARNING,
-        summary="A multi-GPU or multi-process pod without a memory-backed /dev/shm, or one"
-        " below 1 GiB.",
+        summary="A multi-GPU or multi-process pod without a memory-backed /dev/shm (an"
+        " emptyDir with medium Memory, or the node's /dev/shm as a hostPath), or one below 1 GiB.",
         why="Containers get a 64 MiB /dev/shm; NCCL's shared-memory transport and PyTorch"
         " DataLoader workers need far more and die with bus errors.",
-        fix="Mount an `emptyDir: {medium: Memory, sizeLimit: 16Gi}` volume at /dev/shm.",
+        fix="Mount an `emptyDir: {medium: Memory, sizeLimit: 16Gi}` volume at /dev/shm (or the"
+        " node's /dev/shm through a hostPath).",
         example="resources: {limits: {nvidia.com/gpu: 8}}  # and no /dev/shm volume",
         check=_shm,
         references=(

@@ -20,7 +20,12 @@ from trainops.rules.writes import write_targets
 # Access modes that bind a volume to one node (RWO) or one pod (RWOP).
 # https://kubernetes.io/docs/concepts/storage/persistent-volumes/#access-modes
 SINGLE_NODE_MODES = frozenset({"ReadWriteOnce", "ReadWriteOncePod"})
-_DATASET = re.compile(r"(^|[-_/])(data|dataset|datasets)([-_/]|$)")
+# Option and env names that say where a program reads its data, and where it writes.
+_DATA_KEY = re.compile(r"(^|_)(data|dataset|datasets|train_file|train_data)(_|$)")
+_WRITE_KEY = re.compile(
+    r"(output|out_dir|save|checkpoint|ckpt|model_dir|model_prefix|log|logging|cache|home|"
+    r"results|tensorboard|export|dest|target)"
+)
 # Volume sources the kubelet always mounts read-only.
 # https://kubernetes.io/docs/concepts/storage/volumes/#configmap
 READ_ONLY_SOURCES = ("configMap", "secret", "downwardAPI", "projected")
@@ -119,9 +124,9 @@ def _claims(obj: Object, ctx: Context) -> Iterator[tuple[PodTemplate, str, str, 
 
 
 def _single_node(obj: Object, ctx: Context) -> Iterator[Violation]:
-    if not obj.is_training_job:
+    if not obj.training_pods:
         return
-    pods = obj.pod_count()
+    pods = sum(p.replicas or 0 for p in obj.training_pods)
     for _, _, claim, path, modes in _claims(obj, ctx):
         if pods > 1 and modes and modes <= SINGLE_NODE_MODES:
             yield Violation(
@@ -131,23 +136,62 @@ def _single_node(obj: Object, ctx: Context) -> Iterator[Violation]:
             )
 
 
+def _inside(path: str, mount_path: str) -> bool:
+    mount = mount_path.rstrip("/") or "/"
+    return path == mount or path.startswith(mount.rstrip("/") + "/")
+
+
+def _program_paths(c: Container) -> tuple[list[str], list[str]]:
+    """(what the programs read as data, what they write) as absolute paths: the values of
+    data options (`--data_dir`, `--dataset`, `--train_file`), and of output, checkpoint, log
+    and cache options and env (`--output_dir`, `--checkpoint_dir`, `HF_HOME`), and what the
+    commands write (`cp`, `mkdir`, `>`)."""
+    reads: list[str] = []
+    writes: list[str] = []
+    for name, var in c.env.items():
+        if var.value and var.value.startswith("/") and _WRITE_KEY.search(name.lower()):
+            writes.append(var.value)
+    for launch in launches(c):
+        writes += [t for t, _ in write_targets(launch) if t.startswith("/")]
+        for key, (value, _) in {**launch.options, **launch.program_options}.items():
+            if not value.startswith("/"):
+                continue
+            if _WRITE_KEY.search(key):
+                writes.append(value)
+            elif _DATA_KEY.search(key):
+                reads.append(value)
+    return reads, writes
+
+
 def _dataset_writable(obj: Object, ctx: Context) -> Iterator[Violation]:
-    if not obj.is_training_job:
-        return
+    """A mount the program reads its dataset from (by the options it is given, not by the
+    mount's name) and writes nothing into, mounted read-write; or a ReadOnlyMany claim
+    mounted read-write. A mount the job also writes (outputs, checkpoints, caches) is not a
+    dataset mount, whatever its name."""
+    training = obj.training_pods
     for pod, name, claim, _, modes in _claims(obj, ctx):
+        if pod not in training:
+            continue
         for c in pod.containers():
+            reads, writes = _program_paths(c)
             for i, mount in enumerate(c.volume_mounts):
                 if mount.get("name") != name or mount.get("readOnly") is True:
                     continue
                 mount_path = str(mount.get("mountPath", ""))
-                dataset = any(_DATASET.search(x) for x in (name, claim, mount_path.strip("/")))
-                if dataset or modes == {"ReadOnlyMany"}:
-                    why = "a ReadOnlyMany claim" if modes == {"ReadOnlyMany"} else "a dataset"
-                    yield Violation(
-                        f"container `{c.name}` mounts {why} (`{claim}` at {mount_path})"
-                        " read-write: one bad rank can corrupt it for every run",
-                        (*c.path, "volumeMounts", i),
-                    )
+                if any(_inside(w, mount_path) for w in writes):
+                    continue
+                data = [r for r in reads if _inside(r, mount_path)]
+                if modes == {"ReadOnlyMany"}:
+                    why = "a ReadOnlyMany claim"
+                elif data:
+                    why = f"the dataset it reads ({data[0]})"
+                else:
+                    continue
+                yield Violation(
+                    f"container `{c.name}` mounts {why} (`{claim}` at {mount_path}) read-write"
+                    " and writes nothing there: one bad rank can corrupt it for every run",
+                    (*c.path, "volumeMounts", i),
+                )
 
 
 RULES = (
@@ -185,13 +229,16 @@ RULES = (
         slug="dataset-writable",
         code="TO907",
         severity=Severity.WARNING,
-        summary="A training container that mounts a dataset (by its name or path) or a"
-        " ReadOnlyMany claim read-write.",
+        summary="A training container that mounts, read-write, the claim its program reads its"
+        " dataset from (`--data_dir`, `--dataset`, `--train_file` pointing into it) and writes"
+        " nothing into (no output, checkpoint, log or cache option, env or command there), or"
+        " a ReadOnlyMany claim.",
         why="A writable dataset mount lets a bug in one rank corrupt the data for every run."
-        " The dataset is guessed from names (`data`, `dataset`): waive it on a job whose such"
-        " mount really is its output.",
+        " The dataset is read from how the program is called, never guessed from a mount's"
+        " name: a `/data` volume the job also writes its outputs or caches to is not flagged.",
         fix="Mount datasets with `readOnly: true`; write outputs and caches elsewhere.",
-        example="volumeMounts: [{name: dataset, mountPath: /data}]  # no readOnly",
+        example="volumeMounts: [{name: ds, mountPath: /data}]  # no readOnly\n"
+        "command: [torchrun, train.py, --data_dir=/data/imagenet, --output_dir=/ckpt]",
         check=_dataset_writable,
     ),
 )

@@ -1,0 +1,31 @@
+"""The core and SIG workload controllers that own training pods besides the Kubeflow operator:
+the labels and DNS names batch/v1 Jobs and JobSets give their pods, and the accelerators that
+are not GPUs (a pod that asks for one runs training without `nvidia.com/gpu`).
+"""
+
+from __future__ import annotations
+
+import re
+
+# The Job controller labels its pods with the Job's name (both keys since Kubernetes 1.27).
+# https://kubernetes.io/docs/concepts/workloads/controllers/job/#job-labels
+JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
+# An Indexed Job's pods get the hostname `<job>-<index>`; with `subdomain` naming a headless
+# Service they resolve as `<job>-<index>.<subdomain>`.
+# https://kubernetes.io/docs/concepts/workloads/controllers/job/#completion-mode
+INDEXED = "Indexed"
+
+# JobSet (jobset.x-k8s.io): replicatedJobs[].template is a batch/v1 JobTemplateSpec. Its pods
+# are `<jobset>-<replicatedJob>-<jobIndex>-<podIndex>.<subdomain>`, the subdomain defaulting
+# to the JobSet's name (a headless Service JobSet creates, unless enableDNSHostnames: false).
+# https://github.com/kubernetes-sigs/jobset/blob/main/api/jobset/v1alpha2/jobset_types.go
+JOBSET_GROUP = "jobset.x-k8s.io"
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+JOBSET_REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+
+# Accelerators other than GPUs, by device plugin resource name: Intel Gaudi, AWS Trainium and
+# Inferentia (Neuron), Google TPUs.
+# https://docs.habana.ai/en/latest/Orchestration/Gaudi_Kubernetes/Device_Plugin_for_Kubernetes.html
+# https://awsdocs-neuron.readthedocs-hosted.com/en/latest/containers/kubernetes-getting-started.html
+# https://cloud.google.com/kubernetes-engine/docs/concepts/tpus
+OTHER_ACCELERATOR = re.compile(r"^(habana\.ai/|aws\.amazon\.com/neuron|google\.com/tpu)")
