@@ -50,7 +50,7 @@ def pytorchjob(
     job: TrainingJob, cluster: ClusterProfile | None = None, target: Target | None = None
 ) -> dict[str, Any]:
     pods = job.pods_on(target)
-    template = pod_template(job, cluster, target)
+    template = pod_template(job, cluster, target, "Worker" if job.elastic else "Master")
     replica_specs: dict[str, Any] = {}
     if job.elastic:
         replica_specs["Worker"] = {
@@ -68,7 +68,7 @@ def pytorchjob(
             replica_specs["Worker"] = {
                 "replicas": pods - 1,
                 "restartPolicy": "OnFailure",
-                "template": pod_template(job, cluster, target),
+                "template": pod_template(job, cluster, target, "Worker"),
             }
     run_policy: dict[str, Any] = {"cleanPodPolicy": job.run_policy.clean_pod_policy}
     if job.run_policy.backoff_limit is not None:

@@ -14,6 +14,7 @@ from trainops.facts import deepspeed as ds_config
 from trainops.facts.gpus import DEFAULT_GPU_RESOURCE
 from trainops.facts.kubeflow import PYTORCH_CONTAINER
 from trainops.facts.schedulers import VOLCANO_SCHEDULER
+from trainops.render import overrides
 from trainops.spec.model import ClusterProfile, GpuProduct, Target, TrainingJob
 
 SHM_VOLUME = "dshm"
@@ -176,8 +177,12 @@ def _container_security() -> dict[str, Any]:
 
 
 def pod_template(
-    job: TrainingJob, cluster: ClusterProfile | None = None, target: Target | None = None
+    job: TrainingJob,
+    cluster: ClusterProfile | None = None,
+    target: Target | None = None,
+    replica_type: str = "Worker",
 ) -> dict[str, Any]:
+    """The pod template of `replica_type`, with what the job adds (`render.overrides`)."""
     gpu = _gpu(cluster, target)
     volumes, mounts = _volumes(job)
     container: dict[str, Any] = {
@@ -223,4 +228,4 @@ def pod_template(
             spec["dnsPolicy"] = "ClusterFirstWithHostNet"
         if cluster.scheduler.kind == VOLCANO_SCHEDULER:
             spec["schedulerName"] = VOLCANO_SCHEDULER
-    return {"metadata": meta, "spec": spec}
+    return overrides.apply({"metadata": meta, "spec": spec}, job.pod, replica_type)

@@ -9,7 +9,7 @@ from typing import Any
 
 from trainops.core.yamlio import Document
 from trainops.facts import deepspeed as ds_facts
-from trainops.spec import model, schemas
+from trainops.spec import model, podtemplate, schemas
 from trainops.spec.problems import Collector, dotted, schema_problems
 
 RESERVED_ENV = frozenset(
@@ -31,6 +31,18 @@ SECURITY_KEYS = {"runAsUser": "run_as_user", "runAsGroup": "run_as_group", "fsGr
 PYTHON_LAUNCHERS = ("python", "python3")
 SINGLE_NODE_MODES = frozenset({"ReadWriteOnce", "ReadWriteOncePod"})
 DISTRIBUTED_LAUNCHERS = ("torchrun", "deepspeed", "mpirun", "horovodrun")
+# The replica types each framework's job kind can have (`replicaPodTemplates` keys).
+FRAMEWORK_REPLICA_TYPES: dict[str, tuple[str, ...]] = {
+    "pytorch": ("Master", "Worker"),
+    "tensorflow": ("Chief", "Worker", "PS", "Evaluator"),
+    "mpi": ("Launcher", "Worker"),
+}
+# Volumes and containers trainops renders itself: `extraVolumes` and `sidecars` may not reuse
+# their names (change them through `podTemplate`, which merges by name, instead).
+RENDERED_VOLUMES = frozenset({"dshm", "deepspeed-config"})
+RENDERED_CONTAINERS = frozenset(
+    {"pytorch", "tensorflow", "mpi-launcher", "mpi-worker", "data-sync"}
+)
 
 
 def _secret_env(raw: dict[str, Any]) -> tuple[model.SecretEnv, ...]:
@@ -123,6 +135,61 @@ def _job_checks(d: dict[str, Any], out: Collector, stem: str) -> None:
     ds = d.get("deepspeed")
     if ds:
         _deepspeed_settings(ds, [str(a) for a in d.get("args", ())], out)
+    _pod_field_checks(d, out)
+
+
+def _pod_field_checks(d: dict[str, Any], out: Collector) -> None:
+    """The first-class pod fields and the escape hatch against what trainops renders."""
+    podtemplate.check_metadata(d, out)
+    framework = d["framework"]
+    types = FRAMEWORK_REPLICA_TYPES.get(framework, ())
+    if d.get("elastic") and framework == "pytorch":
+        types = ("Worker",)
+    for rtype in sorted(d.get("replicaPodTemplates", {})):
+        if rtype not in types:
+            out.add(
+                ["replicaPodTemplates", rtype],
+                f"this job renders no `{rtype}` replicas (it has: {', '.join(types)})",
+            )
+    job_volumes = d.get("volumes", {})
+    taken = set(job_volumes) | RENDERED_VOLUMES
+    extra = {}
+    for i, vol in enumerate(d.get("extraVolumes", ())):
+        name = vol.get("name")
+        if name in taken or name in extra:
+            out.add(
+                ["extraVolumes", i, "name"],
+                f"volume `{name}` is already in the pod: pick another name (or change that"
+                " volume with `podTemplate`)",
+            )
+        extra[name] = i
+    paths_taken = {v.get("mountPath"): f"volumes.{n}" for n, v in job_volumes.items()}
+    paths_taken["/dev/shm"] = "sharedMemory"
+    for i, mount in enumerate(d.get("extraVolumeMounts", ())):
+        name, path = mount.get("name"), mount.get("mountPath")
+        if name not in extra and name not in job_volumes:
+            out.add(
+                ["extraVolumeMounts", i, "name"],
+                f"no volume `{name}` in `extraVolumes` or `volumes`",
+            )
+        if path in paths_taken:
+            out.add(
+                ["extraVolumeMounts", i, "mountPath"],
+                f"`{path}` is already mounted by `{paths_taken[path]}`",
+            )
+        paths_taken[path] = f"extraVolumeMounts[{i}]"
+    names: set[str] = set()
+    for i, sidecar in enumerate(d.get("sidecars", ())):
+        name = sidecar.get("name")
+        if name in RENDERED_CONTAINERS or name in names:
+            out.add(["sidecars", i, "name"], f"container `{name}` is already in the pod")
+        names.add(name)
+        if sidecar.get("restartPolicy", "Always") != "Always":
+            out.add(
+                ["sidecars", i, "restartPolicy"],
+                "a sidecar is a native sidecar (`restartPolicy: Always`): leave it out; an"
+                " init container that must finish goes in `podTemplate.spec.initContainers`",
+            )
 
 
 # What a program's precision flag says, in the spellings trainers use (ours, Lightning, HF).
@@ -271,4 +338,17 @@ def build_job(doc: Document, out: Collector) -> model.TrainingJob | None:
         labels=dict(d["labels"]),
         annotations=dict(d["annotations"]),
         security=model.PodSecurity(**{SECURITY_KEYS[k]: v for k, v in security.items()}),
+        pod=model.PodOverrides(
+            image_pull_secrets=tuple(d["imagePullSecrets"]),
+            service_account_name=d.get("serviceAccountName"),
+            priority_class_name=d.get("priorityClassName"),
+            affinity=d.get("affinity"),
+            labels=dict(d["podLabels"]),
+            annotations=dict(d["podAnnotations"]),
+            volumes=tuple(d["extraVolumes"]),
+            volume_mounts=tuple(d["extraVolumeMounts"]),
+            sidecars=tuple(d["sidecars"]),
+            template=d.get("podTemplate"),
+            by_replica=dict(d["replicaPodTemplates"]),
+        ),
     )

@@ -236,6 +236,37 @@ class PodSecurity:
 
 
 @dataclass(frozen=True)
+class PodOverrides:
+    """What a job adds to the pods trainops renders: the first-class pod fields, then the
+    escape hatch (`podTemplate`, `replicaPodTemplates`), merged in that order
+    (`trainops.render.overrides`). Each dict is a piece of a core PodTemplateSpec, already
+    checked against the core schema of every target cluster's Kubernetes version."""
+
+    image_pull_secrets: tuple[str, ...] = ()
+    """Secrets the kubelet pulls images with (`imagePullSecrets`, by name)."""
+    service_account_name: str | None = None
+    """ServiceAccount of every pod; None: the namespace's default."""
+    priority_class_name: str | None = None
+    """PriorityClass of every pod; None: the cluster's default priority."""
+    affinity: dict[str, Any] | None = None
+    """Core `Affinity` of every pod."""
+    labels: dict[str, str] = field(default_factory=dict)
+    """Labels on every pod."""
+    annotations: dict[str, str] = field(default_factory=dict)
+    """Annotations on every pod."""
+    volumes: tuple[dict[str, Any], ...] = ()
+    """More pod volumes (core `Volume`)."""
+    volume_mounts: tuple[dict[str, Any], ...] = ()
+    """More mounts of the training container (core `VolumeMount`)."""
+    sidecars: tuple[dict[str, Any], ...] = ()
+    """Helper containers (core `Container`), rendered as native sidecars."""
+    template: dict[str, Any] | None = None
+    """The escape hatch for every replica type: a partial core PodTemplateSpec."""
+    by_replica: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The escape hatch for one replica type (`Master`, `Worker`, ...), merged last."""
+
+
+@dataclass(frozen=True)
 class Target:
     """One cluster the job runs on, with what differs there."""
 
@@ -303,6 +334,8 @@ class TrainingJob:
     """Annotations added to the training job object."""
     security: PodSecurity = field(default_factory=PodSecurity)
     """The pod securityContext's user, group and volume group."""
+    pod: PodOverrides = field(default_factory=PodOverrides)
+    """What the job adds to its pods: first-class pod fields and the escape hatch."""
 
     def pods_on(self, target: Target | None) -> int:
         """Pods at the configured size on `target` (its `replicas`, else the job's)."""
