@@ -31,6 +31,8 @@ SECURITY_KEYS = {"runAsUser": "run_as_user", "runAsGroup": "run_as_group", "fsGr
 PYTHON_LAUNCHERS = ("python", "python3")
 SINGLE_NODE_MODES = frozenset({"ReadWriteOnce", "ReadWriteOncePod"})
 DISTRIBUTED_LAUNCHERS = ("torchrun", "deepspeed", "mpirun", "horovodrun")
+# overlays/<cluster>/platform/ holds the cluster's platform manifests, beside the job directories.
+RESERVED_JOB_NAME = "platform"
 # The replica types each framework's job kind can have (`replicaPodTemplates` keys).
 FRAMEWORK_REPLICA_TYPES: dict[str, tuple[str, ...]] = {
     "pytorch": ("Master", "Worker"),
@@ -71,6 +73,12 @@ def _job_checks(d: dict[str, Any], out: Collector, stem: str) -> None:
     about what the author set, e.g. `zeroStage` next to a config that sets the stage)."""
     if d["name"] != stem:
         out.add(["name"], f"`name` must equal the file name `{stem}`, got {d['name']!r}")
+    if d["name"] == RESERVED_JOB_NAME:
+        out.add(
+            ["name"],
+            f"`{RESERVED_JOB_NAME}` is reserved: overlays/<cluster>/{RESERVED_JOB_NAME}/ holds"
+            " the cluster's platform manifests; rename the job (and its file)",
+        )
     cmd = d["command"]
     if cmd[0] in DISTRIBUTED_LAUNCHERS or any("torch.distributed" in c for c in cmd):
         out.add(

@@ -24,6 +24,7 @@ from trainops.facts.kubernetes_schemas import parse_version
 from trainops.spec import model, podtemplate, schemas
 from trainops.spec.cluster import build_cluster
 from trainops.spec.job import build_job
+from trainops.spec.platform import load_platform
 from trainops.spec.problems import (
     Collector,
     duplicates,
@@ -186,10 +187,13 @@ def load_repository(root: Path, rule_slugs: Collection[str] = ()) -> model.Repos
 
     for job, doc in jobs:
         problems += _job_against_clusters(job, doc, clusters, invalid)
+    platform, platform_problems = load_platform(root, clusters, invalid)
+    problems += platform_problems
     if problems:
         raise InputError(problems)
     return model.Repository(
         settings=settings,
         jobs=tuple(sorted((j for j, _ in jobs), key=lambda j: j.name)),
         clusters=dict(sorted(clusters.items())),
+        platform={name: objs for name, objs in sorted(platform.items()) if objs},
     )

@@ -376,6 +376,16 @@ class RepoSettings:
 
 
 @dataclass(frozen=True)
+class PlatformObject:
+    """A hand-written object a cluster needs beside its jobs (`clusters/<name>/manifests/`)."""
+
+    file: str
+    """The file it came from, relative to the repository root."""
+    data: dict[str, Any]
+    """The object as written (kind, scope and namespace already checked)."""
+
+
+@dataclass(frozen=True)
 class Repository:
     """Everything under one repo root, loaded and checked."""
 
@@ -385,6 +395,8 @@ class Repository:
     """Sorted by name."""
     clusters: dict[str, ClusterProfile]
     """By name; iterate `sorted(clusters)` for stable output."""
+    platform: dict[str, tuple[PlatformObject, ...]] = field(default_factory=dict)
+    """Each cluster's platform objects, by cluster name (clusters without any are absent)."""
 
     def delivered_by(self, tool: DeliveryTool) -> list[ClusterProfile]:
         """Clusters synced by `tool` (Argo CD or Flux), by name."""
