@@ -82,7 +82,8 @@ def test_a_bad_platform_object_fails_validate_with_its_source(scratch: Path) -> 
     [
         (
             "job.yaml",
-            "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: x, namespace: ml-vision}\n",
+            "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\n"
+            "metadata: {name: x, namespace: ml-vision}\n",
             "kind:",
             "PyTorchJob (kubeflow.org) is not a platform kind trainops delivers",
         ),
