@@ -18,6 +18,7 @@ from trainops.cli import (
     build,
     diff,
     explain,
+    import_,
     live_diff,
     render,
     rules,
@@ -43,6 +44,7 @@ COMMANDS: dict[str, ModuleType] = {
     "explain": explain,
     "live-diff": live_diff,
     "run-local": run_local,
+    "import": import_,
 }
 
 

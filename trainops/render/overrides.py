@@ -40,7 +40,9 @@ def _defs() -> dict[str, Any]:
     return defs
 
 
-def _resolve(node: dict[str, Any]) -> dict[str, Any]:
+def resolve_schema(node: dict[str, Any] | None) -> dict[str, Any]:
+    """A node of the core schema with its `$ref`s followed (None: the PodTemplateSpec)."""
+    node = node if node is not None else {"$ref": f"#/$defs/{_POD_TEMPLATE}"}
     while "$ref" in node:
         node = _defs()[node["$ref"].rsplit("/", 1)[1]]
     return node
@@ -48,7 +50,7 @@ def _resolve(node: dict[str, Any]) -> dict[str, Any]:
 
 def merge(ours: Any, theirs: Any, node: dict[str, Any] | None = None, name: str = "") -> Any:
     """`theirs` merged into `ours` (neither is changed), as the module docstring says."""
-    node = _resolve(node if node is not None else {"$ref": f"#/$defs/{_POD_TEMPLATE}"})
+    node = resolve_schema(node)
     if isinstance(ours, dict) and isinstance(theirs, dict):
         out = dict(ours)
         props = node.get("properties", {})

@@ -93,8 +93,12 @@ def _gpu(cluster: ClusterProfile | None, target: Target | None) -> GpuProduct | 
 def _resources(
     job: TrainingJob, gpu: GpuProduct | None, cluster: ClusterProfile | None
 ) -> dict[str, Any]:
-    requests: dict[str, Any] = {"cpu": job.cpu, "memory": job.memory}
-    limits: dict[str, Any] = {"memory": job.memory}
+    requests: dict[str, Any] = {}
+    limits: dict[str, Any] = {}
+    if job.cpu is not None:
+        requests["cpu"] = job.cpu
+    if job.memory is not None:
+        requests["memory"] = limits["memory"] = job.memory
     if job.gpus_per_replica:
         # The base names the default resource; a cluster's product may name another.
         resource = gpu.resource if gpu else DEFAULT_GPU_RESOURCE
@@ -104,7 +108,7 @@ def _resources(
     if rdma is not None:
         requests[rdma.device_resource] = rdma.device_count
         limits[rdma.device_resource] = rdma.device_count
-    return {"limits": limits, "requests": requests}
+    return {k: v for k, v in (("limits", limits), ("requests", requests)) if v}
 
 
 def _volumes(job: TrainingJob) -> tuple[list[Any], list[Any]]:
@@ -185,20 +189,23 @@ def pod_template(
     """The pod template of `replica_type`, with what the job adds (`render.overrides`)."""
     gpu = _gpu(cluster, target)
     volumes, mounts = _volumes(job)
-    container: dict[str, Any] = {
-        "name": PYTORCH_CONTAINER,
-        "image": job.image,
-        "imagePullPolicy": "IfNotPresent",
-        "command": torchrun_command(job),
-        "args": program_args(job),
+    container: dict[str, Any] = {"name": PYTORCH_CONTAINER, "image": job.image,
+                                 "imagePullPolicy": "IfNotPresent"}  # fmt: skip
+    if job.command:
+        container["command"] = torchrun_command(job)
+    if program_args(job):
+        container["args"] = program_args(job)
+    resources = _resources(job, gpu, cluster)
+    container |= {
         "env": _env(job, target, cluster),
         "ports": [
             {"name": METRICS_PORT_NAME, "containerPort": job.metrics_port, "protocol": "TCP"}
         ],
-        "resources": _resources(job, gpu, cluster),
         "securityContext": _container_security(),
         "volumeMounts": mounts,
     }
+    if resources:
+        container["resources"] = resources
     spec: dict[str, Any] = {
         "containers": [container],
         "securityContext": _pod_security(job),

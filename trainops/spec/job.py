@@ -68,6 +68,24 @@ def _env(doc: Document, path: list[str | int]) -> dict[str, str]:
     }
 
 
+def _quantity(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _command_checks(cmd: list[str], out: Collector) -> None:
+    """`command` is the program, started by python: trainops generates its launcher."""
+    if cmd[0] in DISTRIBUTED_LAUNCHERS or any("torch.distributed" in c for c in cmd):
+        out.add(
+            ["command", 0],
+            "`command` is the training program, not its launcher: trainops generates torchrun"
+            " around it from the operator's PET_* variables; write e.g. [python, -m, trainer]",
+        )
+    elif cmd[0] not in PYTHON_LAUNCHERS:
+        out.add(["command", 0], f"`command` must start with python, got {cmd[0]!r}")
+    elif cmd[1] == "-m" and len(cmd) < 3:
+        out.add(["command"], "`python -m` needs a module name")
+
+
 def _job_checks(d: dict[str, Any], out: Collector, stem: str) -> None:
     """Checks within one job file, on the spec as written (before defaults: some checks are
     about what the author set, e.g. `zeroStage` next to a config that sets the stage)."""
@@ -79,17 +97,9 @@ def _job_checks(d: dict[str, Any], out: Collector, stem: str) -> None:
             f"`{RESERVED_JOB_NAME}` is reserved: overlays/<cluster>/{RESERVED_JOB_NAME}/ holds"
             " the cluster's platform manifests; rename the job (and its file)",
         )
-    cmd = d["command"]
-    if cmd[0] in DISTRIBUTED_LAUNCHERS or any("torch.distributed" in c for c in cmd):
-        out.add(
-            ["command", 0],
-            "`command` is the training program, not its launcher: trainops generates torchrun"
-            " around it from the operator's PET_* variables; write e.g. [python, -m, trainer]",
-        )
-    elif cmd[0] not in PYTHON_LAUNCHERS:
-        out.add(["command", 0], f"`command` must start with python, got {cmd[0]!r}")
-    elif cmd[1] == "-m" and len(cmd) < 3:
-        out.add(["command"], "`python -m` needs a module name")
+    cmd = d.get("command")
+    if cmd:
+        _command_checks(cmd, out)
     elastic = d.get("elastic")
     if elastic:
         lo, hi = elastic["minReplicas"], elastic["maxReplicas"]
@@ -107,12 +117,13 @@ def _job_checks(d: dict[str, Any], out: Collector, stem: str) -> None:
     volumes = d.get("volumes", {})
     for name, vol in volumes.items():
         has_claim, has_size = "claimName" in vol, "size" in vol
-        if has_claim == has_size:
+        if not has_claim and not has_size:
             out.add(
                 ["volumes", name],
-                "give exactly one of `claimName` (an existing claim) or `size` (a new claim)",
+                "give `claimName` (an existing claim), `size` (a new claim) or both (a new"
+                " claim of that name)",
             )
-        if has_claim and ("storageClass" in vol or "accessMode" in vol):
+        if not has_size and ("storageClass" in vol or "accessMode" in vol):
             out.add(["volumes", name], "`storageClass`/`accessMode` only apply to a new claim")
         most_pods = max(d["replicas"], (d.get("elastic") or {}).get("maxReplicas", 0))
         for t in d["targets"]:
@@ -293,12 +304,12 @@ def build_job(doc: Document, out: Collector) -> model.TrainingJob | None:
         file=doc.file,
         framework=d["framework"],
         image=d["image"],
-        command=tuple(d["command"]),
+        command=tuple(d.get("command", ())),
         args=tuple(str(a) for a in d["args"]),
         replicas=d["replicas"],
         gpus_per_replica=d["gpusPerReplica"],
-        cpu=str(d["resources"]["cpu"]),
-        memory=str(d["resources"]["memory"]),
+        cpu=_quantity(d.get("resources", {}).get("cpu")),
+        memory=_quantity(d.get("resources", {}).get("memory")),
         elastic=model.Elastic(el["minReplicas"], el["maxReplicas"], el["maxRestarts"])
         if el
         else None,

@@ -293,17 +293,18 @@ class TrainingJob:
     image: str
     """The training image, pinned by tag or digest."""
     command: tuple[str, ...]
-    """The training program as run by hand: `python -m trainer` or `python train.py`."""
+    """The training program as run by hand: `python -m trainer` or `python train.py`; empty:
+    the image's ENTRYPOINT runs with `args` (no torchrun is generated)."""
     args: tuple[str, ...]
     """The program's arguments, as strings."""
     replicas: int
     """Pods at the configured size (Master + Workers, or Workers of an elastic job)."""
     gpus_per_replica: int
     """GPUs per pod; also torchrun's processes per pod (`nprocPerNode`)."""
-    cpu: str
-    """CPU request per pod (a Kubernetes quantity)."""
-    memory: str
-    """Memory request and limit per pod (a Kubernetes quantity)."""
+    cpu: str | None
+    """CPU request per pod (a Kubernetes quantity); None: no request."""
+    memory: str | None
+    """Memory request and limit per pod (a Kubernetes quantity); None: neither."""
     elastic: Elastic | None
     """Elastic range and restarts (torchrun c10d rendezvous); None for a fixed size."""
     deepspeed: DeepSpeed | None

@@ -1,0 +1,444 @@
+"""PyTorchJob (kubeflow.org/v1) to a job spec: the high-level fields wherever they say the
+same thing, then the escape hatch for the rest, computed against what trainops renders for
+the target cluster (`hatch.py`). Every field that cannot be carried is a note naming why."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from trainops.core.yamlio import Document
+from trainops.facts.gpus import container_gpus, is_gpu_resource
+from trainops.facts.kubeflow import PYTORCH_CONTAINER
+from trainops.facts.schedulers import KUEUE_QUEUE_LABEL, VOLCANO_SCHEDULER
+from trainops.importer.launch import read_program
+from trainops.importer.notes import Notes
+from trainops.render.pod import JOB_LABEL, MULTUS_ANNOTATION, SHM_VOLUME
+from trainops.spec.job import RESERVED_ENV
+from trainops.spec.model import ClusterProfile
+
+KIND = ("kubeflow.org/v1", "PyTorchJob")
+SHM_PATH = "/dev/shm"
+ISTIO = "sidecar.istio.io/inject"
+# runPolicy.cleanPodPolicy when a PyTorchJob names none (Training Operator v1.9 defaults).
+OPERATOR_CLEAN_POD_POLICY = "None"
+SPEC_KEYS = {"pytorchReplicaSpecs", "elasticPolicy", "runPolicy", "nprocPerNode"}
+
+
+def default_pull_policy(image: str) -> str:
+    """Kubernetes' imagePullPolicy for a container that names none: Always for `:latest` or
+    no tag, else IfNotPresent (https://kubernetes.io/docs/concepts/containers/images/)."""
+    last = image.rsplit("/", 1)[-1]
+    if "@" in last:
+        return "IfNotPresent"
+    return "Always" if ":" not in last or last.endswith(":latest") else "IfNotPresent"
+
+
+def normalised_template(template: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a pod template with its /dev/shm memory volume named like trainops's and
+    Kubernetes' default imagePullPolicy made explicit (trainops always writes one)."""
+    out = copy.deepcopy(template)
+    pod = out.get("spec") or {}
+    for container in [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]:
+        if "imagePullPolicy" not in container and isinstance(container.get("image"), str):
+            container["imagePullPolicy"] = default_pull_policy(container["image"])
+    for container in pod.get("containers") or []:
+        for mount in container.get("volumeMounts") or []:
+            if mount.get("mountPath") != SHM_PATH:
+                continue
+            for vol in pod.get("volumes") or []:
+                empty = vol.get("emptyDir") or {}
+                if vol.get("name") == mount.get("name") and empty.get("medium") == "Memory":
+                    old = vol["name"]
+                    vol["name"] = SHM_VOLUME
+                    for other in pod.get("containers") or []:
+                        for m in other.get("volumeMounts") or []:
+                            if m.get("name") == old:
+                                m["name"] = SHM_VOLUME
+    return out
+
+
+def _training_container(pod: dict[str, Any], notes: Notes, where: list[str | int]) -> int:
+    containers = pod.get("containers") or [{}]
+    names = [c.get("name") for c in containers]
+    if PYTORCH_CONTAINER in names:
+        return names.index(PYTORCH_CONTAINER)
+    notes.add(
+        where,
+        f"no container named `{PYTORCH_CONTAINER}` (the operator needs one):"
+        f" `{names[0]}` becomes it",
+    )
+    return 0
+
+
+def _volumes(
+    job: dict[str, Any],
+    pod: dict[str, Any],
+    *,
+    main: dict[str, Any],
+    beside: dict[str, dict[str, Any]],
+    cluster: ClusterProfile,
+    notes: Notes,
+    where: list[str | int],
+) -> None:
+    """Claims, /dev/shm (`sharedMemory`) and other volumes (`extraVolumes`)."""
+    mounts = {m.get("name"): m for m in main.get("volumeMounts") or []}
+    volumes: dict[str, Any] = {}
+    extra: list[dict[str, Any]] = []
+    extra_mounts: list[dict[str, Any]] = []
+    for vol in pod.get("volumes") or []:
+        name, mount = vol.get("name"), mounts.get(vol.get("name"))
+        empty = vol.get("emptyDir") or {}
+        if mount and mount.get("mountPath") == SHM_PATH and empty.get("medium") == "Memory":
+            if "sizeLimit" in empty:
+                job["sharedMemory"] = str(empty["sizeLimit"])
+            else:
+                notes.add(
+                    [*where, "volumes"],
+                    "the /dev/shm emptyDir has no sizeLimit: trainops"
+                    " sets one (`sharedMemory`, default 16Gi)",
+                )
+            continue
+        claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+        if claim and mount and set(vol) == {"name", "persistentVolumeClaim"}:
+            spec: dict[str, Any] = {"mountPath": mount["mountPath"], "claimName": claim}
+            read_only = bool(mount.get("readOnly"))
+            if read_only != (name == "dataset"):
+                spec["readOnly"] = read_only
+            pvc = beside.pop(claim, None)
+            if pvc is not None:
+                _claim(spec, pvc, cluster, notes)
+            volumes[name] = spec
+            continue
+        extra.append(copy.deepcopy(vol))
+        if mount:
+            extra_mounts.append(copy.deepcopy(mount))
+    if volumes:
+        job["volumes"] = volumes
+    if extra:
+        job["extraVolumes"] = extra
+    if extra_mounts:
+        job["extraVolumeMounts"] = extra_mounts
+
+
+def _claim(
+    spec: dict[str, Any], pvc: dict[str, Any], cluster: ClusterProfile, notes: Notes
+) -> None:
+    """A claim beside the job becomes one trainops creates, under its own name."""
+    pvc_spec = pvc.get("spec") or {}
+    size = ((pvc_spec.get("resources") or {}).get("requests") or {}).get("storage")
+    if size is None:
+        notes.add_object(
+            pvc,
+            "PersistentVolumeClaim without a requested size: kept as an"
+            " existing claim (claimName); create it outside this repository",
+        )
+        return
+    spec["size"] = str(size)
+    modes = pvc_spec.get("accessModes") or []
+    if modes:
+        spec["accessMode"] = modes[0]
+    if len(modes) > 1:
+        notes.add_object(pvc, f"access modes {modes}: trainops requests one, {modes[0]}")
+    storage_class = pvc_spec.get("storageClassName")
+    offered = {cluster.storage.default_class, *cluster.storage.classes}
+    if storage_class in offered:
+        spec["storageClass"] = storage_class
+    elif storage_class:
+        notes.add_object(
+            pvc,
+            f"storage class `{storage_class}` is not offered by cluster"
+            f" `{cluster.name}`: the claim uses its default,"
+            f" `{cluster.storage.default_class}`",
+        )
+    for key in sorted(set(pvc_spec) - {"resources", "accessModes", "storageClassName"}):
+        notes.add_object(
+            pvc,
+            f"spec.{key} of the claim is not carried (trainops renders size,"
+            " access mode and storage class)",
+        )
+
+
+def _env(
+    job: dict[str, Any],
+    main: dict[str, Any],
+    *,
+    cluster: ClusterProfile,
+    nccl: dict[str, str],
+    notes: Notes,
+    where: list[str | int],
+) -> None:
+    plain: dict[str, str] = {}
+    secret: dict[str, Any] = {}
+    for var in main.get("env") or []:
+        name = var.get("name")
+        ref = (var.get("valueFrom") or {}).get("secretKeyRef")
+        if name in RESERVED_ENV or name in plain or name in secret:
+            if nccl.get(name) != var.get("value"):
+                notes.add(
+                    [*where, "env"],
+                    f"{name} is set by trainops, the operator or cluster"
+                    f" `{cluster.name}`'s profile: the original value is kept in"
+                    " `podTemplate`",
+                )
+            continue
+        if "value" in var and set(var) == {"name", "value"}:
+            plain[name] = str(var["value"])
+        elif ref and set(var) == {"name", "valueFrom"} and {"name", "key"} <= set(ref):
+            secret[name] = {"secret": ref["name"], "key": ref["key"]}
+    if plain:
+        job["env"] = plain
+    if secret:
+        job["secretEnv"] = secret
+
+
+def import_pytorchjob(
+    obj: dict[str, Any],
+    doc: Document,
+    beside: dict[str, dict[str, Any]],
+    cluster: ClusterProfile,
+    notes: Notes,
+) -> dict[str, Any] | None:
+    """The job spec for `obj` (before the escape hatch: `importer.build` adds it)."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    for key in sorted(set(spec) - SPEC_KEYS):
+        notes.add(
+            ["spec", key], f"spec.{key} is not a PyTorchJob field: the operator ignores it; dropped"
+        )
+    replicas_specs = spec.get("pytorchReplicaSpecs") or {}
+    for rtype in sorted(set(replicas_specs) - {"Master", "Worker"}):
+        notes.add(
+            ["spec", "pytorchReplicaSpecs", rtype],
+            f"replica type {rtype} is not a PyTorchJob type: dropped",
+        )
+    elastic = spec.get("elasticPolicy")
+    master, worker = replicas_specs.get("Master"), replicas_specs.get("Worker")
+    primary = "Worker" if elastic or master is None else "Master"
+    if (replicas_specs.get(primary) or {}).get("template") is None:
+        notes.add(["spec", "pytorchReplicaSpecs"], f"no {primary} template: nothing to import")
+        return None
+    workers = int((worker or {}).get("replicas", 1)) if worker else 0
+    if elastic:
+        if master is not None:
+            notes.add(
+                ["spec", "pytorchReplicaSpecs", "Master"],
+                "an elastic job has Workers only (c10d rendezvous): the Master is dropped",
+            )
+        replicas = workers
+    else:
+        if master is None:
+            notes.add(
+                ["spec", "pytorchReplicaSpecs"],
+                "Workers without Master or elasticPolicy:"
+                " trainops renders one Master and replicas - 1 Workers",
+            )
+        replicas = workers + (1 if master is not None else 0)
+        if master is not None and int(master.get("replicas", 1)) != 1:
+            notes.add(
+                ["spec", "pytorchReplicaSpecs", "Master", "replicas"],
+                "a PyTorchJob has exactly one Master",
+            )
+    for rtype, rspec in sorted(replicas_specs.items()):
+        policy = (rspec or {}).get("restartPolicy", "OnFailure")
+        if policy != "OnFailure":
+            notes.add(
+                ["spec", "pytorchReplicaSpecs", rtype, "restartPolicy"],
+                f"restartPolicy {policy}: trainops renders OnFailure (a failed pod is"
+                " restarted, up to backoffLimit)",
+            )
+    where: list[str | int] = ["spec", "pytorchReplicaSpecs", primary, "template", "spec"]
+    template = normalised_template(replicas_specs[primary]["template"])
+    pod = template.get("spec") or {}
+    main = (pod.get("containers") or [{}])[_training_container(pod, notes, where)]
+    job: dict[str, Any] = {
+        "apiVersion": "trainops.dev/v1alpha1",
+        "kind": "TrainingJob",
+        "name": meta.get("name"),
+        "namespace": meta.get("namespace") or "default",
+        "framework": "pytorch",
+        "image": main.get("image"),
+    }
+    if not meta.get("namespace"):
+        notes.add(["metadata"], "no namespace: `default` made explicit")
+    if job["namespace"] not in cluster.namespaces:
+        notes.refuse(
+            ["metadata", "namespace"] if meta.get("namespace") else ["metadata"],
+            f"namespace `{job['namespace']}` is not allowed on cluster `{cluster.name}`"
+            f" ({', '.join(cluster.namespaces)}): add it to the profile's `namespaces`"
+            " or import for another --cluster",
+        )
+    command, args = list(main.get("command") or []), list(main.get("args") or [])
+    program = read_program(command, args)
+    if program is not None:
+        job["command"], job["args"] = program.command, program.args
+        if program.launcher_flags:
+            notes.add(
+                [*where, "containers"],
+                f"{program.launcher} flags"
+                f" {' '.join(program.launcher_flags)} dropped: trainops's torchrun reads"
+                " the operator's PET_* variables (nnodes, nproc, rendezvous) from the"
+                " PyTorchJob",
+            )
+    elif not command:
+        if args:
+            job["args"] = args
+    else:
+        notes.add(
+            [*where, "containers"],
+            f"`{command[0]}` is not a python program: the"
+            " command is kept as it is in `podTemplate` (no torchrun is generated)",
+        )
+    job["replicas"] = replicas
+    products = {g.resource for g in cluster.gpus}
+    job["gpusPerReplica"] = container_gpus(main, products)
+    resources = main.get("resources") or {}
+    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+    wanted = {k: requests.get(k, limits.get(k)) for k in ("cpu", "memory")}
+    if any(v is not None for v in wanted.values()):
+        job["resources"] = {k: str(v) for k, v in wanted.items() if v is not None}
+    gpu = next(
+        (
+            g
+            for g in cluster.gpus
+            if g.node_selector.items() <= (pod.get("nodeSelector") or {}).items()
+        ),
+        None,
+    )
+    nproc = spec.get("nprocPerNode")
+    if nproc is not None and str(nproc) != str(max(job["gpusPerReplica"], 1)):
+        notes.add(
+            ["spec", "nprocPerNode"],
+            f"nprocPerNode {nproc}: trainops runs one process"
+            f" per GPU ({max(job['gpusPerReplica'], 1)})",
+        )
+    if elastic:
+        job["elastic"] = {
+            k: elastic[k] for k in ("minReplicas", "maxReplicas", "maxRestarts") if k in elastic
+        }
+        for key in sorted(set(elastic) - {"minReplicas", "maxReplicas", "maxRestarts"}):
+            if key == "rdzvBackend" and elastic[key] == "c10d":
+                continue
+            notes.add(
+                ["spec", "elasticPolicy", key],
+                f"elasticPolicy.{key} is not carried:"
+                " trainops renders the c10d rendezvous and no HPA metrics",
+            )
+    nccl = _cluster_env(cluster)
+    _volumes(job, pod, main=main, beside=beside, cluster=cluster, notes=notes, where=where)
+    _env(job, main, cluster=cluster, nccl=nccl, notes=notes, where=where)
+    for key, field in (
+        ("serviceAccountName", "serviceAccountName"),
+        ("priorityClassName", "priorityClassName"),
+        ("terminationGracePeriodSeconds", "terminationGracePeriodSeconds"),
+        ("affinity", "affinity"),
+    ):
+        if key in pod:
+            job[field] = copy.deepcopy(pod[key])
+    if pod.get("imagePullSecrets"):
+        job["imagePullSecrets"] = [s["name"] for s in pod["imagePullSecrets"] if "name" in s]
+    if pod.get("hostNetwork"):
+        if cluster.network.allow_host_network:
+            job["hostNetwork"] = True
+        else:
+            notes.add(
+                [*where, "hostNetwork"],
+                f"cluster `{cluster.name}` does not allow"
+                " hostNetwork: the job runs on the pod network",
+            )
+    security = {
+        k: v
+        for k, v in (pod.get("securityContext") or {}).items()
+        if k in {"runAsUser", "runAsGroup", "fsGroup"}
+    }
+    if security:
+        job["securityContext"] = security
+    labels = {
+        k: v
+        for k, v in ((template.get("metadata") or {}).get("labels") or {}).items()
+        if k != JOB_LABEL
+    }
+    annotations = dict((template.get("metadata") or {}).get("annotations") or {})
+    if annotations.get(ISTIO) == "false":
+        del annotations[ISTIO]
+    rdma = cluster.network.rdma if cluster.network.transport == "rdma" else None
+    if rdma and annotations.get(MULTUS_ANNOTATION) == rdma.multus_network:
+        del annotations[MULTUS_ANNOTATION]
+    if labels:
+        job["podLabels"] = labels
+    if annotations:
+        job["podAnnotations"] = annotations
+    _run_policy(job, spec.get("runPolicy") or {}, cluster, notes)
+    job_labels = dict(meta.get("labels") or {})
+    if (
+        cluster.scheduler.kind == "kueue"
+        and job_labels.get(KUEUE_QUEUE_LABEL) == cluster.scheduler.queue
+    ):
+        del job_labels[KUEUE_QUEUE_LABEL]
+    if job_labels:
+        job["labels"] = job_labels
+    if meta.get("annotations"):
+        job["annotations"] = dict(meta["annotations"])
+    target: dict[str, Any] = {"cluster": cluster.name}
+    if gpu is not None and len(cluster.gpus) > 1:
+        target["gpuProduct"] = gpu.name
+    elif len(cluster.gpus) > 1 and job["gpusPerReplica"]:
+        target["gpuProduct"] = cluster.gpus[0].name
+        notes.add(
+            [*where],
+            f"no node selector names one of `{cluster.name}`'s GPU products:"
+            f" `{cluster.gpus[0].name}` chosen",
+        )
+    job["targets"] = [target]
+    if any(is_gpu_resource(k, products) for k in limits) and not job["gpusPerReplica"]:
+        notes.add([*where, "containers"], "GPU limits without a count")
+    return job
+
+
+def _cluster_env(cluster: ClusterProfile) -> dict[str, str]:
+    # The same NCCL env the renderer gives the cluster (render/pod.py nccl_env).
+    from_profile: dict[str, str] = {"NCCL_SOCKET_IFNAME": cluster.network.socket_interface}
+    rdma = cluster.network.rdma if cluster.network.transport == "rdma" else None
+    if rdma is None:
+        from_profile["NCCL_IB_DISABLE"] = "1"
+    else:
+        from_profile |= {
+            "NCCL_IB_DISABLE": "0",
+            "NCCL_IB_HCA": rdma.hca,
+            "NCCL_IB_GID_INDEX": str(rdma.gid_index),
+            "NCCL_NET_GDR_LEVEL": rdma.gdr_level,
+        }
+    return from_profile
+
+
+def _run_policy(
+    job: dict[str, Any], policy: dict[str, Any], cluster: ClusterProfile, notes: Notes
+) -> None:
+    out: dict[str, Any] = {
+        "cleanPodPolicy": policy.get("cleanPodPolicy", OPERATOR_CLEAN_POD_POLICY)
+    }
+    if "cleanPodPolicy" not in policy:
+        notes.add(
+            ["spec"],
+            "runPolicy.cleanPodPolicy unset: the operator's default `None` made"
+            " explicit (finished pods stay; trainops recommends `All`)",
+        )
+    for key in ("backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished"):
+        if key in policy:
+            out[key] = policy[key]
+    gang = policy.get("schedulingPolicy")
+    if gang is not None and not (
+        cluster.scheduler.kind == VOLCANO_SCHEDULER
+        and gang.get("queue") in (None, cluster.scheduler.queue)
+    ):
+        notes.add(
+            ["spec", "runPolicy", "schedulingPolicy"],
+            "schedulingPolicy is rendered from"
+            f" cluster `{cluster.name}`'s scheduler ({cluster.scheduler.kind}): dropped",
+        )
+    if policy.get("suspend"):
+        notes.add(
+            ["spec", "runPolicy", "suspend"],
+            "suspend is never set from Git (Kueue owns it): dropped",
+        )
+    job["runPolicy"] = out
