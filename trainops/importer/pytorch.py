@@ -250,7 +250,9 @@ def import_pytorchjob(
     where: list[str | int] = ["spec", "pytorchReplicaSpecs", primary, "template", "spec"]
     template = normalised_template(replicas_specs[primary]["template"])
     pod = template.get("spec") or {}
-    main = (pod.get("containers") or [{}])[_training_container(pod, notes, where)]
+    index = _training_container(pod, notes, where)
+    main = (pod.get("containers") or [{}])[index]
+    at_command: list[str | int] = [*where, "containers", index, "command"]
     job: dict[str, Any] = {
         "apiVersion": "trainops.dev/v1alpha1",
         "kind": "TrainingJob",
@@ -274,7 +276,7 @@ def import_pytorchjob(
         job["command"], job["args"] = program.command, program.args
         if program.launcher_flags:
             notes.add(
-                [*where, "containers"],
+                at_command,
                 f"{program.launcher} flags"
                 f" {' '.join(program.launcher_flags)} dropped: trainops's torchrun reads"
                 " the operator's PET_* variables (nnodes, nproc, rendezvous) from the"
@@ -285,7 +287,7 @@ def import_pytorchjob(
             job["args"] = args
     else:
         notes.add(
-            [*where, "containers"],
+            at_command,
             f"`{command[0]}` is not a python program: the"
             " command is kept as it is in `podTemplate` (no torchrun is generated)",
         )
