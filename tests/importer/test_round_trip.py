@@ -3,6 +3,10 @@ import`, then `trainops render`, then the real `kustomize build` gives objects e
 originals modulo the documented normalisations (tests/importer/roundtrip.py, README). The
 fraction is printed; each exception is listed with its reason (EXCEPTIONS).
 
+Beside them, `fixtures/realworld.yaml`: our own minimal PyTorchJob with what real-world
+manifests in public repositories do and the examples do not (a shell command line, the
+downward API, envFrom, restartPolicy Never, a ConfigMap volume, another node selector).
+
 TFJob and MPIJob round trips join when the spec renders them (their import is one module in
 trainops/importer/kinds.py).
 """
@@ -21,6 +25,9 @@ from tests.render.repos import build_overlay
 from tests.rules.helpers import seed_text, yaml_blocks
 from tests.tools import REPO, copy_inputs, require_kustomize, require_upstream, trainops
 
+# Seconds: an import, a render and a kustomize build per case (`make test` runs it).
+pytestmark = pytest.mark.slow
+
 FIXTURES = Path(__file__).parent / "fixtures"
 SEED000 = REPO / "tests" / "rules" / "seeds" / "seed000.yaml"
 
@@ -34,12 +41,14 @@ EXCEPTIONS = {
     ): "elasticPolicy.metrics (an HPA on CPU) is not rendered",
     ("examples__pytorch__cpu-demo__demo.yaml", "torchrun-cpu"): "nprocPerNode 2 on a CPU job:"
     " trainops runs one process per GPU (one on a CPU pod)",
+    ("realworld", "bash-launched"): "restartPolicy Never: trainops renders OnFailure",
 }
 
 
 def _cases() -> list[tuple[str, str, str]]:
     """(source label, manifest text, cluster)."""
     cases = [("seed000", SEED000.read_text(), "roundtrip")]
+    cases += [("realworld", (FIXTURES / "realworld.yaml").read_text(), "roundtrip")]
     blocks = [b for b in yaml_blocks(seed_text("001")) if "kind: PyTorchJob" in b]
     cases += [("seed001", "\n".join(blocks) + "\n", "onprem-a100")]
     examples = sorted((require_upstream() / "examples").rglob("*.yaml"))

@@ -42,6 +42,10 @@ REMOVED: dict[tuple[str, str], str] = {
     " Operator)",
     ("kubeflow.org/v1beta1", "TFJob"): "kubeflow.org/v1",
     ("kubeflow.org/v1beta2", "TFJob"): "kubeflow.org/v1",
+    ("kubeflow.org/v1alpha1", "PyTorchJob"): "kubeflow.org/v1",
+    ("kubeflow.org/v1alpha2", "PyTorchJob"): "kubeflow.org/v1",
+    ("kubeflow.org/v1alpha1", "TFJob"): "kubeflow.org/v1",
+    ("kubeflow.org/v1alpha2", "TFJob"): "kubeflow.org/v1",
     ("kubeflow.org/v1beta1", "PyTorchJob"): "kubeflow.org/v1",
     ("kubeflow.org/v1beta2", "PyTorchJob"): "kubeflow.org/v1",
 }
