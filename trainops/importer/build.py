@@ -306,8 +306,9 @@ def import_files(paths: list[Path], root: Path, cluster: ClusterProfile) -> Resu
                     doc.file,
                     line,
                     column,
-                    f"{gvk[1]} {gvk[0]} not imported: the job spec needs `{NOT_YET[gvk]}`, which"
-                    " this build of trainops does not render yet",
+                    f"{gvk[1]} {gvk[0]} not imported: import reads PyTorchJobs only so far"
+                    f" (it becomes `{NOT_YET[gvk]}`; its import is one module in"
+                    " trainops/importer/, not written yet)",
                 )
             )
             continue

@@ -22,8 +22,8 @@ IMPORTERS: dict[tuple[str, str], tuple[Importer, str]] = {
     pytorch.KIND: (pytorch.import_pytorchjob, "pytorchReplicaSpecs"),
 }
 
-# Kinds the spec will express once their frameworks render (issue 11: `framework: tensorflow`
-# and `framework: mpi`); until this build has them, import says so and carries on.
+# Kinds a job spec can say (`framework: tensorflow`, `framework: mpi`) whose import module is
+# not written yet: import lists them as not imported and carries on.
 NOT_YET: dict[tuple[str, str], str] = {
     ("kubeflow.org/v1", "TFJob"): "framework: tensorflow",
     ("kubeflow.org/v1", "MPIJob"): "framework: mpi",
