@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from trainops.importer.launch import read_program
-from trainops.importer.pytorch import default_pull_policy
+from trainops.importer.pod import default_pull_policy
 
 # trainops's name for the in-memory /dev/shm volume (normalisation: "trainops guarantees").
 SHM_NAME = "dshm"

@@ -18,7 +18,7 @@ from trainops.importer.hatch import template_override
 from trainops.importer.kinds import BESIDE, IMPORTERS, NOT_YET, REMOVED
 from trainops.importer.launch import read_program
 from trainops.importer.notes import Notes
-from trainops.importer.pytorch import normalised_template
+from trainops.importer.pod import normalised_template
 from trainops.render.overrides import merge
 from trainops.render.pod import pod_template
 from trainops.spec.job import build_job

@@ -9,187 +9,18 @@ from typing import Any
 
 from trainops.core.yamlio import Document
 from trainops.facts.gpus import container_gpus, is_gpu_resource
-from trainops.facts.kubeflow import PYTORCH_CONTAINER
 from trainops.facts.schedulers import KUEUE_QUEUE_LABEL, VOLCANO_SCHEDULER
 from trainops.importer.launch import read_program
 from trainops.importer.notes import Notes
-from trainops.render.pod import JOB_LABEL, MULTUS_ANNOTATION, SHM_VOLUME
-from trainops.spec.job import RESERVED_ENV
+from trainops.importer.pod import map_env, map_volumes, normalised_template, training_container
+from trainops.render.pod import JOB_LABEL, MULTUS_ANNOTATION, nccl_env
 from trainops.spec.model import ClusterProfile
 
 KIND = ("kubeflow.org/v1", "PyTorchJob")
-SHM_PATH = "/dev/shm"
 ISTIO = "sidecar.istio.io/inject"
 # runPolicy.cleanPodPolicy when a PyTorchJob names none (Training Operator v1.9 defaults).
 OPERATOR_CLEAN_POD_POLICY = "None"
 SPEC_KEYS = {"pytorchReplicaSpecs", "elasticPolicy", "runPolicy", "nprocPerNode"}
-
-
-def default_pull_policy(image: str) -> str:
-    """Kubernetes' imagePullPolicy for a container that names none: Always for `:latest` or
-    no tag, else IfNotPresent (https://kubernetes.io/docs/concepts/containers/images/)."""
-    last = image.rsplit("/", 1)[-1]
-    if "@" in last:
-        return "IfNotPresent"
-    return "Always" if ":" not in last or last.endswith(":latest") else "IfNotPresent"
-
-
-def normalised_template(template: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a pod template with its /dev/shm memory volume named like trainops's and
-    Kubernetes' default imagePullPolicy made explicit (trainops always writes one)."""
-    out = copy.deepcopy(template)
-    pod = out.get("spec") or {}
-    for container in [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]:
-        if "imagePullPolicy" not in container and isinstance(container.get("image"), str):
-            container["imagePullPolicy"] = default_pull_policy(container["image"])
-    for container in pod.get("containers") or []:
-        for mount in container.get("volumeMounts") or []:
-            if mount.get("mountPath") != SHM_PATH:
-                continue
-            for vol in pod.get("volumes") or []:
-                empty = vol.get("emptyDir") or {}
-                if vol.get("name") == mount.get("name") and empty.get("medium") == "Memory":
-                    old = vol["name"]
-                    vol["name"] = SHM_VOLUME
-                    for other in pod.get("containers") or []:
-                        for m in other.get("volumeMounts") or []:
-                            if m.get("name") == old:
-                                m["name"] = SHM_VOLUME
-    return out
-
-
-def _training_container(pod: dict[str, Any], notes: Notes, where: list[str | int]) -> int:
-    containers = pod.get("containers") or [{}]
-    names = [c.get("name") for c in containers]
-    if PYTORCH_CONTAINER in names:
-        return names.index(PYTORCH_CONTAINER)
-    notes.add(
-        where,
-        f"no container named `{PYTORCH_CONTAINER}` (the operator needs one):"
-        f" `{names[0]}` becomes it",
-    )
-    return 0
-
-
-def _volumes(
-    job: dict[str, Any],
-    pod: dict[str, Any],
-    *,
-    main: dict[str, Any],
-    beside: dict[str, dict[str, Any]],
-    cluster: ClusterProfile,
-    notes: Notes,
-    where: list[str | int],
-) -> None:
-    """Claims, /dev/shm (`sharedMemory`) and other volumes (`extraVolumes`)."""
-    mounts = {m.get("name"): m for m in main.get("volumeMounts") or []}
-    volumes: dict[str, Any] = {}
-    extra: list[dict[str, Any]] = []
-    extra_mounts: list[dict[str, Any]] = []
-    for vol in pod.get("volumes") or []:
-        name, mount = vol.get("name"), mounts.get(vol.get("name"))
-        empty = vol.get("emptyDir") or {}
-        if mount and mount.get("mountPath") == SHM_PATH and empty.get("medium") == "Memory":
-            if "sizeLimit" in empty:
-                job["sharedMemory"] = str(empty["sizeLimit"])
-            else:
-                notes.add(
-                    [*where, "volumes"],
-                    "the /dev/shm emptyDir has no sizeLimit: trainops"
-                    " sets one (`sharedMemory`, default 16Gi)",
-                )
-            continue
-        claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
-        if claim and mount and set(vol) == {"name", "persistentVolumeClaim"}:
-            spec: dict[str, Any] = {"mountPath": mount["mountPath"], "claimName": claim}
-            read_only = bool(mount.get("readOnly"))
-            if read_only != (name == "dataset"):
-                spec["readOnly"] = read_only
-            pvc = beside.pop(claim, None)
-            if pvc is not None:
-                _claim(spec, pvc, cluster, notes)
-            volumes[name] = spec
-            continue
-        extra.append(copy.deepcopy(vol))
-        if mount:
-            extra_mounts.append(copy.deepcopy(mount))
-    if volumes:
-        job["volumes"] = volumes
-    if extra:
-        job["extraVolumes"] = extra
-    if extra_mounts:
-        job["extraVolumeMounts"] = extra_mounts
-
-
-def _claim(
-    spec: dict[str, Any], pvc: dict[str, Any], cluster: ClusterProfile, notes: Notes
-) -> None:
-    """A claim beside the job becomes one trainops creates, under its own name."""
-    pvc_spec = pvc.get("spec") or {}
-    size = ((pvc_spec.get("resources") or {}).get("requests") or {}).get("storage")
-    if size is None:
-        notes.add_object(
-            pvc,
-            "PersistentVolumeClaim without a requested size: kept as an"
-            " existing claim (claimName); create it outside this repository",
-        )
-        return
-    spec["size"] = str(size)
-    modes = pvc_spec.get("accessModes") or []
-    if modes:
-        spec["accessMode"] = modes[0]
-    if len(modes) > 1:
-        notes.add_object(pvc, f"access modes {modes}: trainops requests one, {modes[0]}")
-    storage_class = pvc_spec.get("storageClassName")
-    offered = {cluster.storage.default_class, *cluster.storage.classes}
-    if storage_class in offered:
-        spec["storageClass"] = storage_class
-    elif storage_class:
-        notes.add_object(
-            pvc,
-            f"storage class `{storage_class}` is not offered by cluster"
-            f" `{cluster.name}`: the claim uses its default,"
-            f" `{cluster.storage.default_class}`",
-        )
-    for key in sorted(set(pvc_spec) - {"resources", "accessModes", "storageClassName"}):
-        notes.add_object(
-            pvc,
-            f"spec.{key} of the claim is not carried (trainops renders size,"
-            " access mode and storage class)",
-        )
-
-
-def _env(
-    job: dict[str, Any],
-    main: dict[str, Any],
-    *,
-    cluster: ClusterProfile,
-    nccl: dict[str, str],
-    notes: Notes,
-    where: list[str | int],
-) -> None:
-    plain: dict[str, str] = {}
-    secret: dict[str, Any] = {}
-    for var in main.get("env") or []:
-        name = var.get("name")
-        ref = (var.get("valueFrom") or {}).get("secretKeyRef")
-        if name in RESERVED_ENV or name in plain or name in secret:
-            if nccl.get(name) != var.get("value"):
-                notes.add(
-                    [*where, "env"],
-                    f"{name} is set by trainops, the operator or cluster"
-                    f" `{cluster.name}`'s profile: the original value is kept in"
-                    " `podTemplate`",
-                )
-            continue
-        if "value" in var and set(var) == {"name", "value"}:
-            plain[name] = str(var["value"])
-        elif ref and set(var) == {"name", "valueFrom"} and {"name", "key"} <= set(ref):
-            secret[name] = {"secret": ref["name"], "key": ref["key"]}
-    if plain:
-        job["env"] = plain
-    if secret:
-        job["secretEnv"] = secret
 
 
 def import_pytorchjob(
@@ -250,7 +81,7 @@ def import_pytorchjob(
     where: list[str | int] = ["spec", "pytorchReplicaSpecs", primary, "template", "spec"]
     template = normalised_template(replicas_specs[primary]["template"])
     pod = template.get("spec") or {}
-    index = _training_container(pod, notes, where)
+    index = training_container(pod, notes, where)
     main = (pod.get("containers") or [{}])[index]
     at_command: list[str | int] = [*where, "containers", index, "command"]
     job: dict[str, Any] = {
@@ -326,9 +157,9 @@ def import_pytorchjob(
                 f"elasticPolicy.{key} is not carried:"
                 " trainops renders the c10d rendezvous and no HPA metrics",
             )
-    nccl = _cluster_env(cluster)
-    _volumes(job, pod, main=main, beside=beside, cluster=cluster, notes=notes, where=where)
-    _env(job, main, cluster=cluster, nccl=nccl, notes=notes, where=where)
+    nccl = nccl_env(cluster)
+    map_volumes(job, pod, main=main, beside=beside, cluster=cluster, notes=notes, where=where)
+    map_env(job, main, cluster=cluster, nccl=nccl, notes=notes, where=where)
     for key, field in (
         ("serviceAccountName", "serviceAccountName"),
         ("priorityClassName", "priorityClassName"),
@@ -395,22 +226,6 @@ def import_pytorchjob(
     if any(is_gpu_resource(k, products) for k in limits) and not job["gpusPerReplica"]:
         notes.add([*where, "containers"], "GPU limits without a count")
     return job
-
-
-def _cluster_env(cluster: ClusterProfile) -> dict[str, str]:
-    # The same NCCL env the renderer gives the cluster (render/pod.py nccl_env).
-    from_profile: dict[str, str] = {"NCCL_SOCKET_IFNAME": cluster.network.socket_interface}
-    rdma = cluster.network.rdma if cluster.network.transport == "rdma" else None
-    if rdma is None:
-        from_profile["NCCL_IB_DISABLE"] = "1"
-    else:
-        from_profile |= {
-            "NCCL_IB_DISABLE": "0",
-            "NCCL_IB_HCA": rdma.hca,
-            "NCCL_IB_GID_INDEX": str(rdma.gid_index),
-            "NCCL_NET_GDR_LEVEL": rdma.gdr_level,
-        }
-    return from_profile
 
 
 def _run_policy(
