@@ -50,6 +50,10 @@ DECLARED: dict[tuple[str, str], tuple[str, bool]] = {
     ("v1", "ConfigMap"): ("configmaps", True),
     ("v1", "PersistentVolumeClaim"): ("persistentvolumeclaims", True),
     ("kueue.x-k8s.io/v1beta1", "Workload"): ("workloads", True),
+    # Platform manifests (clusters/<name>/manifests/) delivered beside the jobs.
+    ("kueue.x-k8s.io/v1beta1", "ResourceFlavor"): ("resourceflavors", False),
+    ("scheduling.k8s.io/v1", "PriorityClass"): ("priorityclasses", False),
+    ("k8s.cni.cncf.io/v1", "NetworkAttachmentDefinition"): ("network-attachment-definitions", True),
 }
 # CRD files (under ../shared/upstream/crds) whose kinds a full training cluster serves.
 CRD_FILES = (
@@ -59,6 +63,9 @@ CRD_FILES = (
     "kubeflow.org/mpijobs-v2beta1.yaml",
     "trainer.kubeflow.org/trainjobs.yaml",
     "scheduling.volcano.sh/podgroups.yaml",
+    "scheduling.volcano.sh/queues.yaml",
+    "kueue.x-k8s.io/clusterqueues.yaml",
+    "kueue.x-k8s.io/localqueues.yaml",
     "monitoring.coreos.com/servicemonitors.yaml",
 )
 # The same kinds as CRD_FILES serve, written out for a checkout without ../shared (the
@@ -70,6 +77,11 @@ CRD_KINDS: dict[tuple[str, str], tuple[str, bool]] = {
     ("kubeflow.org/v2beta1", "MPIJob"): ("mpijobs", True),
     ("trainer.kubeflow.org/v1alpha1", "TrainJob"): ("trainjobs", True),
     ("scheduling.volcano.sh/v1beta1", "PodGroup"): ("podgroups", True),
+    ("scheduling.volcano.sh/v1beta1", "Queue"): ("queues", False),
+    ("kueue.x-k8s.io/v1beta1", "ClusterQueue"): ("clusterqueues", False),
+    ("kueue.x-k8s.io/v1beta1", "LocalQueue"): ("localqueues", True),
+    ("kueue.x-k8s.io/v1beta2", "ClusterQueue"): ("clusterqueues", False),
+    ("kueue.x-k8s.io/v1beta2", "LocalQueue"): ("localqueues", True),
     ("monitoring.coreos.com/v1", "ServiceMonitor"): ("servicemonitors", True),
 }
 VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")

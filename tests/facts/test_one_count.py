@@ -67,10 +67,7 @@ def test_gpu_totals_agree(source: Path, tmp_path: Path) -> None:
             )
         products = {g.resource for g in cluster.gpus}
         assert sum(p.requested for p in fleet.products) == sum(
-            j.gpus_on(t)
-            for j in repo.jobs
-            for t in j.targets
-            if t.cluster == cluster_name
+            j.gpus_on(t) for j in repo.jobs for t in j.targets if t.cluster == cluster_name
         ), ("capacity per product", cluster_name)
         assert diff.gpu_count(jobs, products) == sum(
             j.gpus_on(t) for j in repo.jobs for t in j.targets if t.cluster == cluster_name

@@ -80,7 +80,7 @@ def test_tfjob_roles(build: Any, label: str, cluster: str) -> None:
             (container,) = template["spec"]["containers"]
             assert container["name"] == "tensorflow"
             assert container["command"] == spec["command"]
-            assert container["args"] == [str(a) for a in spec.get("args", [])]
+            assert container.get("args", []) == [str(a) for a in spec.get("args", [])]
             assert "TF_CONFIG" not in env_by_name(container)
             role = role_specs.get(rtype) or {}
             resources = role.get("resources", spec["resources"])

@@ -87,6 +87,25 @@ CHOSEN: dict[str, Any] = {
     "trainingjob:tensorflow.parameterServers.resources.memory": "20Gi",
     "trainingjob:tensorflow.evaluator.resources.memory": "12Gi",
     "trainingjob:mpi.launcher.resources.memory": "5Gi",
+    # The pod fields are checked against their core schemas: values they accept.
+    "trainingjob:imagePullSecrets": ["registry-example", "mirror"],
+    "trainingjob:affinity": {
+        "podAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 1, "podAffinityTerm": {"topologyKey": "topology.kubernetes.io/zone"}}
+            ]
+        }
+    },
+    "trainingjob:extraVolumes": [
+        {"name": "certs", "secret": {"secretName": "registry-ca"}},
+        {"name": "scratch", "emptyDir": {}},
+    ],
+    "trainingjob:extraVolumeMounts": [{"name": "certs", "mountPath": "/etc/ssl/other"}],
+    "trainingjob:sidecars": [{"name": "other", "image": "busybox:1.36"}],
+    "trainingjob:podTemplate.metadata": {"labels": {"coverage": "1"}},
+    "trainingjob:podTemplate.spec": {"enableServiceLinks": True},
+    "trainingjob:replicaPodTemplates.*.metadata": {"labels": {"coverage": "1"}},
+    "trainingjob:replicaPodTemplates.*.spec": {"hostIPC": False},
 }
 
 

@@ -19,6 +19,7 @@ from trainops.cli import (
     capacity,
     diff,
     explain,
+    import_,
     live_diff,
     render,
     report,
@@ -47,6 +48,7 @@ COMMANDS: dict[str, ModuleType] = {
     "explain": explain,
     "live-diff": live_diff,
     "run-local": run_local,
+    "import": import_,
 }
 
 

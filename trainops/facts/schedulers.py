@@ -10,3 +10,5 @@ from __future__ import annotations
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 VOLCANO_SCHEDULER = "volcano"
 VOLCANO_JOB_GROUP = "batch.volcano.sh"
+# Volcano's Queue and PodGroup kinds.
+VOLCANO_SCHEDULING_GROUP = "scheduling.volcano.sh"

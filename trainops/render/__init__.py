@@ -12,11 +12,15 @@ from trainops.core import paths
 from trainops.core.yaml_dump import dump_all
 from trainops.facts.kubeflow import KUBEFLOW_GROUP, KUBEFLOW_REPLICA_KEYS, REPLICA_TYPES
 from trainops.render import objects, patch
+from trainops.render.delivered import cluster_objects, platform_object, targets_on
 from trainops.render.gitops import render_gitops
-from trainops.spec.model import ClusterProfile, Repository, Target, TrainingJob
+from trainops.spec.model import ClusterProfile, Repository, TrainingJob
 
 KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
 KUSTOMIZE_CONFIG = "kustomizeconfig.yaml"
+# The cluster's platform manifests inside its overlay (no job may be named like it: a job
+# directory sits beside it).
+PLATFORM_DIR = "platform"
 
 
 def header(source: str) -> str:
@@ -83,16 +87,6 @@ def base_files(job: TrainingJob) -> dict[str, str]:
     return files
 
 
-def targets_on(repo: Repository, cluster: ClusterProfile) -> list[tuple[TrainingJob, Target]]:
-    """Jobs that run on `cluster`, with their target entry, by job name."""
-    out = []
-    for job in repo.jobs:
-        for target in job.targets:
-            if target.cluster == cluster.name:
-                out.append((job, target))
-    return out
-
-
 def _target_ref(obj: dict[str, Any]) -> dict[str, str]:
     group, _, version = obj["apiVersion"].rpartition("/")
     ref = {"kind": obj["kind"], "name": obj["metadata"]["name"], "version": version}
@@ -132,8 +126,36 @@ def overlay_files(repo: Repository, cluster: ClusterProfile) -> dict[str, str]:
             "resources": [f"../../../{paths.BASE_DIR}/{job.name}"],
         }
         files[f"{root}/{job.name}/kustomization.yaml"] = _yaml_file(source, [job_kustomization])
-    kustomization = {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization", "resources": jobs}
+    platform = platform_files(repo, cluster)
+    files.update(platform)
+    resources = ([PLATFORM_DIR] if platform else []) + jobs
+    kustomization = {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization", "resources": resources}
     files[f"{root}/kustomization.yaml"] = _yaml_file(cluster.file, [kustomization])
+    return files
+
+
+def platform_files(repo: Repository, cluster: ClusterProfile) -> dict[str, str]:
+    """`overlays/<cluster>/platform/`: the cluster's platform manifests, one generated file per
+    source file (objects as written, plus a sync wave), and their kustomization."""
+    items = repo.platform.get(cluster.name, ())
+    if not items:
+        return {}
+    root = f"{paths.OVERLAYS_DIR}/{cluster.name}/{PLATFORM_DIR}"
+    by_file: dict[str, list[dict[str, Any]]] = {}
+    for item in items:
+        by_file.setdefault(item.file, []).append(platform_object(item))
+    files = {
+        f"{root}/{source.rsplit('/', 1)[1].rsplit('.', 1)[0]}.yaml": _yaml_file(source, docs)
+        for source, docs in by_file.items()
+    }
+    kustomization = {
+        "apiVersion": KUSTOMIZE_API,
+        "kind": "Kustomization",
+        "resources": sorted(path.rsplit("/", 1)[1] for path in files),
+    }
+    files[f"{root}/kustomization.yaml"] = _yaml_file(
+        f"{paths.CLUSTERS_DIR}/{cluster.name}/manifests/", [kustomization]
+    )
     return files
 
 
@@ -155,10 +177,4 @@ def expected_objects(repo: Repository, cluster: ClusterProfile) -> list[dict[str
 
     The generated DeepSpeed ConfigMap appears under its unhashed name.
     """
-    out: list[dict[str, Any]] = []
-    for job, target in targets_on(repo, cluster):
-        out += objects.job_objects(job, cluster, target)
-        configmap = objects.deepspeed_configmap(job)
-        if configmap is not None:
-            out.append(configmap)
-    return out
+    return cluster_objects(repo, cluster)

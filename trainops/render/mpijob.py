@@ -94,7 +94,7 @@ def mpijob(
         nccl_device=False,
         env=rendezvous_env(job),
     )
-    launcher_template = pod_template(job, cluster, target, launcher)
+    launcher_template = pod_template(job, cluster, target, launcher, "Launcher")
     container = launcher_template["spec"]["containers"][0]
     names = [e["name"] for e in container["env"]]
     container["args"] = mpirun_args(job, target, cluster, names)
@@ -105,7 +105,9 @@ def mpijob(
     specs = {
         "Launcher": replica_spec(1, RESTART_POLICY, launcher_template),
         "Worker": replica_spec(
-            job.pods_on(target), RESTART_POLICY, pod_template(job, cluster, target, worker)
+            job.pods_on(target),
+            RESTART_POLICY,
+            pod_template(job, cluster, target, worker, "Worker"),
         ),
     }
     spec: dict[str, Any] = {

@@ -34,7 +34,9 @@ def pytorchjob(
     job: TrainingJob, cluster: ClusterProfile | None = None, target: Target | None = None
 ) -> dict[str, Any]:
     pods = job.pods_on(target)
-    template = pod_template(job, cluster, target)
+    template = pod_template(
+        job, cluster, target, replica_type="Worker" if job.elastic else "Master"
+    )
     replica_specs: dict[str, Any] = {}
     if job.elastic:
         replica_specs["Worker"] = replica_spec(pods, "OnFailure", template)
@@ -42,7 +44,7 @@ def pytorchjob(
         replica_specs["Master"] = replica_spec(1, "OnFailure", template)
         if pods > 1:
             replica_specs["Worker"] = replica_spec(
-                pods - 1, "OnFailure", pod_template(job, cluster, target)
+                pods - 1, "OnFailure", pod_template(job, cluster, target, replica_type="Worker")
             )
     spec: dict[str, Any] = {
         "nprocPerNode": str(job.slots()),

@@ -39,6 +39,13 @@ def diff(base: Any, target: Any, path: list[str | int] | None = None) -> list[di
         # whole list reads as the command it is, not as a run of per-index edits.
         return [{"op": "replace", "path": _pointer(path), "value": target}]
     if isinstance(base, list) and isinstance(target, list) and len(target) >= len(base):
+        inserted = _insertions(base, target)
+        if inserted:
+            # The base's items all kept, in order, with new ones between them (the cluster's
+            # NCCL env before an env variable a podTemplate appends): one `add` at each index.
+            return [
+                {"op": "add", "path": _pointer([*path, i]), "value": target[i]} for i in inserted
+            ]
         # Change the items in place, then append: a target env variable replacing the job's
         # becomes one `replace .../env/3/value`, not a restatement of the whole list.
         ops = []
@@ -50,3 +57,18 @@ def diff(base: Any, target: Any, path: list[str | int] | None = None) -> list[di
         ]
         return ops
     return [{"op": "replace", "path": _pointer(path), "value": target}]
+
+
+def _insertions(base: list[Any], target: list[Any]) -> list[int]:
+    """Indices of `target` holding items inserted between `base`'s (kept equal and in
+    order), when some are not at the end; else [] (append or change in place instead)."""
+    added: list[int] = []
+    j = 0
+    for i, item in enumerate(target):
+        if j < len(base) and item == base[j]:
+            j += 1
+        else:
+            added.append(i)
+    if j < len(base) or not added or added == list(range(len(base), len(target))):
+        return []
+    return added

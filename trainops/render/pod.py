@@ -17,6 +17,7 @@ from trainops.facts import deepspeed as ds_config
 from trainops.facts.gpus import DEFAULT_GPU_RESOURCE
 from trainops.facts.kubeflow import PYTORCH_CONTAINER
 from trainops.facts.schedulers import VOLCANO_SCHEDULER
+from trainops.render import overrides
 from trainops.spec.model import ClusterProfile, GpuProduct, Rdma, Target, TrainingJob
 
 SHM_VOLUME = "dshm"
@@ -41,10 +42,10 @@ class Replica:
     """The container's args; None: none (the image's, or what the operator sets)."""
     gpus: int
     """GPUs of one pod (0: no GPU node selector either)."""
-    cpu: str
-    """CPU request."""
-    memory: str
-    """Memory request and limit."""
+    cpu: str | None
+    """CPU request; None: none."""
+    memory: str | None
+    """Memory request and limit; None: none."""
     data: bool = True
     """Mounts the job's volumes, /dev/shm and the DeepSpeed config, runs dataSync, serves
     metrics: False for a pod that only launches others (the MPI Launcher)."""
@@ -143,8 +144,12 @@ def _gpu(cluster: ClusterProfile | None, target: Target | None) -> GpuProduct | 
 def _resources(
     replica: Replica, gpu: GpuProduct | None, cluster: ClusterProfile | None
 ) -> dict[str, Any]:
-    requests: dict[str, Any] = {"cpu": replica.cpu, "memory": replica.memory}
-    limits: dict[str, Any] = {"memory": replica.memory}
+    requests: dict[str, Any] = {}
+    limits: dict[str, Any] = {}
+    if replica.cpu is not None:
+        requests["cpu"] = replica.cpu
+    if replica.memory is not None:
+        requests["memory"] = limits["memory"] = replica.memory
     if replica.gpus:
         # The base names the default resource; a cluster's product may name another.
         resource = gpu.resource if gpu else DEFAULT_GPU_RESOURCE
@@ -154,7 +159,7 @@ def _resources(
     if rdma is not None:
         requests[rdma.device_resource] = rdma.device_count
         limits[rdma.device_resource] = rdma.device_count
-    return {"limits": limits, "requests": requests}
+    return {k: v for k, v in (("limits", limits), ("requests", requests)) if v}
 
 
 def _rdma(cluster: ClusterProfile | None) -> Rdma | None:
@@ -235,10 +240,13 @@ def pod_template(
     cluster: ClusterProfile | None = None,
     target: Target | None = None,
     replica: Replica | None = None,
+    replica_type: str = "Worker",
 ) -> dict[str, Any]:
-    """The pod template of one replica type (default: a PyTorchJob's training pods)."""
+    """The pod template of one replica type (default: a PyTorchJob's training pods), with
+    what the job adds to `replica_type`'s pods (`render.overrides`)."""
     if replica is None:
-        replica = training_replica(job, PYTORCH_CONTAINER, torchrun_command(job))
+        command = torchrun_command(job) if job.command else None
+        replica = training_replica(job, PYTORCH_CONTAINER, command)
     gpu = _gpu(cluster, target)
     volumes, mounts = _volumes(job) if replica.data else ([], [])
     container: dict[str, Any] = {
@@ -248,14 +256,16 @@ def pod_template(
     }
     if replica.command is not None:
         container["command"] = list(replica.command)
-    if replica.args is not None:
+    if replica.args:
         container["args"] = list(replica.args)
     container["env"] = _env(job, target, cluster, replica.env, replica.nccl_env)
     if replica.data:
         container["ports"] = [
             {"name": METRICS_PORT_NAME, "containerPort": job.metrics_port, "protocol": "TCP"}
         ]
-    container["resources"] = _resources(replica, gpu, cluster)
+    resources = _resources(replica, gpu, cluster)
+    if resources:
+        container["resources"] = resources
     container["securityContext"] = _container_security()
     if mounts:
         container["volumeMounts"] = mounts
@@ -291,4 +301,4 @@ def pod_template(
             spec["dnsPolicy"] = "ClusterFirstWithHostNet"
         if cluster.scheduler.kind == VOLCANO_SCHEDULER:
             spec["schedulerName"] = VOLCANO_SCHEDULER
-    return {"metadata": meta, "spec": spec}
+    return overrides.apply({"metadata": meta, "spec": spec}, job.pod, replica_type)

@@ -43,27 +43,30 @@ def tfjob(
 ) -> dict[str, Any]:
     assert job.tensorflow is not None
     tf = job.tensorflow
-    training = training_replica(job, TENSORFLOW_CONTAINER, list(job.command))
+    command = list(job.command) if job.command else None
+    training = training_replica(job, TENSORFLOW_CONTAINER, command)
     pods = job.pods_on(target)
     specs: dict[str, Any] = {}
     workers = pods - 1 if tf.chief else pods
     if tf.chief:
         specs["Chief"] = replica_spec(
-            1, RESTART_POLICY, pod_template(job, cluster, target, training)
+            1, RESTART_POLICY, pod_template(job, cluster, target, training, "Chief")
         )
     if workers:
         specs["Worker"] = replica_spec(
-            workers, RESTART_POLICY, pod_template(job, cluster, target, training)
+            workers, RESTART_POLICY, pod_template(job, cluster, target, training, "Worker")
         )
     if tf.parameter_servers is not None:
         ps = _role_replica(training, tf.parameter_servers)
         specs["PS"] = replica_spec(
-            tf.parameter_servers.replicas, RESTART_POLICY, pod_template(job, cluster, target, ps)
+            tf.parameter_servers.replicas,
+            RESTART_POLICY,
+            pod_template(job, cluster, target, ps, "PS"),
         )
     if tf.evaluator is not None:
         evaluator = _role_replica(training, tf.evaluator)
         specs["Evaluator"] = replica_spec(
-            1, RESTART_POLICY, pod_template(job, cluster, target, evaluator)
+            1, RESTART_POLICY, pod_template(job, cluster, target, evaluator, "Evaluator")
         )
     spec: dict[str, Any] = {
         "runPolicy": run_policy(job, cluster, total_pods(specs)),

@@ -9,7 +9,7 @@ from typing import Any
 
 from trainops.core.yamlio import Document
 from trainops.facts import deepspeed as ds_facts
-from trainops.spec import model, schemas
+from trainops.spec import model, podtemplate, schemas
 from trainops.spec.problems import Collector, dotted, schema_problems
 
 RESERVED_ENV = frozenset(
@@ -32,6 +32,20 @@ SECURITY_KEYS = {"runAsUser": "run_as_user", "runAsGroup": "run_as_group", "fsGr
 PYTHON_LAUNCHERS = ("python", "python3")
 SINGLE_NODE_MODES = frozenset({"ReadWriteOnce", "ReadWriteOncePod"})
 DISTRIBUTED_LAUNCHERS = ("torchrun", "deepspeed", "mpirun", "horovodrun")
+# overlays/<cluster>/platform/ holds the cluster's platform manifests, beside the job directories.
+RESERVED_JOB_NAME = "platform"
+# The replica types each framework's job kind can have (`replicaPodTemplates` keys).
+FRAMEWORK_REPLICA_TYPES: dict[str, tuple[str, ...]] = {
+    "pytorch": ("Master", "Worker"),
+    "tensorflow": ("Chief", "Worker", "PS", "Evaluator"),
+    "mpi": ("Launcher", "Worker"),
+}
+# Volumes and containers trainops renders itself: `extraVolumes` and `sidecars` may not reuse
+# their names (change them through `podTemplate`, which merges by name, instead).
+RENDERED_VOLUMES = frozenset({"dshm", "deepspeed-config"})
+RENDERED_CONTAINERS = frozenset(
+    {"pytorch", "tensorflow", "mpi-launcher", "mpi-worker", "data-sync"}
+)
 
 
 def _secret_env(raw: dict[str, Any]) -> tuple[model.SecretEnv, ...]:
@@ -55,22 +69,40 @@ def _env(doc: Document, path: list[str | int]) -> dict[str, str]:
     }
 
 
-def _job_checks(d: dict[str, Any], out: Collector, stem: str) -> None:
-    """Checks within one job file, on the spec as written (before defaults: some checks are
-    about what the author set, e.g. `zeroStage` next to a config that sets the stage)."""
-    if d["name"] != stem:
-        out.add(["name"], f"`name` must equal the file name `{stem}`, got {d['name']!r}")
-    cmd = d["command"]
+def _quantity(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _command_checks(cmd: list[str], framework: str, out: Collector) -> None:
+    """`command` is the program, started by python: trainops generates its launcher."""
     if cmd[0] in DISTRIBUTED_LAUNCHERS or any("torch.distributed" in c for c in cmd):
         out.add(
             ["command", 0],
-            f"`command` is the training program, not its launcher: {LAUNCHED_BY[d['framework']]};"
+            f"`command` is the training program, not its launcher: {LAUNCHED_BY[framework]};"
             " write e.g. [python, -m, trainer]",
         )
     elif cmd[0] not in PYTHON_LAUNCHERS:
         out.add(["command", 0], f"`command` must start with python, got {cmd[0]!r}")
     elif cmd[1] == "-m" and len(cmd) < 3:
         out.add(["command"], "`python -m` needs a module name")
+
+
+def _job_checks(d: dict[str, Any], out: Collector, stem: str) -> None:
+    """Checks within one job file, on the spec as written (before defaults: some checks are
+    about what the author set, e.g. `zeroStage` next to a config that sets the stage)."""
+    if d["name"] != stem:
+        out.add(["name"], f"`name` must equal the file name `{stem}`, got {d['name']!r}")
+    if d["name"] == RESERVED_JOB_NAME:
+        out.add(
+            ["name"],
+            f"`{RESERVED_JOB_NAME}` is reserved: overlays/<cluster>/{RESERVED_JOB_NAME}/ holds"
+            " the cluster's platform manifests; rename the job (and its file)",
+        )
+    cmd = d.get("command")
+    if cmd:
+        _command_checks(cmd, d["framework"], out)
+    elif d["framework"] == "mpi":
+        out.add(["command"], "an MPI job needs `command`: what each rank runs after `mpirun`")
     _framework_checks(d, out)
     elastic = d.get("elastic")
     if elastic:
@@ -89,12 +121,13 @@ def _job_checks(d: dict[str, Any], out: Collector, stem: str) -> None:
     volumes = d.get("volumes", {})
     for name, vol in volumes.items():
         has_claim, has_size = "claimName" in vol, "size" in vol
-        if has_claim == has_size:
+        if not has_claim and not has_size:
             out.add(
                 ["volumes", name],
-                "give exactly one of `claimName` (an existing claim) or `size` (a new claim)",
+                "give `claimName` (an existing claim), `size` (a new claim) or both (a new"
+                " claim of that name)",
             )
-        if has_claim and ("storageClass" in vol or "accessMode" in vol):
+        if not has_size and ("storageClass" in vol or "accessMode" in vol):
             out.add(["volumes", name], "`storageClass`/`accessMode` only apply to a new claim")
         most_pods = max(d["replicas"], (d.get("elastic") or {}).get("maxReplicas", 0))
         for t in d["targets"]:
@@ -125,6 +158,61 @@ def _job_checks(d: dict[str, Any], out: Collector, stem: str) -> None:
     ds = d.get("deepspeed")
     if ds:
         _deepspeed_settings(ds, [str(a) for a in d.get("args", ())], out)
+    _pod_field_checks(d, out)
+
+
+def _pod_field_checks(d: dict[str, Any], out: Collector) -> None:
+    """The first-class pod fields and the escape hatch against what trainops renders."""
+    podtemplate.check_metadata(d, out)
+    framework = d["framework"]
+    types = FRAMEWORK_REPLICA_TYPES.get(framework, ())
+    if d.get("elastic") and framework == "pytorch":
+        types = ("Worker",)
+    for rtype in sorted(d.get("replicaPodTemplates", {})):
+        if rtype not in types:
+            out.add(
+                ["replicaPodTemplates", rtype],
+                f"this job renders no `{rtype}` replicas (it has: {', '.join(types)})",
+            )
+    job_volumes = d.get("volumes", {})
+    taken = set(job_volumes) | RENDERED_VOLUMES
+    extra = {}
+    for i, vol in enumerate(d.get("extraVolumes", ())):
+        name = vol.get("name")
+        if name in taken or name in extra:
+            out.add(
+                ["extraVolumes", i, "name"],
+                f"volume `{name}` is already in the pod: pick another name (or change that"
+                " volume with `podTemplate`)",
+            )
+        extra[name] = i
+    paths_taken = {v.get("mountPath"): f"volumes.{n}" for n, v in job_volumes.items()}
+    paths_taken["/dev/shm"] = "sharedMemory"
+    for i, mount in enumerate(d.get("extraVolumeMounts", ())):
+        name, path = mount.get("name"), mount.get("mountPath")
+        if name not in extra and name not in job_volumes:
+            out.add(
+                ["extraVolumeMounts", i, "name"],
+                f"no volume `{name}` in `extraVolumes` or `volumes`",
+            )
+        if path in paths_taken:
+            out.add(
+                ["extraVolumeMounts", i, "mountPath"],
+                f"`{path}` is already mounted by `{paths_taken[path]}`",
+            )
+        paths_taken[path] = f"extraVolumeMounts[{i}]"
+    names: set[str] = set()
+    for i, sidecar in enumerate(d.get("sidecars", ())):
+        name = sidecar.get("name")
+        if name in RENDERED_CONTAINERS or name in names:
+            out.add(["sidecars", i, "name"], f"container `{name}` is already in the pod")
+        names.add(name)
+        if sidecar.get("restartPolicy", "Always") != "Always":
+            out.add(
+                ["sidecars", i, "restartPolicy"],
+                "a sidecar is a native sidecar (`restartPolicy: Always`): leave it out; an"
+                " init container that must finish goes in `podTemplate.spec.initContainers`",
+            )
 
 
 LAUNCHED_BY = {
@@ -266,12 +354,12 @@ def build_job(doc: Document, out: Collector) -> model.TrainingJob | None:
         file=doc.file,
         framework=d["framework"],
         image=d["image"],
-        command=tuple(d["command"]),
+        command=tuple(d.get("command", ())),
         args=tuple(str(a) for a in d["args"]),
         replicas=d["replicas"],
         gpus_per_replica=d["gpusPerReplica"],
-        cpu=str(d["resources"]["cpu"]),
-        memory=str(d["resources"]["memory"]),
+        cpu=_quantity(d.get("resources", {}).get("cpu")),
+        memory=_quantity(d.get("resources", {}).get("memory")),
         elastic=model.Elastic(el["minReplicas"], el["maxReplicas"], el["maxRestarts"])
         if el
         else None,
@@ -321,6 +409,19 @@ def build_job(doc: Document, out: Collector) -> model.TrainingJob | None:
         security=model.PodSecurity(**{SECURITY_KEYS[k]: v for k, v in security.items()}),
         tensorflow=_tensorflow(d, tf) if d["framework"] == "tensorflow" else None,
         mpi=_mpi(mpi) if d["framework"] == "mpi" else None,
+        pod=model.PodOverrides(
+            image_pull_secrets=tuple(d["imagePullSecrets"]),
+            service_account_name=d.get("serviceAccountName"),
+            priority_class_name=d.get("priorityClassName"),
+            affinity=d.get("affinity"),
+            labels=dict(d["podLabels"]),
+            annotations=dict(d["podAnnotations"]),
+            volumes=tuple(d["extraVolumes"]),
+            volume_mounts=tuple(d["extraVolumeMounts"]),
+            sidecars=tuple(d["sidecars"]),
+            template=d.get("podTemplate"),
+            by_replica=dict(d["replicaPodTemplates"]),
+        ),
     )
 
 
@@ -330,8 +431,8 @@ def _role(raw: dict[str, Any], job: dict[str, Any]) -> model.Role:
     return model.Role(
         replicas=raw.get("replicas", 1),
         gpus=raw["gpus"],
-        cpu=str(resources["cpu"]),
-        memory=str(resources["memory"]),
+        cpu=_quantity(resources.get("cpu")),
+        memory=_quantity(resources.get("memory")),
     )
 
 

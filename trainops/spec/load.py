@@ -21,9 +21,11 @@ from trainops.core.errors import InputError, Problem
 from trainops.core.yamlio import Document
 from trainops.facts import deepspeed as ds_facts
 from trainops.facts.kubeflow import MPIJOB_V1
-from trainops.spec import model, schemas
+from trainops.facts.kubernetes_schemas import parse_version
+from trainops.spec import model, podtemplate, schemas
 from trainops.spec.cluster import build_cluster
 from trainops.spec.job import build_job
+from trainops.spec.platform import load_platform
 from trainops.spec.problems import (
     Collector,
     duplicates,
@@ -33,6 +35,9 @@ from trainops.spec.problems import (
     yaml_files,
 )
 
+# Native sidecars (init containers with restartPolicy Always) are on by default from 1.29.
+# https://kubernetes.io/docs/concepts/workloads/pods/sidecar-containers/
+NATIVE_SIDECARS = (1, 29)
 SETTINGS_KEYS = {
     "repoURL": "repo_url",
     "revision": "revision",
@@ -64,6 +69,17 @@ def _job_against_clusters(
     """Checks of one job against the clusters it targets (`invalid`: profiles that exist but
     failed their own checks, already reported: nothing more to say about them here)."""
     out = Collector(doc)
+    known = [clusters[t.cluster] for t in job.targets if t.cluster in clusters]
+    podtemplate.check_fields(doc.data, [c.kubernetes_version for c in known], out)
+    if job.pod.sidecars:
+        for profile in known:
+            if (parse_version(profile.kubernetes_version) or (0, 0)) < NATIVE_SIDECARS:
+                out.add(
+                    ["sidecars"],
+                    f"cluster `{profile.name}` runs Kubernetes {profile.kubernetes_version}:"
+                    " native sidecars need 1.29 or newer (older clusters keep a plain sidecar"
+                    " running after training ends, so the job never completes)",
+                )
     seen: set[str] = set()
     for i, target in enumerate(job.targets):
         where: list[str | int] = ["targets", i]
@@ -199,10 +215,13 @@ def load_repository(root: Path, rule_slugs: Collection[str] = ()) -> model.Repos
 
     for job, doc in jobs:
         problems += _job_against_clusters(job, doc, clusters, invalid)
+    platform, platform_problems = load_platform(root, clusters, invalid)
+    problems += platform_problems
     if problems:
         raise InputError(problems)
     return model.Repository(
         settings=settings,
         jobs=tuple(sorted((j for j, _ in jobs), key=lambda j: j.name)),
         clusters=dict(sorted(clusters.items())),
+        platform={name: objs for name, objs in sorted(platform.items()) if objs},
     )

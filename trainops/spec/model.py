@@ -267,10 +267,10 @@ class Role:
     """Pods of this role."""
     gpus: int
     """GPUs per pod of this role."""
-    cpu: str
-    """CPU request per pod."""
-    memory: str
-    """Memory request and limit per pod."""
+    cpu: str | None
+    """CPU request per pod; None: none."""
+    memory: str | None
+    """Memory request and limit per pod; None: none."""
 
 
 @dataclass(frozen=True)
@@ -306,6 +306,37 @@ class Mpi:
 
 
 @dataclass(frozen=True)
+class PodOverrides:
+    """What a job adds to the pods trainops renders: the first-class pod fields, then the
+    escape hatch (`podTemplate`, `replicaPodTemplates`), merged in that order
+    (`trainops.render.overrides`). Each dict is a piece of a core PodTemplateSpec, already
+    checked against the core schema of every target cluster's Kubernetes version."""
+
+    image_pull_secrets: tuple[str, ...] = ()
+    """Secrets the kubelet pulls images with (`imagePullSecrets`, by name)."""
+    service_account_name: str | None = None
+    """ServiceAccount of every pod; None: the namespace's default."""
+    priority_class_name: str | None = None
+    """PriorityClass of every pod; None: the cluster's default priority."""
+    affinity: dict[str, Any] | None = None
+    """Core `Affinity` of every pod."""
+    labels: dict[str, str] = field(default_factory=dict)
+    """Labels on every pod."""
+    annotations: dict[str, str] = field(default_factory=dict)
+    """Annotations on every pod."""
+    volumes: tuple[dict[str, Any], ...] = ()
+    """More pod volumes (core `Volume`)."""
+    volume_mounts: tuple[dict[str, Any], ...] = ()
+    """More mounts of the training container (core `VolumeMount`)."""
+    sidecars: tuple[dict[str, Any], ...] = ()
+    """Helper containers (core `Container`), rendered as native sidecars."""
+    template: dict[str, Any] | None = None
+    """The escape hatch for every replica type: a partial core PodTemplateSpec."""
+    by_replica: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The escape hatch for one replica type (`Master`, `Worker`, ...), merged last."""
+
+
+@dataclass(frozen=True)
 class Target:
     """One cluster the job runs on, with what differs there."""
 
@@ -332,17 +363,18 @@ class TrainingJob:
     image: str
     """The training image, pinned by tag or digest."""
     command: tuple[str, ...]
-    """The training program as run by hand: `python -m trainer` or `python train.py`."""
+    """The training program as run by hand: `python -m trainer` or `python train.py`; empty:
+    the image's ENTRYPOINT runs with `args` (no torchrun is generated)."""
     args: tuple[str, ...]
     """The program's arguments, as strings."""
     replicas: int
     """Pods at the configured size (Master + Workers, or Workers of an elastic job)."""
     gpus_per_replica: int
     """GPUs per pod; also torchrun's processes per pod (`nprocPerNode`)."""
-    cpu: str
-    """CPU request per pod (a Kubernetes quantity)."""
-    memory: str
-    """Memory request and limit per pod (a Kubernetes quantity)."""
+    cpu: str | None
+    """CPU request per pod (a Kubernetes quantity); None: no request."""
+    memory: str | None
+    """Memory request and limit per pod (a Kubernetes quantity); None: neither."""
     elastic: Elastic | None
     """Elastic range and restarts (torchrun c10d rendezvous); None for a fixed size."""
     deepspeed: DeepSpeed | None
@@ -377,6 +409,8 @@ class TrainingJob:
     """TFJob roles; set exactly when `framework` is `tensorflow`."""
     mpi: Mpi | None = None
     """MPIJob settings; set exactly when `framework` is `mpi`."""
+    pod: PodOverrides = field(default_factory=PodOverrides)
+    """What the job adds to its pods: first-class pod fields and the escape hatch."""
 
     def pods_on(self, target: Target | None) -> int:
         """Pods at the configured size on `target` (its `replicas`, else the job's)."""
@@ -433,6 +467,16 @@ class RepoSettings:
 
 
 @dataclass(frozen=True)
+class PlatformObject:
+    """A hand-written object a cluster needs beside its jobs (`clusters/<name>/manifests/`)."""
+
+    file: str
+    """The file it came from, relative to the repository root."""
+    data: dict[str, Any]
+    """The object as written (kind, scope and namespace already checked)."""
+
+
+@dataclass(frozen=True)
 class Repository:
     """Everything under one repo root, loaded and checked."""
 
@@ -442,6 +486,8 @@ class Repository:
     """Sorted by name."""
     clusters: dict[str, ClusterProfile]
     """By name; iterate `sorted(clusters)` for stable output."""
+    platform: dict[str, tuple[PlatformObject, ...]] = field(default_factory=dict)
+    """Each cluster's platform objects, by cluster name (clusters without any are absent)."""
 
     def delivered_by(self, tool: DeliveryTool) -> list[ClusterProfile]:
         """Clusters synced by `tool` (Argo CD or Flux), by name."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -39,13 +39,20 @@ class Collector:
 
 
 def schema_problems(doc: Document, schema_name: str, out: Collector) -> None:
-    errors = sorted(
-        schemas.validator(schema_name).iter_errors(doc.data), key=lambda e: list(e.path)
-    )
+    report_errors(schemas.validator(schema_name).iter_errors(doc.data), out)
+
+
+def report_errors(
+    found: Iterable[jsonschema.ValidationError],
+    out: Collector,
+    prefix: Sequence[str | int] = (),
+) -> None:
+    """JSON Schema errors as problems; `prefix`: where the validated value sits in the file."""
+    errors = sorted(found, key=lambda e: list(e.path))
     # (mapping path, key) that a did-you-mean already names: its "required" error is noise.
     suggested: set[tuple[tuple[str | int, ...], str]] = set()
     for err in errors:
-        path = list(err.absolute_path)
+        path = [*prefix, *err.absolute_path]
         if err.validator == "additionalProperties" and isinstance(err.instance, dict):
             allowed = sorted(err.schema.get("properties", {}))
             for key in err.instance:
@@ -60,7 +67,7 @@ def schema_problems(doc: Document, schema_name: str, out: Collector) -> None:
                     f"unknown key `{key}`{where}{did_you_mean} (allowed: {', '.join(allowed)})",
                 )
     for err in errors:
-        path = list(err.absolute_path)
+        path = [*prefix, *err.absolute_path]
         if err.validator == "additionalProperties" and isinstance(err.instance, dict):
             continue
         if err.validator == "required":

@@ -21,19 +21,21 @@ built with jsonschema-rs once per (store, kind) and cached.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import jsonschema_rs
-import kubernetes_validate
 
 from trainops.core import paths
-from trainops.core.errors import InputError, Problem
+from trainops.facts.kubernetes_schemas import (
+    DEFAULT_KUBERNETES_VERSION,
+    core_definitions,
+    core_schema_dir,
+    supported_versions,
+)
+from trainops.facts.kubernetes_schemas import read_json as _read_json
 
 # The project's strict CRD schemas (package data `trainops/schemas/crds`).
 CRD_SCHEMA_DIR = paths.SCHEMA_DIR / "crds"
@@ -42,14 +44,15 @@ CRD_SCHEMA_DIR = paths.SCHEMA_DIR / "crds"
 CORE_DEFINITIONS_REL = "_kubernetes/_definitions.json"
 # The `$id` kubernetes-validate gives its definitions file; its kind files ref it.
 CORE_DEFINITIONS_ID = "https://kubernetes.io/api/_definitions.json"
-# Used by `--manifests` without `--cluster`: a version every supported cluster
-# runs today. Pinned (not "the newest bundled") so results do not move when the
-# kubernetes-validate package is upgraded.
-DEFAULT_KUBERNETES_VERSION = "1.31"
-
-_K8S_SCHEMA_ROOT = Path(kubernetes_validate.__file__).resolve().parent / "kubernetes-json-schema"
-_VERSION_DIR = re.compile(r"^v(\d+)\.(\d+)\.\d+-local-strict$")
-
+__all__ = [
+    "DEFAULT_KUBERNETES_VERSION",
+    "GVK",
+    "SchemaSource",
+    "SchemaStore",
+    "core_definitions",
+    "core_schema_dir",
+    "supported_versions",
+]
 GVK = tuple[str, str, str]
 """(group, version, kind); the core group is ""."""
 
@@ -57,59 +60,6 @@ GVK = tuple[str, str, str]
 def split_api_version(api_version: str) -> tuple[str, str]:
     group, _, version = api_version.rpartition("/")
     return group, version
-
-
-def supported_versions() -> list[tuple[int, int]]:
-    """Kubernetes major.minor versions kubernetes-validate ships strict schemas for."""
-    found = []
-    for entry in _K8S_SCHEMA_ROOT.iterdir():
-        match = _VERSION_DIR.match(entry.name)
-        if match:
-            found.append((int(match.group(1)), int(match.group(2))))
-    return sorted(found)
-
-
-def core_schema_dir(kubernetes_version: str) -> Path:
-    """Strict schema directory for the newest bundled version not newer than the one asked for.
-
-    Compared as numbers (kubernetes-validate itself compares strings: "1.9" > "1.31").
-    """
-    match = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.\d+)?", kubernetes_version.strip())
-    if match is None:
-        raise InputError(
-            Problem(
-                "<kubernetes version>",
-                None,
-                None,
-                f"Kubernetes version must look like `1.31`, got {kubernetes_version!r}",
-            )
-        )
-    wanted = (int(match.group(1)), int(match.group(2)))
-    candidates = [v for v in supported_versions() if v <= wanted]
-    if not candidates:
-        oldest = supported_versions()[0]
-        raise InputError(
-            Problem(
-                "<kubernetes version>",
-                None,
-                None,
-                f"no schemas for Kubernetes {kubernetes_version}: the oldest supported is"
-                f" {oldest[0]}.{oldest[1]}",
-            )
-        )
-    major, minor = candidates[-1]
-    return _K8S_SCHEMA_ROOT / f"v{major}.{minor}.0-local-strict"
-
-
-@cache
-def _read_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def core_definitions(kubernetes_version: str) -> dict[str, Any]:
-    """kubernetes-validate's `_definitions.json` for that version (shared, do not mutate)."""
-    data: dict[str, Any] = _read_json(core_schema_dir(kubernetes_version) / "_definitions.json")
-    return data
 
 
 def core_schema_file(directory: Path, gvk: GVK) -> Path:

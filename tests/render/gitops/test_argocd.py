@@ -19,7 +19,6 @@ from trainops.diff import build_overlays
 from trainops.render import render_repository
 from trainops.render.gitops import render_gitops
 from trainops.render.gitops.argocd import app_project, application_set
-from trainops.render.gitops.kinds import NAMESPACED_KINDS
 from trainops.spec.load import load_repository
 
 
@@ -47,12 +46,9 @@ def test_appproject_confines_destinations_and_kinds() -> None:
         {"server": "https://kubernetes.default.svc", "namespace": "ml-prod"},
         {"server": "https://kubernetes.default.svc", "namespace": "ml-research"},
     ]
+    # No jobs and no platform manifests: nothing is delivered, so no kind is allowed.
     assert spec["clusterResourceWhitelist"] == []
-    kinds = {(k["group"], k["kind"]) for k in spec["namespaceResourceWhitelist"]}
-    assert ("kubeflow.org", "PyTorchJob") in kinds
-    assert ("", "PersistentVolumeClaim") in kinds
-    assert "*" not in {k for _, k in kinds} and "*" not in {g for g, _ in kinds}
-    assert kinds == {(gk.group, gk.kind) for gk in NAMESPACED_KINDS}
+    assert spec["namespaceResourceWhitelist"] == []
 
 
 def test_applicationset_has_one_element_per_argocd_cluster() -> None:
@@ -185,14 +181,18 @@ def test_appproject_allows_every_kind_the_renderer_builds(tmp_path: Path) -> Non
     require_kustomize()
     repo = load_repository(REPO)
     write_tree(render_repository(repo), tmp_path)
-    allowed = {(gk.group, gk.kind) for gk in NAMESPACED_KINDS}
+    spec = app_project(repo)["spec"]
+    namespaced = {(k["group"], k["kind"]) for k in spec["namespaceResourceWhitelist"]}
+    cluster_wide = {(k["group"], k["kind"]) for k in spec["clusterResourceWhitelist"]}
+    assert "*" not in {k for _, k in namespaced | cluster_wide}
     built = build_overlays(tmp_path)
     assert sorted(built) == sorted(repo.clusters)
-    for objects in built.values():
+    for name, objects in built.items():
         for obj in objects.values():
-            group = obj["apiVersion"].rpartition("/")[0]
-            assert (group, obj["kind"]) in allowed, obj["kind"]
-            assert "namespace" in obj["metadata"]
+            if repo.clusters[name].delivery.tool != "argocd":
+                continue
+            kind = (obj["apiVersion"].rpartition("/")[0], obj["kind"])
+            assert kind in (namespaced if "namespace" in obj["metadata"] else cluster_wide), kind
             if obj["kind"] == "PyTorchJob":
                 run_policy = obj["spec"]["runPolicy"]
                 assert "ttlSecondsAfterFinished" not in run_policy

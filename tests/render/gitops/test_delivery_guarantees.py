@@ -36,16 +36,16 @@ SYNC_OPTIONS = {
 }
 # Options that would re-run or kill jobs (trap 2) or create namespaces behind the platform.
 FORBIDDEN_OPTIONS = ("Replace=true", "CreateNamespace=true", "Force=true")
-# The kinds the renderer emits (docs/gitops.md, AppProject): everything else is denied.
-DOCUMENTED_KINDS = {
-    ("", "ConfigMap"),
-    ("", "PersistentVolumeClaim"),
+# Kinds every job of the fixture repositories renders (docs/gitops.md).
+JOB_OBJECT_KINDS = {
     ("", "Service"),
     ("kubeflow.org", "MPIJob"),
     ("kubeflow.org", "PyTorchJob"),
     ("kubeflow.org", "TFJob"),
     ("monitoring.coreos.com", "ServiceMonitor"),
 }
+# What a training repository must never deliver: the platform team's by other means.
+NEVER_DELIVERED = {"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"}
 # Argo CD's in-cluster address, what a profile without `server` or `destinationName` means.
 IN_CLUSTER = "https://kubernetes.default.svc"
 # The job kinds whose Kueue/operator-owned fields must not be drift.
@@ -224,14 +224,20 @@ def test_appproject_fences_repo_namespaces_and_kinds(rendered: Any, label: str) 
         wanted += [{**where, "namespace": ns} for ns in profile["namespaces"]]
     # The order is the generator's; the set is the rule.
     assert _as_set(spec["destinations"]) == _as_set(wanted)
-    assert spec["clusterResourceWhitelist"] == []
-    allowed = {(k["group"], k["kind"]) for k in spec["namespaceResourceWhitelist"]}
-    assert allowed == DOCUMENTED_KINDS
-    for cluster in profiles(root):
+    # Exactly the kinds the Argo CD clusters' overlays deliver, by scope (platform manifests
+    # are the only cluster-scoped objects); never a namespace, a CRD or RBAC.
+    namespaced = {(k["group"], k["kind"]) for k in spec["namespaceResourceWhitelist"]}
+    cluster_wide = {(k["group"], k["kind"]) for k in spec["clusterResourceWhitelist"]}
+    built_namespaced: set[tuple[str, str]] = set()
+    built_cluster_wide: set[tuple[str, str]] = set()
+    for cluster in by_tool(root, "argocd"):
         for obj in build_overlay(root, cluster):
-            group = obj["apiVersion"].rpartition("/")[0]
-            assert (group, obj["kind"]) in allowed, (cluster, obj["kind"])
-            assert obj["kind"] != "Namespace"
+            kind = (obj["apiVersion"].rpartition("/")[0], obj["kind"])
+            (built_namespaced if "namespace" in obj["metadata"] else built_cluster_wide).add(kind)
+    assert namespaced == built_namespaced
+    assert cluster_wide == built_cluster_wide
+    assert namespaced >= JOB_OBJECT_KINDS
+    assert {k for _, k in namespaced | cluster_wide}.isdisjoint(NEVER_DELIVERED)
 
 
 # ----------------------------------------------------------------------------- Flux

@@ -18,7 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from trainops.facts.kubeflow import KUBEFLOW_GROUP, TRAINING_JOB_KINDS
-from trainops.render.gitops.kinds import NAMESPACED_KINDS
+from trainops.render.delivered import cluster_objects
+from trainops.render.gitops.kinds import GroupKind
 from trainops.spec.model import ClusterProfile, Repository
 
 ARGOCD_API = "argoproj.io/v1alpha1"
@@ -61,8 +62,22 @@ def _destination(cluster: ClusterProfile) -> dict[str, str]:
     return {"server": cluster.delivery.destination_server}
 
 
+def delivered_kinds(repo: Repository) -> tuple[list[GroupKind], list[GroupKind]]:
+    """(namespaced, cluster-scoped) kinds the Argo CD clusters' overlays deliver, computed
+    from the objects rendered for them: the jobs' and the platform manifests'."""
+    namespaced: set[GroupKind] = set()
+    cluster_scoped: set[GroupKind] = set()
+    for cluster in repo.delivered_by("argocd"):
+        for obj in cluster_objects(repo, cluster):
+            kind = GroupKind(obj["apiVersion"].rpartition("/")[0], obj["kind"])
+            (namespaced if "namespace" in obj["metadata"] else cluster_scoped).add(kind)
+    return sorted(namespaced), sorted(cluster_scoped)
+
+
 def app_project(repo: Repository) -> dict[str, Any]:
-    """The AppProject: our repo only, each cluster's own namespaces only, our kinds only."""
+    """The AppProject: our repo only, each cluster's own namespaces only, and exactly the
+    kinds the repository delivers (cluster-scoped ones only from platform manifests)."""
+    namespaced, cluster_scoped = delivered_kinds(repo)
     settings = repo.settings
     destinations = [
         {**_destination(cluster), "namespace": namespace}
@@ -78,13 +93,17 @@ def app_project(repo: Repository) -> dict[str, Any]:
             "labels": dict(PART_OF),
         },
         "spec": {
-            "description": "Training jobs rendered by trainops: namespaced training kinds only.",
+            "description": "Jobs and platform manifests rendered by trainops:"
+            " exactly the kinds delivered.",
             "sourceRepos": [settings.repo_url],
             "destinations": destinations,
-            # Nothing cluster-scoped: namespaces, CRDs, RBAC and queues are the platform's.
-            "clusterResourceWhitelist": [],
+            # Cluster-scoped: only what clusters/<name>/manifests/ holds (queues, flavors,
+            # priority classes); never namespaces, CRDs or RBAC, which no file here renders.
+            "clusterResourceWhitelist": [
+                {"group": gk.group, "kind": gk.kind} for gk in cluster_scoped
+            ],
             "namespaceResourceWhitelist": [
-                {"group": gk.group, "kind": gk.kind} for gk in sorted(NAMESPACED_KINDS)
+                {"group": gk.group, "kind": gk.kind} for gk in namespaced
             ],
         },
     }

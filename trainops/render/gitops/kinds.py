@@ -1,16 +1,13 @@
 """The Kubernetes kinds the GitOps objects talk about, stated once.
 
-`TRAINING_JOB_KINDS` drives the Argo CD health checks, the Argo CD
-ignoreDifferences and the Flux health expressions; `NAMESPACED_KINDS` is the
-AppProject's allow-list, so a kind the renderer starts to emit must be added
-here too (a test builds every overlay and checks it).
+`TRAINING_JOB_KINDS` (facts/kubeflow.py) drives the Argo CD health checks, the
+Argo CD ignoreDifferences and the Flux health expressions; the AppProject's
+allow-lists are computed from the rendered objects (`argocd.delivered_kinds`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from trainops.facts.kubeflow import KUBEFLOW_GROUP
 
 
 @dataclass(frozen=True, order=True)
@@ -18,16 +15,3 @@ class GroupKind:
     group: str
     """API group; "" is the core group."""
     kind: str
-
-
-# Every namespaced kind `trainops render` puts in an overlay, and nothing more:
-# the AppProject denies all other kinds, and every cluster-scoped kind.
-NAMESPACED_KINDS: tuple[GroupKind, ...] = (
-    GroupKind("", "ConfigMap"),
-    GroupKind("", "PersistentVolumeClaim"),
-    GroupKind("", "Service"),
-    GroupKind(KUBEFLOW_GROUP, "MPIJob"),
-    GroupKind(KUBEFLOW_GROUP, "PyTorchJob"),
-    GroupKind(KUBEFLOW_GROUP, "TFJob"),
-    GroupKind("monitoring.coreos.com", "ServiceMonitor"),
-)

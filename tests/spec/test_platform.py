@@ -1,0 +1,124 @@
+"""Platform manifests (`clusters/<name>/manifests/`): loaded beside the profiles without
+confusing them, checked for kind, scope, namespace and duplicates at the door (file:line,
+exit 2, nothing written), delivered in the cluster's overlay by the real kustomize, and
+validated against their schemas like every other built object."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.render.repos import build_overlay, render
+from tests.tools import require_kustomize, trainops, tree
+
+QUEUE = "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: research}\n"
+
+
+def _platform(root: Path, cluster: str, name: str, text: str) -> Path:
+    directory = root / "clusters" / cluster / "manifests"
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text(text)
+    return path
+
+
+def _fails(root: Path) -> str:
+    before = tree(root)
+    result = trainops(root, "render")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert tree(root) == before, "a refused input leaves the previous output alone"
+    return result.stderr
+
+
+def test_shipped_platform_manifests_reach_the_overlay_in_a_wave_before_the_jobs(
+    scratch: Path,
+) -> None:
+    require_kustomize()
+    render(scratch)
+    built = build_overlay(scratch, "onprem-a100")
+    platform = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o
+                for o in built if o["kind"] in {"Queue", "PriorityClass",
+                                                "NetworkAttachmentDefinition"}}  # fmt: skip
+    assert set(platform) == {
+        ("Queue", "", "research"),
+        ("PriorityClass", "", "training"),
+        ("NetworkAttachmentDefinition", "ai-training", "rdma-net"),
+        ("NetworkAttachmentDefinition", "ml-vision", "rdma-net"),
+    }
+    job = next(o for o in built if o["kind"] == "PyTorchJob")
+    # What the profile names exists in the same delivery.
+    assert job["spec"]["runPolicy"]["schedulingPolicy"]["queue"] == "research"
+    assert job["spec"]["runPolicy"]["schedulingPolicy"]["priorityClass"] == "training"
+    for obj in platform.values():
+        wave = int(obj["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"])
+        assert wave < -1, "before the claims (-1) and the jobs (0)"
+
+
+def test_a_bad_platform_object_fails_validate_with_its_source(scratch: Path) -> None:
+    require_kustomize()
+    _platform(
+        scratch,
+        "onprem-a100",
+        "broken.yaml",
+        "apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\n"
+        "metadata: {name: other-net, namespace: ml-vision}\nspec: {confg: '{}'}\n",
+    )
+    result = trainops(scratch, "validate", "--cluster", "onprem-a100", "--format", "json")
+    assert result.returncode == 1, result.stderr
+    findings = json.loads(result.stdout)["findings"]
+    bad = [f for f in findings if f["name"] == "other-net"]
+    assert {(f["rule"], f["file"]) for f in bad} == {
+        ("schema", "overlays/onprem-a100/platform/broken.yaml")
+    }
+    messages = " ".join(f["message"] for f in bad)
+    assert "confg" in messages and "config" in messages
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "needle", "message"),
+    [
+        (
+            "job.yaml",
+            "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\n"
+            "metadata: {name: x, namespace: ml-vision}\n",
+            "kind:",
+            "PyTorchJob (kubeflow.org) is not a platform kind trainops delivers",
+        ),
+        (
+            "lq.yaml",
+            "apiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\n"
+            "metadata: {name: q, namespace: kube-system}\nspec: {clusterQueue: c}\n",
+            "namespace:",
+            "must be one of cluster `onprem-a100`'s namespaces (ml-vision, ai-training)",
+        ),
+        (
+            "queue.yaml",
+            QUEUE.replace("{name: research}", "{name: research, namespace: ml-vision}"),
+            "metadata:",
+            "Queue is cluster-scoped: remove the namespace",
+        ),
+        ("twice.yaml", QUEUE + "---\n" + QUEUE, "metadata:", "Queue `research` is also in"),
+    ],
+)
+def test_platform_objects_are_checked_at_the_door(
+    scratch: Path, name: str, text: str, needle: str, message: str
+) -> None:
+    render(scratch)
+    path = _platform(scratch, "onprem-a100", name, text)
+    err = _fails(scratch)
+    lines = [i for i, line in enumerate(path.read_text().splitlines(), 1) if needle in line]
+    assert f"clusters/onprem-a100/manifests/{name}:{lines[-1]}:" in err
+    assert message in err
+
+
+def test_the_layout_cannot_be_mistaken_for_profiles(scratch: Path) -> None:
+    render(scratch)
+    _platform(scratch, "gpu-lab", "queue.yaml", QUEUE)
+    (scratch / "clusters" / "onprem-a100").mkdir(exist_ok=True)
+    (scratch / "clusters" / "onprem-a100" / "profile.yaml").write_text("name: x\n")
+    err = _fails(scratch)
+    assert "clusters/gpu-lab: no cluster profile clusters/gpu-lab.yaml" in err
+    assert "clusters/onprem-a100/profile.yaml: only manifests/ belongs in" in err

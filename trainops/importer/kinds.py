@@ -1,0 +1,63 @@
+"""Which objects import reads: training job kinds (each imported by one module: a new kind
+plugs in here), the objects it reads beside them, and the removed APIs it refuses."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from trainops.core.yamlio import Document
+from trainops.importer import pytorch
+from trainops.importer.notes import Notes
+from trainops.spec.model import ClusterProfile
+
+Importer = Callable[
+    [dict[str, Any], Document, dict[str, dict[str, Any]], ClusterProfile, Notes],
+    dict[str, Any] | None,
+]
+"""(object, its document, claims beside it by name, cluster, notes) -> job spec (no hatch)."""
+
+# (apiVersion, kind) -> the module importing it, and the replica-spec key.
+IMPORTERS: dict[tuple[str, str], tuple[Importer, str]] = {
+    pytorch.KIND: (pytorch.import_pytorchjob, "pytorchReplicaSpecs"),
+}
+
+# Kinds a job spec can say (`framework: tensorflow`, `framework: mpi`) whose import module is
+# not written yet: import lists them as not imported and carries on.
+NOT_YET: dict[tuple[str, str], str] = {
+    ("kubeflow.org/v1", "TFJob"): "framework: tensorflow",
+    ("kubeflow.org/v1", "MPIJob"): "framework: mpi",
+    ("kubeflow.org/v2beta1", "MPIJob"): "framework: mpi",
+}
+
+# Served by no operator any more: refused, with what to write instead.
+# https://github.com/kubeflow/mpi-operator#installation (v0.3.0+ serves kubeflow.org/v2beta1;
+# the Training Operator serves kubeflow.org/v1); TFJob/PyTorchJob v1beta* went in operator 1.0.
+REMOVED: dict[tuple[str, str], str] = {
+    ("kubeflow.org/v1alpha1", "MPIJob"): "kubeflow.org/v2beta1 (MPI Operator) or v1 (Training"
+    " Operator)",
+    ("kubeflow.org/v1alpha2", "MPIJob"): "kubeflow.org/v2beta1 (MPI Operator) or v1 (Training"
+    " Operator)",
+    ("kubeflow.org/v1beta1", "MPIJob"): "kubeflow.org/v2beta1 (MPI Operator) or v1 (Training"
+    " Operator)",
+    ("kubeflow.org/v1beta1", "TFJob"): "kubeflow.org/v1",
+    ("kubeflow.org/v1beta2", "TFJob"): "kubeflow.org/v1",
+    ("kubeflow.org/v1alpha1", "PyTorchJob"): "kubeflow.org/v1",
+    ("kubeflow.org/v1alpha2", "PyTorchJob"): "kubeflow.org/v1",
+    ("kubeflow.org/v1alpha1", "TFJob"): "kubeflow.org/v1",
+    ("kubeflow.org/v1alpha2", "TFJob"): "kubeflow.org/v1",
+    ("kubeflow.org/v1beta1", "PyTorchJob"): "kubeflow.org/v1",
+    ("kubeflow.org/v1beta2", "PyTorchJob"): "kubeflow.org/v1",
+}
+
+# Objects read beside the jobs: claims become created volumes, a metrics Service gives the
+# metrics port; the monitors and other ConfigMaps are re-rendered or named in a note.
+BESIDE = frozenset(
+    {
+        ("v1", "ConfigMap"),
+        ("v1", "PersistentVolumeClaim"),
+        ("v1", "Service"),
+        ("monitoring.coreos.com/v1", "ServiceMonitor"),
+        ("monitoring.coreos.com/v1", "PodMonitor"),
+    }
+)

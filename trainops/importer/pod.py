@@ -1,0 +1,184 @@
+"""What one pod template of an imported job says, in job-spec terms: the training container,
+its claims (and the claims beside the job), /dev/shm, other volumes and env; and the two
+normalisations applied to an original template before it is compared with what trainops
+renders (the /dev/shm volume under trainops's name, Kubernetes' pull-policy default)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from trainops.facts.kubeflow import PYTORCH_CONTAINER
+from trainops.importer.notes import Notes
+from trainops.render.pod import SHM_VOLUME
+from trainops.spec.job import RESERVED_ENV
+from trainops.spec.model import ClusterProfile
+
+SHM_PATH = "/dev/shm"
+
+
+def default_pull_policy(image: str) -> str:
+    """Kubernetes' imagePullPolicy for a container that names none: Always for `:latest` or
+    no tag, else IfNotPresent (https://kubernetes.io/docs/concepts/containers/images/)."""
+    last = image.rsplit("/", 1)[-1]
+    if "@" in last:
+        return "IfNotPresent"
+    return "Always" if ":" not in last or last.endswith(":latest") else "IfNotPresent"
+
+
+def normalised_template(template: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a pod template with its /dev/shm memory volume named like trainops's and
+    Kubernetes' default imagePullPolicy made explicit (trainops always writes one)."""
+    out = copy.deepcopy(template)
+    pod = out.get("spec") or {}
+    for container in [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]:
+        if "imagePullPolicy" not in container and isinstance(container.get("image"), str):
+            container["imagePullPolicy"] = default_pull_policy(container["image"])
+    for container in pod.get("containers") or []:
+        for mount in container.get("volumeMounts") or []:
+            if mount.get("mountPath") != SHM_PATH:
+                continue
+            for vol in pod.get("volumes") or []:
+                empty = vol.get("emptyDir") or {}
+                if vol.get("name") == mount.get("name") and empty.get("medium") == "Memory":
+                    old = vol["name"]
+                    vol["name"] = SHM_VOLUME
+                    for other in pod.get("containers") or []:
+                        for m in other.get("volumeMounts") or []:
+                            if m.get("name") == old:
+                                m["name"] = SHM_VOLUME
+    return out
+
+
+def training_container(pod: dict[str, Any], notes: Notes, where: list[str | int]) -> int:
+    containers = pod.get("containers") or [{}]
+    names = [c.get("name") for c in containers]
+    if PYTORCH_CONTAINER in names:
+        return names.index(PYTORCH_CONTAINER)
+    notes.add(
+        where,
+        f"no container named `{PYTORCH_CONTAINER}` (the operator needs one):"
+        f" `{names[0]}` becomes it",
+    )
+    return 0
+
+
+def map_volumes(
+    job: dict[str, Any],
+    pod: dict[str, Any],
+    *,
+    main: dict[str, Any],
+    beside: dict[str, dict[str, Any]],
+    cluster: ClusterProfile,
+    notes: Notes,
+    where: list[str | int],
+) -> None:
+    """Claims, /dev/shm (`sharedMemory`) and other volumes (`extraVolumes`)."""
+    mounts = {m.get("name"): m for m in main.get("volumeMounts") or []}
+    volumes: dict[str, Any] = {}
+    extra: list[dict[str, Any]] = []
+    extra_mounts: list[dict[str, Any]] = []
+    for vol in pod.get("volumes") or []:
+        name, mount = vol.get("name"), mounts.get(vol.get("name"))
+        empty = vol.get("emptyDir") or {}
+        if mount and mount.get("mountPath") == SHM_PATH and empty.get("medium") == "Memory":
+            if "sizeLimit" in empty:
+                job["sharedMemory"] = str(empty["sizeLimit"])
+            else:
+                notes.add(
+                    [*where, "volumes"],
+                    "the /dev/shm emptyDir has no sizeLimit: trainops"
+                    " sets one (`sharedMemory`, default 16Gi)",
+                )
+            continue
+        claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+        if claim and mount and set(vol) == {"name", "persistentVolumeClaim"}:
+            spec: dict[str, Any] = {"mountPath": mount["mountPath"], "claimName": claim}
+            read_only = bool(mount.get("readOnly"))
+            if read_only != (name == "dataset"):
+                spec["readOnly"] = read_only
+            pvc = beside.pop(claim, None)
+            if pvc is not None:
+                _claim(spec, pvc, cluster, notes)
+            volumes[name] = spec
+            continue
+        extra.append(copy.deepcopy(vol))
+        if mount:
+            extra_mounts.append(copy.deepcopy(mount))
+    if volumes:
+        job["volumes"] = volumes
+    if extra:
+        job["extraVolumes"] = extra
+    if extra_mounts:
+        job["extraVolumeMounts"] = extra_mounts
+
+
+def _claim(
+    spec: dict[str, Any], pvc: dict[str, Any], cluster: ClusterProfile, notes: Notes
+) -> None:
+    """A claim beside the job becomes one trainops creates, under its own name."""
+    pvc_spec = pvc.get("spec") or {}
+    size = ((pvc_spec.get("resources") or {}).get("requests") or {}).get("storage")
+    if size is None:
+        notes.add_object(
+            pvc,
+            "PersistentVolumeClaim without a requested size: kept as an"
+            " existing claim (claimName); create it outside this repository",
+        )
+        return
+    spec["size"] = str(size)
+    modes = pvc_spec.get("accessModes") or []
+    if modes:
+        spec["accessMode"] = modes[0]
+    if len(modes) > 1:
+        notes.add_object(pvc, f"access modes {modes}: trainops requests one, {modes[0]}")
+    storage_class = pvc_spec.get("storageClassName")
+    offered = {cluster.storage.default_class, *cluster.storage.classes}
+    if storage_class in offered:
+        spec["storageClass"] = storage_class
+    elif storage_class:
+        notes.add_object(
+            pvc,
+            f"storage class `{storage_class}` is not offered by cluster"
+            f" `{cluster.name}`: the claim uses its default,"
+            f" `{cluster.storage.default_class}`",
+        )
+    for key in sorted(set(pvc_spec) - {"resources", "accessModes", "storageClassName"}):
+        notes.add_object(
+            pvc,
+            f"spec.{key} of the claim is not carried (trainops renders size,"
+            " access mode and storage class)",
+        )
+
+
+def map_env(
+    job: dict[str, Any],
+    main: dict[str, Any],
+    *,
+    cluster: ClusterProfile,
+    nccl: dict[str, str],
+    notes: Notes,
+    where: list[str | int],
+) -> None:
+    plain: dict[str, str] = {}
+    secret: dict[str, Any] = {}
+    for var in main.get("env") or []:
+        name = var.get("name")
+        ref = (var.get("valueFrom") or {}).get("secretKeyRef")
+        if name in RESERVED_ENV or name in plain or name in secret:
+            if nccl.get(name) != var.get("value"):
+                notes.add(
+                    [*where, "env"],
+                    f"{name} is set by trainops, the operator or cluster"
+                    f" `{cluster.name}`'s profile: the original value is kept in"
+                    " `podTemplate`",
+                )
+            continue
+        if "value" in var and set(var) == {"name", "value"}:
+            plain[name] = str(var["value"])
+        elif ref and set(var) == {"name", "valueFrom"} and {"name", "key"} <= set(ref):
+            secret[name] = {"secret": ref["name"], "key": ref["key"]}
+    if plain:
+        job["env"] = plain
+    if secret:
+        job["secretEnv"] = secret

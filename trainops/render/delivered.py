@@ -1,0 +1,46 @@
+"""What each cluster's overlay delivers, from the model: the jobs that target it (their
+objects for that cluster and their generated ConfigMaps) and its platform objects. The
+kustomize invariant compares `kustomize build overlays/<cluster>` with it, and the Argo CD
+AppProject allows exactly the kinds found here."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from trainops.render import objects
+from trainops.spec.model import ClusterProfile, PlatformObject, Repository, Target, TrainingJob
+
+# Argo CD applies lower waves first: queues, flavors, priority classes and networks exist
+# before the claims (-1) and the jobs (0) that name them. A wave the author set is kept.
+PLATFORM_SYNC_WAVE = "-2"
+
+
+def targets_on(repo: Repository, cluster: ClusterProfile) -> list[tuple[TrainingJob, Target]]:
+    """Jobs that run on `cluster`, with their target entry, by job name."""
+    out = []
+    for job in repo.jobs:
+        for target in job.targets:
+            if target.cluster == cluster.name:
+                out.append((job, target))
+    return out
+
+
+def platform_object(item: PlatformObject) -> dict[str, Any]:
+    """A platform object as delivered: as written, with a sync wave before the jobs."""
+    data = copy.deepcopy(item.data)
+    annotations = data["metadata"].setdefault("annotations", {})
+    annotations.setdefault(objects.SYNC_WAVE, PLATFORM_SYNC_WAVE)
+    return data
+
+
+def cluster_objects(repo: Repository, cluster: ClusterProfile) -> list[dict[str, Any]]:
+    """What `kustomize build overlays/<cluster>` must produce (the generated DeepSpeed
+    ConfigMap under its unhashed name)."""
+    out = [platform_object(item) for item in repo.platform.get(cluster.name, ())]
+    for job, target in targets_on(repo, cluster):
+        out += objects.job_objects(job, cluster, target)
+        configmap = objects.deepspeed_configmap(job)
+        if configmap is not None:
+            out.append(configmap)
+    return out

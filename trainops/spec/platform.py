@@ -1,0 +1,136 @@
+"""Platform manifests: the hand-written objects a cluster needs beside its jobs (Volcano
+Queue, Kueue ResourceFlavor/ClusterQueue/LocalQueue, Multus NetworkAttachmentDefinition,
+PriorityClass), in `clusters/<name>/manifests/*.yaml` next to the profile `clusters/<name>.yaml`.
+
+The profile loader reads only the files directly in `clusters/`; a directory there is a
+cluster's platform directory, so it must be named like a profile and hold `manifests/` and
+nothing else. Each object is checked here for what the schema cannot say (a kind we know the
+scope of, a namespace the cluster allows, no duplicates); `trainops validate` checks it
+against its schema like every other built object.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from trainops.core import paths
+from trainops.core.errors import InputError, Problem
+from trainops.core.yamlio import Document, load_file
+from trainops.facts.platform import PLATFORM_KINDS
+from trainops.spec import model
+from trainops.spec.problems import Collector
+
+MANIFESTS_DIR = "manifests"
+
+
+def _display(path: Path, root: Path) -> str:
+    return str(path.relative_to(root))
+
+
+def _object(doc: Document, cluster: model.ClusterProfile, out: Collector) -> bool:
+    data = doc.data
+    if not isinstance(data, dict):
+        out.add([], "expected a Kubernetes object (a mapping with apiVersion, kind, metadata)")
+        return False
+    for key in ("apiVersion", "kind"):
+        if not isinstance(data.get(key), str):
+            out.add([key] if key in data else [], f"`{key}` must be a string")
+            return False
+    meta = data.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+        out.add(["metadata"] if "metadata" in data else [], "`metadata.name` is required")
+        return False
+    group = data["apiVersion"].rpartition("/")[0]
+    namespaced = PLATFORM_KINDS.get((group, data["kind"]))
+    if namespaced is None:
+        known = ", ".join(f"{k} ({g or 'core'})" for g, k in sorted(PLATFORM_KINDS))
+        out.add(
+            ["kind"],
+            f"{data['kind']} ({group or 'core'}) is not a platform kind trainops delivers"
+            f" (known: {known}); jobs and their objects go in jobs/",
+        )
+        return False
+    namespace = meta.get("namespace")
+    if namespaced and namespace not in cluster.namespaces:
+        out.add(
+            ["metadata", "namespace"] if namespace else ["metadata"],
+            f"{data['kind']} is namespaced: `metadata.namespace` must be one of cluster"
+            f" `{cluster.name}`'s namespaces ({', '.join(cluster.namespaces)}),"
+            f" got {namespace!r}",
+        )
+        return False
+    if not namespaced and namespace is not None:
+        out.add(
+            ["metadata", "namespace"], f"{data['kind']} is cluster-scoped: remove the namespace"
+        )
+        return False
+    return True
+
+
+def _key(data: dict[str, Any]) -> tuple[str, str, str, str]:
+    meta = data["metadata"]
+    return (data["apiVersion"].rpartition("/")[0], data["kind"], meta.get("namespace", ""),
+            meta["name"])  # fmt: skip
+
+
+def load_platform(
+    root: Path, clusters: dict[str, model.ClusterProfile], invalid: set[str]
+) -> tuple[dict[str, tuple[model.PlatformObject, ...]], list[Problem]]:
+    """Every cluster's platform objects, by cluster name; and the problems found."""
+    problems: list[Problem] = []
+    found: dict[str, tuple[model.PlatformObject, ...]] = {}
+    base = root / paths.CLUSTERS_DIR
+    if not base.is_dir():
+        return found, problems
+    for directory in sorted(p for p in base.iterdir() if p.is_dir()):
+        where = _display(directory, root)
+        if directory.name not in clusters and directory.name not in invalid:
+            message = (
+                f"no cluster profile {paths.CLUSTERS_DIR}/{directory.name}.yaml for this"
+                f" directory: a directory in {paths.CLUSTERS_DIR}/ holds the platform"
+                f" manifests of the profile of the same name ({where}/{MANIFESTS_DIR}/)"
+            )
+            problems.append(Problem(where, None, None, message))
+            continue
+        for entry in sorted(directory.iterdir()):
+            if entry.name != MANIFESTS_DIR or not entry.is_dir():
+                message = (
+                    f"only {MANIFESTS_DIR}/ belongs in {where}/: move it, or the profile's"
+                    f" settings into {paths.CLUSTERS_DIR}/{directory.name}.yaml"
+                )
+                problems.append(Problem(_display(entry, root), None, None, message))
+        cluster = clusters.get(directory.name)
+        manifests = directory / MANIFESTS_DIR
+        if cluster is None or not manifests.is_dir():
+            continue
+        objects: list[model.PlatformObject] = []
+        seen: dict[tuple[str, str, str, str], str] = {}
+        for path in sorted(manifests.iterdir()):
+            display = _display(path, root)
+            if path.suffix not in {".yaml", ".yml"} or not path.is_file():
+                message = (
+                    "platform manifests are YAML files (*.yaml) directly in"
+                    f" {_display(manifests, root)}/"
+                )
+                problems.append(Problem(display, None, None, message))
+                continue
+            try:
+                docs = load_file(path, display)
+            except InputError as err:
+                problems += err.problems
+                continue
+            for doc in docs:
+                if doc.data is None:
+                    continue
+                out = Collector(doc)
+                if _object(doc, cluster, out):
+                    key = _key(doc.data)
+                    line = doc.position(["metadata", "name"])[0]
+                    if key in seen:
+                        out.add(["metadata", "name"], f"{key[1]} `{key[3]}` is also in {seen[key]}")
+                    seen[key] = f"{display}:{line}"
+                    objects.append(model.PlatformObject(display, doc.data))
+                problems += out.problems
+        found[cluster.name] = tuple(objects)
+    return found, problems

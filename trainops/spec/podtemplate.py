@@ -1,0 +1,131 @@
+"""The escape hatch and the first-class pod fields, checked at the door: each against its core
+Kubernetes schema (kubernetes-validate's strict schemas for the version of every cluster the
+job targets), with file:line:column for every problem; labels and annotations against
+Kubernetes' own syntax.
+
+A `podTemplate` is partial (it is merged into what trainops renders), so the one thing it
+may leave out that a pod may not is `spec.containers`; everything it does say must be valid.
+
+Hook for the security policy: `METADATA_POLICY` is called for every label and annotation a
+job asks for on its pods; it says nothing today beyond syntax. Which keys a job may set
+(waiver annotations, Kueue labels, ...) is the security work's decision, made there.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jsonschema
+
+from trainops.facts.kubernetes_schemas import core_definitions
+from trainops.spec.problems import Collector, report_errors
+
+_CORE = "io.k8s.api.core.v1."
+# Which core definition each first-class field (or each of its items) is.
+FIELD_DEFINITIONS: dict[str, str] = {
+    "affinity": "Affinity",
+    "extraVolumes": "Volume",
+    "extraVolumeMounts": "VolumeMount",
+    "sidecars": "Container",
+}
+
+# https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set
+_NAME = r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)"
+_PREFIX = r"([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)"
+_KEY = re.compile(rf"^{_PREFIX}?{_NAME}$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?)$")
+
+MetadataPolicy = Callable[[str, str, str], str | None]
+"""(`label` or `annotation`, key, value) -> a message refusing it, or None."""
+
+
+def _no_policy(kind: str, key: str, value: str) -> str | None:
+    return None
+
+
+METADATA_POLICY: MetadataPolicy = _no_policy
+"""Which pod labels and annotations a job may set beyond syntax: decided by the security
+policy (replace this hook); none today."""
+
+
+@functools.cache
+def _validator(kubernetes_version: str, definition: str) -> jsonschema.Draft202012Validator:
+    """A validator for one core definition; a PodTemplateSpec without required containers."""
+    defs = dict(core_definitions(kubernetes_version)["$defs"])
+    pod_spec = copy.deepcopy(defs[_CORE + "PodSpec"])
+    pod_spec.pop("required", None)
+    defs[_CORE + "PodSpec"] = pod_spec
+    return jsonschema.Draft202012Validator({"$ref": f"#/$defs/{_CORE}{definition}", "$defs": defs})
+
+
+def check_core(value: Any, definition: str, versions: Sequence[str], out: Collector,
+               where: Sequence[str | int]) -> None:  # fmt: skip
+    """`value` against core `definition` at each Kubernetes version (each problem once)."""
+    seen = len(out.problems)
+    for version in sorted(set(versions)):
+        scratch = Collector(out.doc)
+        report_errors(_validator(version, definition).iter_errors(value), scratch, where)
+        for problem in scratch.problems:
+            if problem not in out.problems[seen:]:
+                out.problems.append(problem)
+
+
+def check_fields(d: dict[str, Any], versions: Sequence[str], out: Collector) -> None:
+    """Every pod field of a job spec `d` (as written) at the targets' Kubernetes `versions`."""
+    if not versions:
+        return
+    if "affinity" in d:
+        check_core(d["affinity"], FIELD_DEFINITIONS["affinity"], versions, out, ["affinity"])
+    for field in ("extraVolumes", "extraVolumeMounts", "sidecars"):
+        for i, item in enumerate(d.get(field, ())):
+            check_core(item, FIELD_DEFINITIONS[field], versions, out, [field, i])
+    if "podTemplate" in d:
+        check_core(d["podTemplate"], "PodTemplateSpec", versions, out, ["podTemplate"])
+    for rtype, template in sorted(d.get("replicaPodTemplates", {}).items()):
+        check_core(template, "PodTemplateSpec", versions, out, ["replicaPodTemplates", rtype])
+
+
+def check_metadata(d: dict[str, Any], out: Collector) -> None:
+    """Pod labels and annotations: Kubernetes syntax, then the security policy hook."""
+    blocks: list[tuple[str, list[str | int], dict[str, Any]]] = [  # (kind, where, mapping)
+        ("label", ["podLabels"], d.get("podLabels", {})),
+        ("annotation", ["podAnnotations"], d.get("podAnnotations", {})),
+    ]
+    templates: list[tuple[list[str | int], dict[str, Any]]] = [
+        (["podTemplate"], d.get("podTemplate") or {})
+    ]
+    templates += [
+        (["replicaPodTemplates", r], t) for r, t in sorted(d.get("replicaPodTemplates", {}).items())
+    ]
+    for where, template in templates:
+        meta = template.get("metadata") or {}
+        for kind, key in (("label", "labels"), ("annotation", "annotations")):
+            if isinstance(meta.get(key), dict):
+                blocks.append((kind, [*where, "metadata", key], meta[key]))
+    for kind, where, mapping in blocks:
+        for key, value in mapping.items():
+            problem = metadata_problem(kind, str(key), value)
+            if problem is None and isinstance(value, str):
+                problem = METADATA_POLICY(kind, str(key), value)
+            if problem:
+                out.add([*where, key], problem)
+
+
+def metadata_problem(kind: str, key: str, value: Any) -> str | None:
+    """Why `key: value` is not a valid Kubernetes label or annotation, or None."""
+    if not _KEY.match(key):
+        return (
+            f"{kind} key `{key}` is not a Kubernetes {kind} key: an optional DNS-subdomain"
+            " prefix and `/`, then at most 63 letters, digits, '-', '_' or '.', starting and"
+            " ending with a letter or digit"
+        )
+    if kind == "label" and not (isinstance(value, str) and _LABEL_VALUE.match(value)):
+        return (
+            f"label `{key}` value {value!r} is not a Kubernetes label value: at most 63"
+            " letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+        )
+    return None
