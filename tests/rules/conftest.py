@@ -9,6 +9,7 @@ from trainops.spec.model import (
     Delivery,
     GpuProduct,
     Network,
+    PodSecurityLevel,
     Rdma,
     Scheduler,
     Storage,
@@ -43,6 +44,8 @@ def make_cluster(**changes: object) -> ClusterProfile:
         "storage": Storage(default_class="nfs", classes=("nfs",)),
         "namespaces": ("ml-train",),
         "delivery": Delivery(tool="argocd", self_heal=True),
+        # An RDMA cluster whose nodes do not raise the memlock limit admits IPC_LOCK.
+        "pod_security": PodSecurityLevel(allow_capabilities=("IPC_LOCK",)),
     }
     base.update(changes)
     return ClusterProfile(**base)  # type: ignore[arg-type]

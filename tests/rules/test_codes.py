@@ -35,6 +35,7 @@ PUBLISHED = {
     "TO505": "host-network-dns",
     "TO601": "image-unpinned",
     "TO602": "privileged",
+    "TO603": "pod-security",
     "TO701": "deepspeed-batch-mismatch",
     "TO702": "deepspeed-elastic-batch",
     "TO703": "deepspeed-precision-conflict",

@@ -18,6 +18,7 @@ from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from trainops import __version__
+from trainops.core.text import one_line
 from trainops.core.findings import Finding, Severity
 from trainops.rules import RULES_BY_SLUG
 
@@ -101,13 +102,13 @@ def to_text(findings: Sequence[Finding], resources: int, *, color: bool = False)
 
     lines: list[str] = []
     for file, group in groupby(_sorted(findings), key=lambda f: f.file or "(no file)"):
-        lines.append(paint(_BOLD, file))
+        lines.append(paint(_BOLD, one_line(file)))
         for f in group:
             where = f"{file}:{f.line}" if f.line else file
             sev = paint(_COLOURS[f.severity], f"{f.severity.value:7}")
             obj = _object(f)
             obj_text = f" {paint(_DIM, obj)}" if obj else ""
-            lines.append(f"  {where}: {sev} [{f.rule}]{obj_text} {f.message}")
+            lines.append(one_line(f"  {where}: {sev} [{f.rule}]{obj_text} {f.message}"))
     s = summary(findings, resources)
     status = "FAILED" if s["errors"] else "ok"
     lines.append(

@@ -52,6 +52,7 @@ def build_cluster(
     d = schemas.with_defaults(schemas.CLUSTER, doc.data)
     net, delivery, sched = d["network"], d["delivery"], d["scheduler"]
     rdma = net.get("rdma")
+    pod_security = d["podSecurity"]
     return model.ClusterProfile(
         name=d["name"],
         file=doc.file,
@@ -98,4 +99,10 @@ def build_cluster(
         crds=d.get("crds"),
         policy=dict(d["policy"]),
         context=d.get("context"),
+        pod_security=model.PodSecurityLevel(
+            level=pod_security["level"],
+            allow_capabilities=tuple(pod_security["allowCapabilities"]),
+            allow_host_paths=tuple(pod_security["allowHostPaths"]),
+        ),
+        monitoring_namespace=d["monitoringNamespace"],
     )
