@@ -13,6 +13,7 @@ from typing import Any
 from trainops.facts import deepspeed as ds_config
 from trainops.facts.kubeflow import JOB_NAME_LABEL
 from trainops.facts.schedulers import KUEUE_QUEUE_LABEL, VOLCANO_SCHEDULER
+from trainops.render.netpol import network_policy
 from trainops.render.pod import JOB_LABEL, METRICS_PORT_NAME, deepspeed_configmap_name, pod_template
 from trainops.spec.model import ClusterProfile, Target, TrainingJob
 
@@ -184,4 +185,5 @@ def job_objects(
         *claims(job, cluster),
         metrics_service(job),
         service_monitor(job),
+        network_policy(job, _metadata(job, job.name), cluster),
     ]

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainops.facts.kubeflow import KUBEFLOW_GROUP, TRAINING_JOB_KINDS
+from trainops.render.gitops.flux_rbac import SERVICE_ACCOUNT
 from trainops.render.gitops.kinds import NAMESPACED_KINDS
 from trainops.spec.model import ClusterProfile, Repository
 
@@ -61,6 +62,27 @@ def _destination(cluster: ClusterProfile) -> dict[str, str]:
     return {"server": cluster.delivery.destination_server}
 
 
+def project_roles(project: str) -> list[dict[str, Any]]:
+    """Project roles for automation: CI may read and sync the training apps, nothing else
+    (no create, update or delete: what an app deploys comes from Git alone)."""
+    apps = f"{project}/*"
+    return [
+        {
+            "name": "ci",
+            "description": "CI: read and sync the training applications.",
+            "policies": [
+                f"p, proj:{project}:ci, applications, get, {apps}, allow",
+                f"p, proj:{project}:ci, applications, sync, {apps}, allow",
+            ],
+        },
+        {
+            "name": "viewer",
+            "description": "Read-only view of the training applications.",
+            "policies": [f"p, proj:{project}:viewer, applications, get, {apps}, allow"],
+        },
+    ]
+
+
 def app_project(repo: Repository) -> dict[str, Any]:
     """The AppProject: our repo only, each cluster's own namespaces only, our kinds only."""
     settings = repo.settings
@@ -83,6 +105,20 @@ def app_project(repo: Repository) -> dict[str, Any]:
             "destinations": destinations,
             # Nothing cluster-scoped: namespaces, CRDs, RBAC and queues are the platform's.
             "clusterResourceWhitelist": [],
+            # Argo CD >= 2.13 with `application.sync.impersonation.enabled`: syncs run as
+            # this account of the destination namespace (gitops/argocd/rbac/), not as the
+            # application controller. Needs a server URL (destinationName clusters: none).
+            "destinationServiceAccounts": [
+                {
+                    "server": cluster.delivery.destination_server,
+                    "namespace": namespace,
+                    "defaultServiceAccount": SERVICE_ACCOUNT,
+                }
+                for cluster in repo.delivered_by("argocd")
+                if not cluster.delivery.destination_name
+                for namespace in sorted(cluster.namespaces)
+            ],
+            "roles": project_roles(settings.argocd_project),
             "namespaceResourceWhitelist": [
                 {"group": gk.group, "kind": gk.kind} for gk in sorted(NAMESPACED_KINDS)
             ],

@@ -28,4 +28,5 @@ NAMESPACED_KINDS: tuple[GroupKind, ...] = (
     GroupKind("", "Service"),
     GroupKind(KUBEFLOW_GROUP, "PyTorchJob"),
     GroupKind("monitoring.coreos.com", "ServiceMonitor"),
+    GroupKind("networking.k8s.io", "NetworkPolicy"),
 )
