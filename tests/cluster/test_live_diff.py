@@ -37,7 +37,7 @@ def test_in_sync_cluster_has_no_diff_despite_server_defaults(
     code, out, err = _live_diff(capsys, repo, kubeconfig)
     assert (code, out) == (0, ""), out
     assert (
-        err == "0 of 9 objects differ between Git and cluster cloud-h100 (context trainops-test)\n"
+        err == "0 of 11 objects differ between Git and cluster cloud-h100 (context trainops-test)\n"
     )
 
 

@@ -26,8 +26,8 @@ from trainops.cli import (
     validate,
 )
 from trainops.cluster.errors import ClusterError
-from trainops.core.text import one_line
 from trainops.core.errors import InputError
+from trainops.core.text import one_line
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from trainops.cli import cluster_args, server_side
 from trainops.cli.load import load
-from trainops.core.limits import read_bounded
 from trainops.core.errors import InputError, Problem
 from trainops.core.findings import Finding, Severity
+from trainops.core.limits import read_bounded
 from trainops.report import formats as report
 from trainops.spec.model import ClusterProfile
 from trainops.validate import kubeconform

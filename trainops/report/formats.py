@@ -18,8 +18,8 @@ from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from trainops import __version__
-from trainops.core.text import one_line
 from trainops.core.findings import Finding, Severity
+from trainops.core.text import one_line
 from trainops.rules import RULES_BY_SLUG
 
 FORMATS = ("text", "json", "junit", "sarif", "github")

@@ -9,8 +9,8 @@ from typing import Any
 
 from trainops.core.yamlio import Document
 from trainops.facts import deepspeed as ds_facts
-from trainops.spec import model, schemas
 from trainops.spec import metadata as meta
+from trainops.spec import model, schemas
 from trainops.spec.problems import Collector, dotted, schema_problems
 
 RESERVED_ENV = frozenset(

@@ -33,8 +33,8 @@ from typing import Any
 import jsonschema_rs
 
 from trainops.core import yamlio
-from trainops.core.limits import inside
 from trainops.core.errors import InputError, Problem
+from trainops.core.limits import inside
 from trainops.validate.schemas import CORE_DEFINITIONS_ID, GVK
 
 _OBJECT_META = {

@@ -1,5 +1,5 @@
-"""The fence around Flux (and Argo CD's destination service accounts): a service account per cluster that may write only the kinds we
-deliver, only in the namespaces we deliver to.
+"""The fence around Flux (and Argo CD's destination service accounts): a service account
+that may write only the kinds we deliver, only in the namespaces we deliver to.
 
 Without `serviceAccountName` kustomize-controller applies as its own account, normally
 cluster-admin: whatever a merged overlay holds (a ClusterRoleBinding, a Namespace, a pod
