@@ -53,7 +53,7 @@ def test_changed_field_and_missing_object_are_a_unified_diff_and_exit_1(
         api.add(obj)
     code, out, err = _live_diff(capsys, repo, kubeconfig)
     assert code == 1
-    assert "2 of 9 objects differ" in err
+    assert "2 of 11 objects differ" in err
     assert (
         "--- live/cloud-h100 PyTorchJob ml-vision/resnet50-ddp\n"
         "+++ git/base/resnet50-ddp/pytorchjob.yaml PyTorchJob ml-vision/resnet50-ddp\n"
