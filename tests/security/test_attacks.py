@@ -3,12 +3,14 @@ refused at the door with file:line, exit 2, nothing written, no traceback."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
+import yaml
 
-from tests.tools import trainops, tree
+from tests.tools import REPO, trainops, tree
 
 
 def _edit(path: Path, old: str, new: str) -> None:
@@ -145,3 +147,26 @@ def test_profile_crds_outside_the_repository_are_refused(scratch: Path) -> None:
     result = trainops(scratch, "validate", "--cluster", "onprem-a100")
     assert result.returncode == 2, result.stdout + result.stderr
     assert "inside the repository" in result.stderr
+
+
+def test_shipped_repository_is_clean_under_restricted_on_the_tcp_cluster() -> None:
+    """The issue's bar: cloud-h100 declares `podSecurity.level: restricted` and validates clean."""
+    profile = yaml.safe_load((REPO / FLUX_CLUSTER).read_text())
+    assert profile["podSecurity"]["level"] == "restricted"
+    assert profile["network"]["transport"] == "tcp"
+    result = trainops(REPO, "validate", "--cluster", "cloud-h100", "--format", "json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert report["summary"]["errors"] == 0
+    assert not [f for f in report["findings"] if f["rule"] == "pod-security"]
+
+
+def test_a_job_running_as_root_breaks_restricted(scratch: Path) -> None:
+    job = scratch / JOB
+    job.write_text(job.read_text() + "securityContext: {runAsUser: 0, runAsGroup: 0, fsGroup: 0}\n")
+    assert trainops(scratch, "render").returncode == 0
+    result = trainops(scratch, "validate", "--cluster", "cloud-h100", "--format", "json")
+    assert result.returncode == 1, result.stdout + result.stderr
+    found = [f for f in json.loads(result.stdout)["findings"] if f["rule"] == "pod-security"]
+    assert found and all(f["name"] == "resnet50-ddp" and f["line"] for f in found)
+    assert any("Non-root" in f["message"] for f in found)
