@@ -5,6 +5,7 @@ from __future__ import annotations
 from trainops.rules.checks import (
     cluster,
     deepspeed,
+    delivery,
     elastic,
     env,
     lifecycle,
@@ -29,6 +30,7 @@ _ALL: tuple[Rule, ...] = (
     *nccl.RULES,
     *pod.RULES,
     *pod_security.RULES,
+    *delivery.RULES,
     *deepspeed.RULES,
     *mpi.RULES,
     *cluster.RULES,
