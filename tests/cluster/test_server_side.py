@@ -36,7 +36,7 @@ def test_every_built_object_is_dry_run_applied_and_nothing_is_stored(
     assert code == 0, err
     assert json.loads(out) == {
         "findings": [],
-        "summary": {"resources": 9, "errors": 0, "warnings": 0},
+        "summary": {"resources": 11, "errors": 0, "warnings": 0},
     }
     patches = [r for r in api.requests if r.method == "PATCH"]
     names = sorted(m.name or "" for m in built(repo))

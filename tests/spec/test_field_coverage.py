@@ -56,6 +56,11 @@ NOT_IN_OUTPUT = {
     "clusterprofile:context": "the kubeconfig context the cluster-facing commands (status,"
     " explain, live-diff, validate --server-side) use; not delivered",
     "trainops:$schema": "an editor hint (yaml-language-server), never read",
+    "clusterprofile:podSecurity.level": "the level the `pod-security` rule checks, not delivered",
+    "clusterprofile:podSecurity.allowCapabilities": "exceptions the `pod-security` rule admits,"
+    " not delivered",
+    "clusterprofile:podSecurity.allowHostPaths": "exceptions the `pod-security` rule admits,"
+    " not delivered",
 }
 
 
@@ -78,6 +83,7 @@ CHOSEN: dict[str, Any] = {
     "trainingjob:targets[].gpuProduct": "a100",
     "clusterprofile:network.transport": _to_tcp,
     "clusterprofile:network.rdma.gdrLevel": "PHB",
+    "clusterprofile:namespaces": ["research", "prod-training", "team-c"],
 }
 
 

@@ -103,12 +103,14 @@ def to_text(findings: Sequence[Finding], resources: int, *, color: bool = False)
     lines: list[str] = []
     for file, group in groupby(_sorted(findings), key=lambda f: f.file or "(no file)"):
         lines.append(paint(_BOLD, one_line(file)))
+        file = one_line(file)
         for f in group:
             where = f"{file}:{f.line}" if f.line else file
             sev = paint(_COLOURS[f.severity], f"{f.severity.value:7}")
-            obj = _object(f)
+            obj = one_line(_object(f))
             obj_text = f" {paint(_DIM, obj)}" if obj else ""
-            lines.append(one_line(f"  {where}: {sev} [{f.rule}]{obj_text} {f.message}"))
+            message = one_line(f.message)
+            lines.append(f"  {where}: {sev} [{f.rule}]{obj_text} {message}")
     s = summary(findings, resources)
     status = "FAILED" if s["errors"] else "ok"
     lines.append(
