@@ -19,5 +19,6 @@ def test_schema_and_rule_refuse_the_same_namespaces() -> None:
     for name in SAMPLES:
         assert bool(refused.match(name)) == bool(SYSTEM_NAMESPACE.match(name)), name
     assert {n for n in SAMPLES if SYSTEM_NAMESPACE.match(n)} == {
-        "kube-system", "kube-public", "flux-system", "kueue-system", "default", "argocd", "kubeflow",
+        "kube-system", "kube-public", "flux-system", "kueue-system", "default", "argocd",
+        "kubeflow",
     }  # fmt: skip

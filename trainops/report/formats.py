@@ -101,9 +101,9 @@ def to_text(findings: Sequence[Finding], resources: int, *, color: bool = False)
         return f"{code}{text}{_RESET}" if color else text
 
     lines: list[str] = []
-    for file, group in groupby(_sorted(findings), key=lambda f: f.file or "(no file)"):
-        lines.append(paint(_BOLD, one_line(file)))
-        file = one_line(file)
+    for raw_file, group in groupby(_sorted(findings), key=lambda f: f.file or "(no file)"):
+        file = one_line(raw_file)
+        lines.append(paint(_BOLD, file))
         for f in group:
             where = f"{file}:{f.line}" if f.line else file
             sev = paint(_COLOURS[f.severity], f"{f.severity.value:7}")

@@ -92,13 +92,16 @@ def _check(obj: Object, ctx: Context) -> Iterator[Violation]:
         )
         if spec.get("project") == "default":
             yield Violation("in the `default` AppProject nothing fences what it deploys", at)
-    elif obj.group == FLUX_KUSTOMIZE_GROUP and obj.kind == "Kustomization":
-        if not obj.spec.get("serviceAccountName"):
-            yield Violation(
-                "no `serviceAccountName`: kustomize-controller applies as itself (normally"
-                " cluster-admin) whatever the path holds",
-                ("spec",),
-            )
+    elif (
+        obj.group == FLUX_KUSTOMIZE_GROUP
+        and obj.kind == "Kustomization"
+        and not obj.spec.get("serviceAccountName")
+    ):
+        yield Violation(
+            "no `serviceAccountName`: kustomize-controller applies as itself (normally"
+            " cluster-admin) whatever the path holds",
+            ("spec",),
+        )
 
 
 RULES = (
