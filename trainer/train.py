@@ -62,10 +62,20 @@ class StopSignal:
 
 
 def _rng_state(env: DistEnv) -> dict[str, Any]:
+    """Tensors, ints and tuples only, so resuming loads it with `weights_only=True` (a
+    pickle from a shared volume must not be able to run code in every rank)."""
+    numpy_state: Any = np.random.get_state()
+    kind, keys, pos, has_gauss, gauss = numpy_state
     state: dict[str, Any] = {
         "torch": torch.get_rng_state(),
         "python": random.getstate(),
-        "numpy": np.random.get_state(),
+        "numpy": (
+            str(kind),
+            torch.from_numpy(keys.astype(np.int64)),
+            int(pos),
+            int(has_gauss),
+            float(gauss),
+        ),
     }
     if env.device.type == "cuda":
         state["cuda"] = torch.cuda.get_rng_state(env.device)
@@ -75,7 +85,8 @@ def _rng_state(env: DistEnv) -> dict[str, Any]:
 def _set_rng_state(env: DistEnv, state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
     random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    kind, keys, pos, has_gauss, gauss = state["numpy"]
+    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
     if "cuda" in state and env.device.type == "cuda":
         torch.cuda.set_rng_state(state["cuda"], env.device)
 
@@ -210,7 +221,7 @@ class Trainer:
         exact = meta["world_size"] == self.env.world_size
         rng = folder / RNG_FILE.format(rank=self.env.rank)
         if exact and rng.is_file():
-            _set_rng_state(self.env, torch.load(rng, weights_only=False))
+            _set_rng_state(self.env, torch.load(rng, weights_only=True))
         else:  # re-sharded: fresh but deterministic streams per rank and step
             _seed_everything(self.cfg.seed + 7919 * self.env.rank + self.step)
         if self.env.is_main:

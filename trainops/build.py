@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from trainops.core import paths
+from trainops.core.limits import TOOL_TIMEOUT_SECONDS
 
 # Overlays are built concurrently, one `kustomize build` process per core: each is
 # single-threaded and on a large repository takes most of the run (kustomize's own
@@ -40,12 +41,18 @@ def kustomize_command() -> list[str]:
 
 def kustomize(directory: Path) -> str:
     """`kustomize build DIRECTORY` and return the YAML stream it prints."""
-    proc = subprocess.run(
-        [*kustomize_command(), str(directory)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    try:
+        proc = subprocess.run(
+            [*kustomize_command(), str(directory)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=TOOL_TIMEOUT_SECONDS,
+        )
+    except subprocess.TimeoutExpired:
+        raise KustomizeError(
+            f"kustomize build {directory.name} timed out after {TOOL_TIMEOUT_SECONDS:g}s"
+        ) from None
     if proc.returncode != 0:
         raise KustomizeError(proc.stderr.strip() or f"kustomize exited with {proc.returncode}")
     return proc.stdout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from tests.tools import REPO, require_tool, trainops
@@ -15,18 +16,38 @@ def _needs_kustomize() -> None:
         require_tool("kustomize")
 
 
+def _table(stdout: str) -> list[dict[str, str]]:
+    """The printed table as rows by column name (columns start where their header does)."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    header = lines[0]
+    # Names may hold one space ("GPU PRODUCT"); columns are two or more spaces apart.
+    starts = [m.start() for m in re.finditer(r"\S+(?: \S+)*", header)]
+    names = [header[a:b].strip().lower() for a, b in zip(starts, [*starts[1:], None], strict=True)]
+    return [
+        {n: line[a:b].strip() for n, a, b in zip(names, starts, [*starts[1:], None], strict=True)}
+        for line in lines[1:-1]
+    ]
+
+
 def test_build_summarises_every_placement(tmp_path: Path) -> None:
     _needs_kustomize()
     result = trainops(REPO, "build", "--output", str(tmp_path))
     assert result.returncode == 0, result.stderr
-    rows = [line.split() for line in result.stdout.splitlines()[1:] if line.strip()][:-1]
-    placements = {(r[0], r[1]): r for r in rows if len(r) > 5}
+    placements = {(r["cluster"], r["job"]): r for r in _table(result.stdout)}
     jobs = ("llm-finetune", "resnet50-ddp", "tf-distributed", "tensorflow-distributed")
     jobs += ("horovod-training",)
     assert set(placements) == {(c, j) for c in ("cloud-h100", "onprem-a100") for j in jobs}
     # The cloud target overrides replicas to 2 pods x 8 GPUs; on-prem runs 4 x 8 over RDMA.
-    assert placements[("cloud-h100", "llm-finetune")][-5:-3] == ["2", "16"]
-    assert placements[("onprem-a100", "llm-finetune")][-1] == "rdma"
+    cloud, onprem = (
+        placements[("cloud-h100", "llm-finetune")],
+        placements[("onprem-a100", "llm-finetune")],
+    )
+    assert (cloud["pods"], cloud["gpus"]) == ("2", "16")
+    assert onprem["nccl"] == "rdma"
+    # Pod Security: the TCP cluster's pods meet restricted; the RDMA pods add IPC_LOCK,
+    # which no level but privileged admits (docs/security.md).
+    assert cloud["pod security"] == "restricted"
+    assert onprem["pod security"] == "privileged (adds IPC_LOCK)"
     assert (tmp_path / "onprem-a100.yaml").read_text().count("kind: PyTorchJob") == 2
     # Every kind gets a row: the TFJob's roles, the MPIJob's Launcher (no GPU) and Workers.
     assert placements[("cloud-h100", "tf-distributed")][3:6] == ["Chief+Worker", "4", "32"]

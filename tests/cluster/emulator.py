@@ -49,6 +49,7 @@ DECLARED: dict[tuple[str, str], tuple[str, bool]] = {
     ("v1", "Service"): ("services", True),
     ("v1", "ConfigMap"): ("configmaps", True),
     ("v1", "PersistentVolumeClaim"): ("persistentvolumeclaims", True),
+    ("networking.k8s.io/v1", "NetworkPolicy"): ("networkpolicies", True),
     ("kueue.x-k8s.io/v1beta1", "Workload"): ("workloads", True),
     # Platform manifests (clusters/<name>/manifests/) delivered beside the jobs.
     ("kueue.x-k8s.io/v1beta1", "ResourceFlavor"): ("resourceflavors", False),

@@ -10,6 +10,7 @@ from trainops.spec.model import (
     Delivery,
     GpuProduct,
     Network,
+    PodSecurityLevel,
     Rdma,
     Scheduler,
     Storage,
@@ -46,6 +47,8 @@ def make_cluster(**changes: object) -> ClusterProfile:
         "delivery": Delivery(tool="argocd", self_heal=True),
         # 32 A100s on 4 nodes; queue `training` with a quota of 24 (gang-unschedulable, ...).
         "capacity": Capacity(nodes={"a100-80gb": 4}, queue_gpus={"training": 24}),
+        # An RDMA cluster whose nodes do not raise the memlock limit admits IPC_LOCK.
+        "pod_security": PodSecurityLevel(allow_capabilities=("IPC_LOCK",)),
     }
     base.update(changes)
     return ClusterProfile(**base)  # type: ignore[arg-type]

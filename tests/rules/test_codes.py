@@ -41,6 +41,8 @@ PUBLISHED = {
     "TO505": "host-network-dns",
     "TO601": "image-unpinned",
     "TO602": "privileged",
+    "TO603": "pod-security",
+    "TO604": "delivery-fence",
     "TO701": "deepspeed-batch-mismatch",
     "TO702": "deepspeed-elastic-batch",
     "TO703": "deepspeed-precision-conflict",

@@ -34,9 +34,12 @@ CHECKPOINT: Kept = ("checkpoint-ephemeral", E)
 NAMESPACE: Kept = ("namespace-not-allowed", E)
 GANG: Kept = ("gang-scheduling-inconsistent", E)
 RERUN: Kept = ("gitops-rerun-risk", E)
+POD_SECURITY: Kept = ("pod-security", E)
 
 # (rule, severity) -> why it is right on the upstream demos, not a false positive.
 REASONS: dict[Kept, str] = {
+    POD_SECURITY: "the shipped clusters enforce Pod Security restricted and no demo sets"
+    " runAsNonRoot, seccomp RuntimeDefault, drop ALL and allowPrivilegeEscalation: false",
     UNBOUNDED: "containers that hold GPUs without a memory limit or a CPU request; a shared"
     " cluster should not run them as they are",
     BEST_EFFORT: "CPU containers (demo workers, MPI launchers) with no resources at all:"
@@ -156,6 +159,20 @@ ON_VOLCANO = {
     )
 }
 WITH_TTL = "mpi-operator/examples__v2beta1__pi__pi.yaml"
+# Kinds whose pod templates the rules do not read yet (Kubeflow Trainer v2 runtimes).
+UNREAD_KINDS = ("kind: TrainJob", "TrainingRuntime", "kind: JobSet")
+
+
+def _with_containers() -> set[str]:
+    """Every example with a pod template the rules read: none meets Pod Security restricted."""
+    root = require_upstream() / "examples"
+    return {
+        str(p.relative_to(root))
+        for p in root.rglob("*.yaml")
+        if "containers:" in (text := p.read_text()) and not any(k in text for k in UNREAD_KINDS)
+    }
+
+
 ADDED_BY_CLUSTER: dict[str, set[tuple[str, Kept]]] = {
     "cloud-h100": {(f, NAMESPACE) for f in IN_KUBEFLOW_NAMESPACE}
     | {(f, GANG) for f in ON_VOLCANO}
@@ -189,7 +206,7 @@ def _findings(cluster: str | None) -> frozenset[tuple[str, Kept]]:
 
 def test_every_kept_finding_has_a_reason() -> None:
     listed = {k for kept in KEPT.values() for k in kept}
-    listed |= {k for added in ADDED_BY_CLUSTER.values() for _, k in added}
+    listed |= {k for added in ADDED_BY_CLUSTER.values() for _, k in added} | {POD_SECURITY}
     assert listed == set(REASONS)
     assert all(rule in RULES_BY_SLUG for rule, _ in REASONS)
 
@@ -211,4 +228,5 @@ def test_upstream_examples_with_each_cluster_profile(name: str) -> None:
         pytest.fail(f"clusters/{name}.yaml is not a shipped cluster profile any more")
     without, with_cluster = _findings(None), _findings(name)
     assert without - with_cluster == set(), "a cluster profile hid findings"
-    assert with_cluster - without == ADDED_BY_CLUSTER[name]
+    restricted = {(f, POD_SECURITY) for f in _with_containers()}
+    assert with_cluster - without == ADDED_BY_CLUSTER[name] | restricted

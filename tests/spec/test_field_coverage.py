@@ -62,6 +62,11 @@ NOT_IN_OUTPUT = {
     "trainops:$schema": "an editor hint (yaml-language-server), never read",
     "trainingjob:tensorflow.evaluator.replicas": "TensorFlow runs one Evaluator: only 1 is"
     " accepted (the role block is shared with the parameter servers)",
+    "clusterprofile:podSecurity.level": "the level the `pod-security` rule checks, not delivered",
+    "clusterprofile:podSecurity.allowCapabilities": "exceptions the `pod-security` rule admits,"
+    " not delivered",
+    "clusterprofile:podSecurity.allowHostPaths": "exceptions the `pod-security` rule admits,"
+    " not delivered",
 }
 
 
@@ -106,6 +111,7 @@ CHOSEN: dict[str, Any] = {
     "trainingjob:podTemplate.spec": {"enableServiceLinks": True},
     "trainingjob:replicaPodTemplates.*.metadata": {"labels": {"coverage": "1"}},
     "trainingjob:replicaPodTemplates.*.spec": {"hostIPC": False},
+    "clusterprofile:namespaces": ["research", "prod-training", "team-c"],
 }
 
 

@@ -30,6 +30,7 @@ from trainops.cli import (
 )
 from trainops.cluster.errors import ClusterError
 from trainops.core.errors import InputError
+from trainops.core.text import one_line
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -87,17 +88,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.run(args)
     except InputError as err:
         for problem in err.problems:
-            print(f"error: {problem}", file=sys.stderr)
+            print(f"error: {one_line(str(problem))}", file=sys.stderr)
         return EXIT_USAGE
     except ClusterError as err:
         # The cluster could not be reached or read: one line naming what and what to do.
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {one_line(str(err))}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as err:
         # A path the user gave that cannot be read or written (--output into a file,
         # a read-only checkout): their environment, not a bug, so no traceback.
         where = f"{err.filename}: " if err.filename else ""
-        print(f"error: {where}{err.strerror or err}", file=sys.stderr)
+        print(one_line(f"error: {where}{err.strerror or err}"), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

@@ -24,6 +24,7 @@ from trainops.cli import cluster_args, progress, server_side
 from trainops.cli.load import load
 from trainops.core.errors import InputError, Problem
 from trainops.core.findings import Finding, Severity
+from trainops.core.limits import read_bounded
 from trainops.report import formats as report
 from trainops.spec.model import ClusterProfile
 from trainops.validate import kubeconform
@@ -159,13 +160,14 @@ def _validate(args: argparse.Namespace) -> tuple[list[Finding], int]:
             cluster.kubernetes_version if cluster else DEFAULT_KUBERNETES_VERSION
         )
         crd_dir = args.crds or (args.root / cluster.crds if cluster and cluster.crds else None)
-        store = SchemaStore(version, load_crd_dir(crd_dir) if crd_dir else None)
+        confine = None if args.crds else args.root
+        store = SchemaStore(version, load_crd_dir(crd_dir, confine) if crd_dir else None)
         manifests = load_manifests(args.manifests, cluster.name if cluster else None)
         findings = validate_manifests(manifests, cluster, store, unknown_kind=unknown)
         resources = len(manifests)
         if args.kubeconform:
             files = sorted({m.file for m in manifests if m.file})
-            texts = {f: Path(f).read_text(encoding="utf-8") for f in files}
+            texts = {f: read_bounded(Path(f), f).decode("utf-8") for f in files}
             findings += _run_kubeconform(texts, version)
     else:
         repo = load(args.root)

@@ -34,6 +34,7 @@ from typing import Any
 import yaml
 
 from trainops.core.errors import InputError, Problem
+from trainops.core.limits import check_depth, read_bounded
 from trainops.core.yaml_aliases import (
     MAX_EXPANDED_NODES,
     RecursiveAlias,
@@ -309,6 +310,7 @@ def load_text(text: str, file: str) -> list[Document]:
 def _load_text(text: str, file: str) -> list[Document]:
     if "\x00" in text:
         raise InputError(Problem(file, None, None, "this is a binary file, not YAML"))
+    check_depth(text, file)
     loader = _StrictLoader(text)
     documents: list[Document] = []
     try:
@@ -346,10 +348,7 @@ def _load_text(text: str, file: str) -> list[Document]:
 def load_file(path: Path, display: str | None = None) -> list[Document]:
     """Read and parse a YAML file; errors name `display` (default: the path)."""
     name = display or str(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as err:
-        raise InputError(Problem(name, None, None, f"cannot read file: {err.strerror}")) from None
+    raw = read_bounded(path, name)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -15,6 +15,7 @@ from trainops.facts.kubeflow import JOB_NAME_LABEL
 from trainops.render import mpijob, tfjob
 from trainops.render.common import job_metadata, replica_spec, run_policy, total_pods
 from trainops.render.common import metadata as _metadata
+from trainops.render.netpol import network_policy
 from trainops.render.pod import JOB_LABEL, METRICS_PORT_NAME, deepspeed_configmap_name, pod_template
 from trainops.spec.model import ClusterProfile, Target, TrainingJob
 
@@ -155,4 +156,5 @@ def job_objects(
         *claims(job, cluster),
         metrics_service(job),
         service_monitor(job),
+        network_policy(job, _metadata(job, job.name), cluster),
     ]

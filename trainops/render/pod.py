@@ -270,6 +270,9 @@ def pod_template(
     if mounts:
         container["volumeMounts"] = mounts
     spec: dict[str, Any] = {
+        # Training code has no business with the Kubernetes API; a token in every pod
+        # would let a compromised rank act as the namespace's default service account.
+        "automountServiceAccountToken": False,
         "containers": [container],
         "securityContext": _pod_security(job),
         "terminationGracePeriodSeconds": job.termination_grace_seconds,

@@ -19,6 +19,7 @@ from xml.sax.saxutils import quoteattr
 
 from trainops import __version__
 from trainops.core.findings import Finding, Severity
+from trainops.core.text import one_line
 from trainops.rules import RULES_BY_SLUG
 
 FORMATS = ("text", "json", "junit", "sarif", "github")
@@ -100,14 +101,16 @@ def to_text(findings: Sequence[Finding], resources: int, *, color: bool = False)
         return f"{code}{text}{_RESET}" if color else text
 
     lines: list[str] = []
-    for file, group in groupby(_sorted(findings), key=lambda f: f.file or "(no file)"):
+    for raw_file, group in groupby(_sorted(findings), key=lambda f: f.file or "(no file)"):
+        file = one_line(raw_file)
         lines.append(paint(_BOLD, file))
         for f in group:
             where = f"{file}:{f.line}" if f.line else file
             sev = paint(_COLOURS[f.severity], f"{f.severity.value:7}")
-            obj = _object(f)
+            obj = one_line(_object(f))
             obj_text = f" {paint(_DIM, obj)}" if obj else ""
-            lines.append(f"  {where}: {sev} [{f.rule}]{obj_text} {f.message}")
+            message = one_line(f.message)
+            lines.append(f"  {where}: {sev} [{f.rule}]{obj_text} {message}")
     s = summary(findings, resources)
     status = "FAILED" if s["errors"] else "ok"
     lines.append(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainops.facts import pod_security as pss
 from trainops.facts.gpus import job_gpus
 from trainops.facts.kubeflow import KUBEFLOW_REPLICA_KEYS, REPLICA_TYPES
 from trainops.facts.schedulers import KUEUE_QUEUE_LABEL
@@ -23,12 +24,37 @@ COLUMNS = (
     "gpu product",
     "scheduler",
     "nccl",
+    "pod security",
 )
 
 
 def _container_env(template: dict[str, Any]) -> dict[str, str]:
     container = template["spec"]["containers"][0]
     return {e["name"]: e.get("value", "") for e in container.get("env", [])}
+
+
+def _reason(breach: pss.Breach) -> str:
+    kind, _, value = (breach.exception or "").partition(":")
+    if kind == "capability":
+        return f"adds {value}"
+    if kind == "hostPath":
+        return f"hostPath {value}"
+    return breach.control
+
+
+def pod_security(templates: list[dict[str, Any]]) -> str:
+    """The Pod Security level the pods meet (the namespace's `enforce` label must allow it),
+    naming what keeps them from `restricted`: `restricted`, `privileged (IPC_LOCK)`."""
+    found = [
+        breach
+        for template in templates
+        for breach in pss.breaches(template.get("metadata") or {}, template.get("spec") or {})
+    ]
+    level = pss.level_of(found)
+    if not found:
+        return level
+    why = sorted({_reason(b) for b in found})
+    return f"{level} ({', '.join(why)})"
 
 
 def summarize(cluster: ClusterProfile, job: dict[str, Any]) -> dict[str, str]:
@@ -63,6 +89,7 @@ def summarize(cluster: ClusterProfile, job: dict[str, Any]) -> dict[str, str]:
         "gpu product": product,
         "scheduler": scheduler,
         "nccl": nccl,
+        "pod security": pod_security([r["template"] for r in replicas.values()]),
     }
 
 

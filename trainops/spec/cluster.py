@@ -62,6 +62,7 @@ def build_cluster(
     d = schemas.with_defaults(schemas.CLUSTER, doc.data)
     net, delivery, sched = d["network"], d["delivery"], d["scheduler"]
     rdma = net.get("rdma")
+    pod_security = d["podSecurity"]
     return model.ClusterProfile(
         name=d["name"],
         file=doc.file,
@@ -112,4 +113,10 @@ def build_cluster(
             nodes=dict(d.get("capacity", {}).get("nodes", {})),
             queue_gpus={q: v["gpus"] for q, v in d.get("capacity", {}).get("queues", {}).items()},
         ),
+        pod_security=model.PodSecurityLevel(
+            level=pod_security["level"],
+            allow_capabilities=tuple(pod_security["allowCapabilities"]),
+            allow_host_paths=tuple(pod_security["allowHostPaths"]),
+        ),
+        monitoring_namespace=d["monitoringNamespace"],
     )

@@ -9,6 +9,7 @@ from typing import Any
 
 from trainops.core.yamlio import Document
 from trainops.facts import deepspeed as ds_facts
+from trainops.spec import metadata as meta
 from trainops.spec import model, podtemplate, schemas
 from trainops.spec.problems import Collector, dotted, schema_problems
 
@@ -69,6 +70,31 @@ def _env(doc: Document, path: list[str | int]) -> dict[str, str]:
     }
 
 
+def _metadata_checks(d: dict[str, Any], out: Collector) -> None:
+    """Labels and annotations: Kubernetes syntax, and no control surface (spec/metadata.py)."""
+    for field in ("labels", "annotations"):
+        values = d.get(field, {})
+        for key, value in values.items():
+            problem = meta.key_problem(str(key))
+            if problem:
+                out.add([field, key], f"`{field}` key {key!r} is invalid: {problem}")
+                continue
+            who = meta.owner(str(key))
+            if who:
+                out.add(
+                    [field, key],
+                    f"`{field}` key {key!r} is a control surface set by {who}, not by a job:"
+                    " remove it",
+                )
+            if field == "labels":
+                value_problem = meta.label_value_problem(str(value))
+                if value_problem:
+                    out.add([field, key], f"label {key!r}: {value_problem}, got {value!r}")
+        size = sum(len(str(k)) + len(str(v)) for k, v in values.items())
+        if field == "annotations" and size > meta.MAX_ANNOTATIONS_BYTES:
+            out.add([field], f"annotations total {size} bytes, over Kubernetes' 256 KiB")
+
+
 def _quantity(value: Any) -> str | None:
     return None if value is None else str(value)
 
@@ -90,6 +116,7 @@ def _command_checks(cmd: list[str], framework: str, out: Collector) -> None:
 def _job_checks(d: dict[str, Any], out: Collector, stem: str) -> None:
     """Checks within one job file, on the spec as written (before defaults: some checks are
     about what the author set, e.g. `zeroStage` next to a config that sets the stage)."""
+    _metadata_checks(d, out)
     if d["name"] != stem:
         out.add(["name"], f"`name` must equal the file name `{stem}`, got {d['name']!r}")
     if d["name"] == RESERVED_JOB_NAME:

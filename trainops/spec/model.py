@@ -113,6 +113,18 @@ class Capacity:
 
 
 @dataclass(frozen=True)
+class PodSecurityLevel:
+    """The Pod Security Standards level the cluster's training namespaces enforce."""
+
+    level: Literal["baseline", "restricted"] = default(CLUSTER, "podSecurity.level")
+    """`restricted` or `baseline` (https://kubernetes.io/docs/concepts/security/pod-security-standards/)."""
+    allow_capabilities: tuple[str, ...] = ()
+    """Capabilities admitted beyond the level (RDMA's IPC_LOCK where memlock is limited)."""
+    allow_host_paths: tuple[str, ...] = ()
+    """hostPath directories admitted beyond the level (and everything under them)."""
+
+
+@dataclass(frozen=True)
 class ClusterProfile:
     name: str
     """The profile's name, equal to its file name; jobs name it in `targets[].cluster`."""
@@ -142,6 +154,11 @@ class ClusterProfile:
     the user's own kubeconfig: credentials never live in the repository."""
     capacity: Capacity = field(default_factory=Capacity)
     """Declared nodes per GPU product and GPU quota per queue (empty: not declared)."""
+    pod_security: PodSecurityLevel = field(default_factory=PodSecurityLevel)
+    """The Pod Security level (and declared exceptions) the `pod-security` rule checks."""
+    monitoring_namespace: str = default(CLUSTER, "monitoringNamespace")
+    """Where the Prometheus scraping the jobs runs: the only namespace the jobs'
+    NetworkPolicy admits to the metrics port."""
 
     def gpu(self, name: str) -> GpuProduct | None:
         return next((g for g in self.gpus if g.name == name), None)

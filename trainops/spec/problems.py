@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import jsonschema
 
 from trainops.core.errors import InputError, Problem
+from trainops.core.limits import inside
 from trainops.core.yamlio import Document, load_file
 from trainops.spec import schemas
 
@@ -93,6 +94,9 @@ def _explain(err: jsonschema.ValidationError) -> str:
     if err.validator == "pattern":
         desc = schema.get("description")
         return f"must match {err.validator_value}" + (f" ({desc})" if desc else "")
+    if err.validator == "not":
+        desc = schema.get("description")
+        return "is not allowed" + (f" ({desc})" if desc else "")
     if err.validator == "type":
         return f"must be of type {err.validator_value}"
     if err.validator in {"minimum", "maximum", "minItems", "minLength", "minProperties"}:
@@ -103,6 +107,9 @@ def _explain(err: jsonschema.ValidationError) -> str:
 def single_mapping(path: Path, root: Path) -> Document | list[Problem]:
     """The file's one document, which must be a mapping; else the problems."""
     display = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+    if not inside(path, root):
+        message = "a symlink to a file outside the repository: put the file itself here"
+        return [Problem(display, None, None, message)]
     try:
         docs = load_file(path, display)
     except InputError as err:

@@ -34,6 +34,7 @@ import jsonschema_rs
 
 from trainops.core import yamlio
 from trainops.core.errors import InputError, Problem
+from trainops.core.limits import inside
 from trainops.validate.schemas import CORE_DEFINITIONS_ID, GVK
 
 _OBJECT_META = {
@@ -269,8 +270,23 @@ def _crd_files(directory: Path) -> Iterable[Path]:
         yield from directory.rglob(pattern)
 
 
-def load_crd_dir(directory: Path) -> dict[GVK, dict[str, Any]]:
-    """Convert every CustomResourceDefinition found under `directory`."""
+def load_crd_dir(directory: Path, confine: Path | None = None) -> dict[GVK, dict[str, Any]]:
+    """Convert every CustomResourceDefinition found under `directory`.
+
+    `confine`: the repository root, for a `crds:` a cluster profile names (a file a tenant
+    may edit): the directory and every file read must resolve inside it, so a profile
+    cannot make CI read the machine's files. `--crds` on the command line is not confined.
+    """
+    if confine is not None and not inside(directory, confine):
+        raise InputError(
+            Problem(
+                str(directory),
+                None,
+                None,
+                "`crds:` in a cluster profile must stay inside the repository (symlinks"
+                " resolved); pass a directory elsewhere with `--crds`",
+            )
+        )
     if not directory.is_dir():
         raise InputError(
             Problem(str(directory), None, None, "CRD directory does not exist (check `--crds`)")
@@ -278,6 +294,11 @@ def load_crd_dir(directory: Path) -> dict[GVK, dict[str, Any]]:
     schemas: dict[GVK, dict[str, Any]] = {}
     problems: list[Problem] = []
     for path in sorted(_crd_files(directory)):
+        if confine is not None and not inside(path, confine):
+            problems.append(
+                Problem(str(path), None, None, "a symlink out of the repository; not read")
+            )
+            continue
         try:
             documents = yamlio.load_file(path)
         except InputError as err:

@@ -110,7 +110,7 @@ def _store_for(
     crd_dir = crds or (root / cluster.crds if cluster.crds else None)
     key = (cluster.kubernetes_version, str(crd_dir))
     if key not in cache:
-        converted = load_crd_dir(crd_dir) if crd_dir else None
+        converted = load_crd_dir(crd_dir, confine=None if crds else root) if crd_dir else None
         cache[key] = SchemaStore(cluster.kubernetes_version, converted)
     return cache[key]
 

@@ -43,9 +43,25 @@ JOB_OBJECT_KINDS = {
     ("kubeflow.org", "PyTorchJob"),
     ("kubeflow.org", "TFJob"),
     ("monitoring.coreos.com", "ServiceMonitor"),
+    ("networking.k8s.io", "NetworkPolicy"),
 }
 # What a training repository must never deliver: the platform team's by other means.
 NEVER_DELIVERED = {"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"}
+# Resource names of the kinds above (the Kubernetes API reference), for the RBAC checks.
+PLURALS = {
+    "ConfigMap": "configmaps",
+    "PersistentVolumeClaim": "persistentvolumeclaims",
+    "Service": "services",
+    "PyTorchJob": "pytorchjobs",
+    "TFJob": "tfjobs",
+    "MPIJob": "mpijobs",
+    "NetworkAttachmentDefinition": "network-attachment-definitions",
+    "LocalQueue": "localqueues",
+    "ServiceMonitor": "servicemonitors",
+    "NetworkPolicy": "networkpolicies",
+}
+# What applying with server-side apply, pruning and health-checking needs; nothing more.
+APPLY_VERBS = {"create", "delete", "get", "list", "patch", "update", "watch"}
 # Argo CD's in-cluster address, what a profile without `server` or `destinationName` means.
 IN_CLUSTER = "https://kubernetes.default.svc"
 # The job kinds whose Kueue/operator-owned fields must not be drift.
@@ -296,3 +312,84 @@ def test_nothing_in_gitops_creates_namespaces_or_forces(rendered: Any, label: st
         text = path.read_text(encoding="utf-8")
         for forbidden in (*FORBIDDEN_OPTIONS, "force: true", "kind: Namespace"):
             assert forbidden not in text, (path.name, forbidden)
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_flux_applies_as_a_fenced_account(rendered: Any, label: str) -> None:
+    """docs/security.md: the Kustomization impersonates a service account of the Flux
+    namespace that may write exactly the (group, resource)s the overlay builds, only in the
+    namespaces it builds them in — no ClusterRole, no other kind, no other namespace."""
+    require_kustomize()
+    root = rendered(label)
+    flux_ns = settings(root).get("fluxNamespace", "flux-system")
+    for name in by_tool(root, "flux"):
+        ks = read_yaml(root / "gitops" / "flux" / name / "training.yaml")
+        account = ks["spec"]["serviceAccountName"]
+        rbac = list(yaml.safe_load_all((root / "gitops" / "flux" / name / "rbac.yaml").read_text()))
+        kinds = {o["kind"] for o in rbac}
+        assert kinds == {"ServiceAccount", "Role", "RoleBinding"}, kinds
+        accounts = [o for o in rbac if o["kind"] == "ServiceAccount"]
+        assert [(a["metadata"]["namespace"], a["metadata"]["name"]) for a in accounts] == [
+            (flux_ns, account)
+        ]
+        roles = {o["metadata"]["namespace"]: o for o in rbac if o["kind"] == "Role"}
+        bound: set[str] = set()
+        for binding in (o for o in rbac if o["kind"] == "RoleBinding"):
+            subject = {"kind": "ServiceAccount", "name": account, "namespace": flux_ns}
+            assert binding["subjects"] == [subject]
+            assert (
+                binding["roleRef"]["name"]
+                == roles[binding["metadata"]["namespace"]]["metadata"]["name"]
+            )
+            bound.add(binding["metadata"]["namespace"])
+        needed: dict[str, set[tuple[str, str]]] = {}
+        for obj in build_overlay(root, name):
+            group = obj["apiVersion"].rpartition("/")[0]
+            needed.setdefault(obj["metadata"]["namespace"], set()).add(
+                (group, PLURALS[obj["kind"]])
+            )
+        assert set(roles) == bound == set(needed)
+        for namespace, role in roles.items():
+            granted = set()
+            for rule in role["rules"]:
+                assert set(rule["verbs"]) == APPLY_VERBS
+                granted |= {(g, r) for g in rule["apiGroups"] for r in rule["resources"]}
+            assert granted == needed[namespace], namespace
+
+
+@pytest.mark.parametrize("label", sorted(REPOS))
+def test_each_job_has_a_network_policy_fencing_its_pods(rendered: Any, label: str) -> None:
+    """docs/security.md: only the job's own pods reach its pods (c10d store, NCCL); the
+    profile's monitoring namespace (default `monitoring`) reaches the metrics port only;
+    no pod mounts a service account token."""
+    require_kustomize()
+    root = rendered(label)
+    for name, profile in profiles(root).items():
+        built = build_overlay(root, name)
+        policies = {
+            (o["metadata"]["namespace"], o["metadata"]["name"]): o
+            for o in built
+            if o["kind"] == "NetworkPolicy"
+        }
+        for job in (o for o in built if o["kind"] == "PyTorchJob"):
+            policy = policies[(job["metadata"]["namespace"], job["metadata"]["name"])]["spec"]
+            assert policy["policyTypes"] == ["Ingress"]
+            selector = policy["podSelector"]["matchLabels"]
+            own, metrics = policy["ingress"]
+            assert own == {"from": [{"podSelector": {"matchLabels": selector}}]}
+            monitoring = profile.get("monitoringNamespace", "monitoring")
+            assert metrics["from"] == [
+                {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": monitoring}}}
+            ]
+            for replica in job["spec"]["pytorchReplicaSpecs"].values():
+                template = replica["template"]
+                labels = template["metadata"]["labels"]
+                assert selector.items() <= labels.items()
+                ports = [
+                    p["containerPort"]
+                    for c in template["spec"]["containers"]
+                    for p in c.get("ports", [])
+                    if p.get("name") == "metrics"
+                ]
+                assert [p["port"] for p in metrics["ports"]] == ports
+                assert template["spec"]["automountServiceAccountToken"] is False

@@ -12,6 +12,7 @@ from typing import Any
 
 from trainops.render.gitops.argocd import app_project, application_set
 from trainops.render.gitops.flux import flux_files
+from trainops.render.gitops.flux_rbac import rbac_objects
 from trainops.render.gitops.health import argocd_cm_patch
 from trainops.spec.model import Repository
 
@@ -25,5 +26,7 @@ def render_gitops(repo: Repository) -> dict[str, Any]:
         files["gitops/argocd/appproject.yaml"] = app_project(repo)
         files["gitops/argocd/applicationset.yaml"] = application_set(repo)
         files["gitops/argocd/argocd-cm-health.yaml"] = argocd_cm_patch(repo.settings)
+        for cluster in repo.delivered_by("argocd"):
+            files[f"gitops/argocd/rbac/{cluster.name}.yaml"] = rbac_objects(repo, cluster)
     files.update(flux_files(repo))
     return dict(sorted(files.items()))

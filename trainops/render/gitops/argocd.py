@@ -19,6 +19,7 @@ from typing import Any
 
 from trainops.facts.kubeflow import KUBEFLOW_GROUP, TRAINING_JOB_KINDS
 from trainops.render.delivered import cluster_objects
+from trainops.render.gitops.flux_rbac import SERVICE_ACCOUNT
 from trainops.render.gitops.kinds import GroupKind
 from trainops.spec.model import ClusterProfile, Repository
 
@@ -74,6 +75,27 @@ def delivered_kinds(repo: Repository) -> tuple[list[GroupKind], list[GroupKind]]
     return sorted(namespaced), sorted(cluster_scoped)
 
 
+def project_roles(project: str) -> list[dict[str, Any]]:
+    """Project roles for automation: CI may read and sync the training apps, nothing else
+    (no create, update or delete: what an app deploys comes from Git alone)."""
+    apps = f"{project}/*"
+    return [
+        {
+            "name": "ci",
+            "description": "CI: read and sync the training applications.",
+            "policies": [
+                f"p, proj:{project}:ci, applications, get, {apps}, allow",
+                f"p, proj:{project}:ci, applications, sync, {apps}, allow",
+            ],
+        },
+        {
+            "name": "viewer",
+            "description": "Read-only view of the training applications.",
+            "policies": [f"p, proj:{project}:viewer, applications, get, {apps}, allow"],
+        },
+    ]
+
+
 def app_project(repo: Repository) -> dict[str, Any]:
     """The AppProject: our repo only, each cluster's own namespaces only, and exactly the
     kinds the repository delivers (cluster-scoped ones only from platform manifests)."""
@@ -102,6 +124,20 @@ def app_project(repo: Repository) -> dict[str, Any]:
             "clusterResourceWhitelist": [
                 {"group": gk.group, "kind": gk.kind} for gk in cluster_scoped
             ],
+            # Argo CD >= 2.13 with `application.sync.impersonation.enabled`: syncs run as
+            # this account of the destination namespace (gitops/argocd/rbac/), not as the
+            # application controller. Needs a server URL (destinationName clusters: none).
+            "destinationServiceAccounts": [
+                {
+                    "server": cluster.delivery.destination_server,
+                    "namespace": namespace,
+                    "defaultServiceAccount": SERVICE_ACCOUNT,
+                }
+                for cluster in repo.delivered_by("argocd")
+                if not cluster.delivery.destination_name
+                for namespace in sorted(cluster.namespaces)
+            ],
+            "roles": project_roles(settings.argocd_project),
             "namespaceResourceWhitelist": [
                 {"group": gk.group, "kind": gk.kind} for gk in namespaced
             ],

@@ -4,6 +4,7 @@ Layout (what `flux bootstrap --path` or a fleet repository's Kustomization point
 
     gitops/flux/<cluster>/source.yaml     GitRepository (this repository, base/ + overlays/ only)
     gitops/flux/<cluster>/training.yaml   Kustomization (./overlays/<cluster>)
+    gitops/flux/<cluster>/rbac.yaml       the account it applies as (flux_rbac.py)
 
 No kustomization.yaml is written there: kustomize-controller generates one
 that includes every manifest in the directory. docs/gitops.md explains each
@@ -15,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainops.facts.kubeflow import TRAINING_JOB_KINDS
+from trainops.render.gitops.flux_rbac import SERVICE_ACCOUNT, rbac_objects
 from trainops.spec.model import ClusterProfile, Repository
 
 SOURCE_API = "source.toolkit.fluxcd.io/v1"
@@ -108,6 +110,8 @@ def kustomization(repo: Repository, cluster: ClusterProfile) -> dict[str, Any]:
             "sourceRef": {"kind": "GitRepository", "name": SOURCE_NAME},
             "path": f"./overlays/{cluster.name}",
             "prune": cluster.delivery.prune,
+            # Apply as the fenced account of flux_rbac.py, not as the controller (cluster-admin).
+            "serviceAccountName": SERVICE_ACCOUNT,
             "wait": True,
             # Never recreate objects on an immutable-field change: that re-runs a job.
             # A deliberate replacement is a new run name (docs/gitops.md).
@@ -123,4 +127,7 @@ def flux_files(repo: Repository) -> dict[str, Any]:
     for cluster in repo.delivered_by("flux"):
         files[f"gitops/flux/{cluster.name}/source.yaml"] = git_repository(repo)
         files[f"gitops/flux/{cluster.name}/training.yaml"] = kustomization(repo, cluster)
+        files[f"gitops/flux/{cluster.name}/rbac.yaml"] = rbac_objects(
+            repo, cluster, repo.settings.flux_namespace
+        )
     return files

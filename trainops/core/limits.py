@@ -1,0 +1,106 @@
+"""Bounds on everything the CLI reads, so a hostile or broken input fails fast and clearly.
+
+A job spec is edited in pull requests by people who do not run the cluster; CI runs
+`trainops validate` on it. Without bounds a 37 MB spec took 296 s and 4.8 GB, 50,000
+nesting levels crashed the C YAML loader, and `jobs/x.yaml -> /dev/zero` read until
+MemoryError. The limits are generous for real manifests and named here once.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+
+import yaml
+
+from trainops.core.errors import InputError, Problem
+
+# The API server refuses request bodies over 3 MiB (k8s.io/apiserver
+# `MaxRequestBodyBytes` default, 3 * 1024 * 1024), so no single manifest can be larger;
+# a file of many manifests gets the same budget per document times a few.
+MAX_REQUEST_BYTES = 3 * 1024 * 1024
+# One input file: a multi-document manifest file or a CRD bundle may hold several
+# objects; 16 API requests' worth is far more than any real file we read.
+MAX_FILE_BYTES = 16 * MAX_REQUEST_BYTES
+# Nesting of mappings and sequences. A CRD schema nests ~30 deep; PyYAML's composer
+# recurses once per level and libyaml's C stack overflows in the tens of thousands.
+MAX_DEPTH = 200
+# Seconds one external tool run may take (kustomize build of one overlay, kubeconform).
+TOOL_TIMEOUT_SECONDS = 300.0
+
+_LEADING = re.compile(r"^[ \-?:]*", re.MULTILINE)
+
+
+def read_bounded(path: Path, display: str) -> bytes:
+    """The bytes of a regular file of at most MAX_FILE_BYTES; else InputError naming `display`."""
+    try:
+        info = os.stat(path)
+    except OSError as err:
+        raise InputError(
+            Problem(display, None, None, f"cannot read file: {err.strerror}")
+        ) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(
+            Problem(display, None, None, "not a regular file (a device, pipe or directory)")
+        )
+    if info.st_size > MAX_FILE_BYTES:
+        raise InputError(Problem(display, None, None, _too_large(info.st_size)))
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as err:
+        raise InputError(
+            Problem(display, None, None, f"cannot read file: {err.strerror}")
+        ) from None
+    if len(raw) > MAX_FILE_BYTES:  # grew while read
+        raise InputError(Problem(display, None, None, _too_large(len(raw))))
+    return raw
+
+
+def _too_large(size: int) -> str:
+    return (
+        f"file is {size:,} bytes, more than the {MAX_FILE_BYTES:,} trainops reads (the API"
+        f" server takes at most {MAX_REQUEST_BYTES:,} per object): split it"
+    )
+
+
+def check_depth(text: str, file: str) -> None:
+    """Refuse YAML nesting deeper than MAX_DEPTH, found from the parser's events (iterative,
+    no recursion) before the loader builds a tree out of it."""
+    if _depth_bound(text) <= MAX_DEPTH:
+        return
+    loader_class: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=loader_class):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    line = event.start_mark.line + 1 if event.start_mark else None
+                    raise InputError(
+                        Problem(
+                            file,
+                            line,
+                            None,
+                            f"YAML nests more than {MAX_DEPTH} levels deep; refusing to load it",
+                        )
+                    )
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.YAMLError:
+        return  # the loader reports syntax errors with their position
+
+
+def _depth_bound(text: str) -> int:
+    """A cheap upper bound of the nesting depth: each flow bracket opens at most one level,
+    and block style needs one more column of indentation (spaces and `- `) at least every
+    second level (a sequence may sit at its key's column)."""
+    indent = max((len(m.group()) for m in _LEADING.finditer(text)), default=0)
+    return text.count("[") + text.count("{") + 2 * indent + 2
+
+
+def inside(path: Path, root: Path) -> bool:
+    """`path`, symlinks resolved, lies under `root` (also resolved)."""
+    return path.resolve().is_relative_to(root.resolve())
