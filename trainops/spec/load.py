@@ -20,7 +20,7 @@ from trainops.core import paths
 from trainops.core.errors import InputError, Problem
 from trainops.core.yamlio import Document
 from trainops.facts import deepspeed as ds_facts
-from trainops.spec import model, schemas
+from trainops.spec import model, schemas, trainer_v2
 from trainops.spec.cluster import build_cluster
 from trainops.spec.job import build_job
 from trainops.spec.problems import (
@@ -69,6 +69,7 @@ def _job_against_clusters(
                 f"{target.cluster}.yaml)",
             )
             continue
+        trainer_v2.check_target(job, cluster, where, out)
         if job.namespace not in cluster.namespaces:
             out.add(
                 ["namespace"],
