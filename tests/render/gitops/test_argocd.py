@@ -19,7 +19,7 @@ from trainops.diff import build_overlays
 from trainops.render import render_repository
 from trainops.render.gitops import render_gitops
 from trainops.render.gitops.argocd import app_project, application_set
-from trainops.render.gitops.kinds import NAMESPACED_KINDS
+from trainops.render.gitops.kinds import CLUSTER_KINDS, NAMESPACED_KINDS
 from trainops.spec.load import load_repository
 
 
@@ -186,11 +186,17 @@ def test_appproject_allows_every_kind_the_renderer_builds(tmp_path: Path) -> Non
     repo = load_repository(REPO)
     write_tree(render_repository(repo), tmp_path)
     allowed = {(gk.group, gk.kind) for gk in NAMESPACED_KINDS}
+    cluster_scoped = {(gk.group, gk.kind) for gk in CLUSTER_KINDS}
+    project = app_project(repo)["spec"]["clusterResourceWhitelist"]
+    assert {(e["group"], e["kind"]) for e in project} == cluster_scoped
     built = build_overlays(tmp_path)
     assert sorted(built) == sorted(repo.clusters)
     for objects in built.values():
         for obj in objects.values():
             group = obj["apiVersion"].rpartition("/")[0]
+            if (group, obj["kind"]) in cluster_scoped:
+                assert "namespace" not in obj["metadata"]
+                continue
             assert (group, obj["kind"]) in allowed, obj["kind"]
             assert "namespace" in obj["metadata"]
             if obj["kind"] == "PyTorchJob":

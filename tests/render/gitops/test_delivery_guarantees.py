@@ -43,7 +43,11 @@ DOCUMENTED_KINDS = {
     ("", "Service"),
     ("kubeflow.org", "PyTorchJob"),
     ("monitoring.coreos.com", "ServiceMonitor"),
+    ("trainer.kubeflow.org", "TrainJob"),
+    ("trainer.kubeflow.org", "TrainingRuntime"),
 }
+# docs/gitops.md: the only cluster-scoped kind, on Argo CD clusters running Trainer v2.
+CLUSTER_SCOPED = {("trainer.kubeflow.org", "ClusterTrainingRuntime")}
 # Argo CD's in-cluster address, what a profile without `server` or `destinationName` means.
 IN_CLUSTER = "https://kubernetes.default.svc"
 # The job kinds whose Kueue/operator-owned fields must not be drift.
@@ -168,8 +172,18 @@ def test_kueue_and_operator_fields_are_not_drift(rendered: Any, label: str) -> N
     for element in spec["generators"][0]["list"]["elements"]:
         patched = _render_template_patch(spec["templatePatch"], element)["spec"]
         ignores = {i["kind"]: i for i in patched["ignoreDifferences"]}
-        assert set(ignores) == set(JOB_KINDS)
-        kueue = clusters[element["cluster"]].get("scheduler", {}).get("name") == "kueue"
+        profile = clusters[element["cluster"]]
+        trainer_v2 = profile.get("operator", {}).get("name") == "trainer"
+        assert set(ignores) == set(JOB_KINDS) | ({"TrainJob"} if trainer_v2 else set())
+        kueue = profile.get("scheduler", {}).get("name") == "kueue"
+        if trainer_v2:
+            # Kueue flips suspend; the Trainer's webhook stamps each runtime patch's time;
+            # other managers' runtime patches are theirs.
+            entry = ignores.pop("TrainJob")
+            assert {"/status", "/spec/suspend"} <= set(entry["jsonPointers"])
+            jq = entry["jqPathExpressions"]
+            assert ".spec.runtimePatches[]?.time" in jq
+            assert any("select(.manager !=" in e for e in jq)
         for kind, entry in ignores.items():
             assert entry["group"] == "kubeflow.org"
             assert {"/status", "/spec/runPolicy/suspend"} <= set(entry["jsonPointers"]), kind
@@ -222,13 +236,17 @@ def test_appproject_fences_repo_namespaces_and_kinds(rendered: Any, label: str) 
         wanted += [{**where, "namespace": ns} for ns in profile["namespaces"]]
     # The order is the generator's; the set is the rule.
     assert _as_set(spec["destinations"]) == _as_set(wanted)
-    assert spec["clusterResourceWhitelist"] == []
+    v2 = any(
+        p.get("operator", {}).get("name") == "trainer" for p in by_tool(root, "argocd").values()
+    )
+    cluster_scoped = {(k["group"], k["kind"]) for k in spec["clusterResourceWhitelist"]}
+    assert cluster_scoped == (CLUSTER_SCOPED if v2 else set())
     allowed = {(k["group"], k["kind"]) for k in spec["namespaceResourceWhitelist"]}
     assert allowed == DOCUMENTED_KINDS
     for cluster in profiles(root):
         for obj in build_overlay(root, cluster):
             group = obj["apiVersion"].rpartition("/")[0]
-            assert (group, obj["kind"]) in allowed, (cluster, obj["kind"])
+            assert (group, obj["kind"]) in allowed | cluster_scoped, (cluster, obj["kind"])
             assert obj["kind"] != "Namespace"
 
 
@@ -255,7 +273,9 @@ def test_flux_kustomization_per_cluster(rendered: Any, label: str) -> None:
         assert spec["force"] is False
         assert (spec["timeout"], spec["interval"], spec["retryInterval"]) == ("15m", "10m", "2m")
         assert spec["sourceRef"] == {"kind": "GitRepository", "name": "trainops"}
-        assert sorted(e["kind"] for e in spec["healthCheckExprs"]) == sorted(JOB_KINDS)
+        assert sorted(e["kind"] for e in spec["healthCheckExprs"]) == sorted(
+            (*JOB_KINDS, "TrainJob")
+        )
         for entry in spec["healthCheckExprs"]:
             assert set(entry) == {"apiVersion", "kind", "current", "failed"}
 

@@ -33,7 +33,10 @@ def test_prune_follows_the_profile() -> None:
 
 def test_health_exprs_cover_the_job_kinds() -> None:
     exprs = {e["kind"]: e for e in health_check_exprs()}
-    assert set(exprs) == {"PyTorchJob", "TFJob", "MPIJob"}
+    assert set(exprs) == {"PyTorchJob", "TFJob", "MPIJob", "TrainJob"}
+    trainjob = exprs.pop("TrainJob")  # its own conditions: test_health_trainjob.py
+    assert trainjob["apiVersion"] == "trainer.kubeflow.org/v1alpha1"
+    assert "inProgress" not in trainjob
     for e in exprs.values():
         assert e["apiVersion"] == "kubeflow.org/v1"
         assert "'Failed'" in e["failed"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainops.facts.kubeflow import TRAINING_JOB_KINDS
+from trainops.facts.trainer import TRAINER_API, TRAINJOB
 from trainops.spec.model import ClusterProfile, Repository
 
 SOURCE_API = "source.toolkit.fluxcd.io/v1"
@@ -84,7 +85,19 @@ def health_check_exprs() -> list[dict[str, str]]:
             "failed": _has_true(["Failed"]),
         }
         for job in TRAINING_JOB_KINDS
-    ]
+    ] + [trainjob_health_expr()]
+
+
+def trainjob_health_expr() -> dict[str, str]:
+    """CEL health for a Trainer v2 TrainJob: no Running condition, so started means a child
+    Job has active pods (`status.jobsStatus`), or Complete, or Suspended (queued by Kueue)."""
+    active = "has(status.jobsStatus) && status.jobsStatus.exists(j, has(j.active) && j.active > 0)"
+    return {
+        "apiVersion": TRAINER_API,
+        "kind": TRAINJOB,
+        "current": f"({_has_true(['Complete', 'Suspended'])}) || ({active})",
+        "failed": _has_true(["Failed"]),
+    }
 
 
 def kustomization(repo: Repository, cluster: ClusterProfile) -> dict[str, Any]:

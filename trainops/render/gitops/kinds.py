@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainops.facts.kubeflow import KUBEFLOW_GROUP
+from trainops.facts.trainer import CLUSTER_TRAINING_RUNTIME, TRAINER_GROUP, TRAINING_RUNTIME, TRAINJOB
 
 
 @dataclass(frozen=True, order=True)
@@ -28,4 +29,10 @@ NAMESPACED_KINDS: tuple[GroupKind, ...] = (
     GroupKind("", "Service"),
     GroupKind(KUBEFLOW_GROUP, "PyTorchJob"),
     GroupKind("monitoring.coreos.com", "ServiceMonitor"),
+    GroupKind(TRAINER_GROUP, TRAINING_RUNTIME),
+    GroupKind(TRAINER_GROUP, TRAINJOB),
 )
+
+# Every cluster-scoped kind `trainops render` puts in an overlay: the ClusterTrainingRuntimes
+# of Trainer v2 clusters. The AppProject allows them only when an Argo CD cluster runs v2.
+CLUSTER_KINDS: tuple[GroupKind, ...] = (GroupKind(TRAINER_GROUP, CLUSTER_TRAINING_RUNTIME),)
