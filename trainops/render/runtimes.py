@@ -7,9 +7,12 @@ A cluster running Trainer v2 gets one ClusterTrainingRuntime per GPU product of 
 network, and Volcano gang scheduling (`podGroupPolicy`). The TrainJobs that reference them
 then carry only what is the job's own.
 
+The node container declares the metrics port (`metrics`, the job spec's default port), which
+the job's metrics Service targets by name: runtime patches cannot add container ports.
+
 A job needing what a TrainJob cannot say (v2.3's runtime patches can modify but not add init
-containers, and set no Job backoffLimit) gets its own namespaced TrainingRuntime, named
-after it: the same template plus its data-sync init container and backoffLimit.
+containers or ports, and set no Job backoffLimit) gets its own namespaced TrainingRuntime,
+named after it: the same template plus its data-sync init container, backoffLimit and port.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from trainops.facts.trainer import (
     TRAINING_RUNTIME,
 )
 from trainops.render.pod import (
+    METRICS_PORT_NAME,
     MULTUS_ANNOTATION,
     RDMA_CAPABILITY,
     _container_security,
@@ -36,10 +40,13 @@ from trainops.render.pod import (
     nccl_env,
 )
 from trainops.spec.model import ClusterProfile, GpuProduct, Target, TrainingJob
+from trainops.spec.schemas import JOB, default
 
 RUNTIME_PREFIX = "trainops-torch"
 CPU_RUNTIME = f"{RUNTIME_PREFIX}-cpu"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "trainops"}
+# The port the cluster runtimes declare for metrics: the job spec's default `metricsPort`.
+DEFAULT_METRICS_PORT: int = default(JOB, "metricsPort")
 
 
 def runtime_name(gpu: GpuProduct | None) -> str:
@@ -62,7 +69,12 @@ def runtime_spec(
     `cluster` None: the cluster-agnostic part only (a job's base). `job`: add what only a
     runtime can carry for it (its data-sync init container, its backoffLimit).
     """
-    container: dict[str, Any] = {"name": NODE_CONTAINER, "securityContext": _container_security()}
+    port = job.metrics_port if job is not None else DEFAULT_METRICS_PORT
+    container: dict[str, Any] = {
+        "name": NODE_CONTAINER,
+        "ports": [{"name": METRICS_PORT_NAME, "containerPort": port, "protocol": "TCP"}],
+        "securityContext": _container_security(),
+    }
     pod_spec: dict[str, Any] = {"containers": [container], "restartPolicy": "OnFailure"}
     pod_meta: dict[str, Any] = {}
     spec: dict[str, Any] = {"mlPolicy": {"numNodes": 1, "torch": {}}}
@@ -115,7 +127,11 @@ def runtime_spec(
 
 def needs_own_runtime(job: TrainingJob) -> bool:
     """True when the job needs a TrainingRuntime of its own (see the module docstring)."""
-    return job.data_sync is not None or job.run_policy.backoff_limit is not None
+    return (
+        job.data_sync is not None
+        or job.run_policy.backoff_limit is not None
+        or job.metrics_port != DEFAULT_METRICS_PORT
+    )
 
 
 def job_runtime(

@@ -17,7 +17,9 @@ from trainops.facts.kubeflow import (
     default_restart_policy,
 )
 from trainops.facts.schedulers import VOLCANO_JOB_GROUP
+from trainops.facts.trainer import TRAINER_GROUP, TRAINJOB
 from trainops.rules.pods import PodTemplate
+from trainops.rules.trainjob import node_pod
 from trainops.rules.values import as_dict, as_int, as_list
 
 # Workload kinds of core Kubernetes whose pod template sits at a fixed path.
@@ -36,6 +38,9 @@ class Object:
     """One manifest as the rules read it."""
 
     manifest: Manifest
+    runtime: Object | None = None
+    """A TrainJob's (Cluster)TrainingRuntime, when the manifest set has it (`Context` links
+    it before any rule reads `pods`)."""
 
     @property
     def data(self) -> dict[str, Any]:
@@ -75,9 +80,14 @@ class Object:
         return self.group == VOLCANO_JOB_GROUP and self.kind == "Job"
 
     @property
+    def is_trainjob(self) -> bool:
+        """A Kubeflow Trainer v2 TrainJob."""
+        return self.group == TRAINER_GROUP and self.kind == TRAINJOB
+
+    @property
     def is_training_job(self) -> bool:
-        """A distributed training job: a Kubeflow job or a Volcano Job."""
-        return self.is_kubeflow_job or self.is_volcano_job
+        """A distributed training job: a Kubeflow job, a Volcano Job or a TrainJob."""
+        return self.is_kubeflow_job or self.is_volcano_job or self.is_trainjob
 
     @property
     def replica_key(self) -> str:
@@ -101,6 +111,8 @@ class Object:
             return self._replica_pods()
         if self.is_volcano_job:
             return self._volcano_pods()
+        if self.is_trainjob:
+            return [node_pod(self.data, self.runtime.data if self.runtime else None)]
         if self.group == "" and self.kind == "Pod":
             spec = self.spec
             return [
