@@ -57,6 +57,8 @@ CRD_FILES = (
     "kubeflow.org/tfjobs.yaml",
     "kubeflow.org/mpijobs.yaml",
     "trainer.kubeflow.org/trainjobs.yaml",
+    "trainer.kubeflow.org/trainingruntimes.yaml",
+    "trainer.kubeflow.org/clustertrainingruntimes.yaml",
     "scheduling.volcano.sh/podgroups.yaml",
     "monitoring.coreos.com/servicemonitors.yaml",
 )
@@ -67,6 +69,8 @@ CRD_KINDS: dict[tuple[str, str], tuple[str, bool]] = {
     ("kubeflow.org/v1", "TFJob"): ("tfjobs", True),
     ("kubeflow.org/v1", "MPIJob"): ("mpijobs", True),
     ("trainer.kubeflow.org/v1alpha1", "TrainJob"): ("trainjobs", True),
+    ("trainer.kubeflow.org/v1alpha1", "TrainingRuntime"): ("trainingruntimes", True),
+    ("trainer.kubeflow.org/v1alpha1", "ClusterTrainingRuntime"): ("clustertrainingruntimes", False),
     ("scheduling.volcano.sh/v1beta1", "PodGroup"): ("podgroups", True),
     ("monitoring.coreos.com/v1", "ServiceMonitor"): ("servicemonitors", True),
 }

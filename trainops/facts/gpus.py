@@ -11,6 +11,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from trainops.facts.kubeflow import KUBEFLOW_GROUP
+from trainops.facts.trainer import TRAINER_GROUP, TRAINJOB
 
 # Device plugins' resource names: NVIDIA (whole GPUs and MIG slices), AMD, Intel.
 # https://github.com/NVIDIA/k8s-device-plugin, https://github.com/ROCm/k8s-device-plugin,
@@ -56,8 +57,14 @@ def pod_gpus(pod_spec: Mapping[str, Any], products: Collection[str] = ()) -> int
 
 def job_gpus(obj: Mapping[str, Any], products: Collection[str] = ()) -> int:
     """GPUs a Kubeflow training job asks for at its configured size: for every replica type,
-    replicas (default 1) x the GPUs of one of its pods. 0 for any other object."""
-    if str(obj.get("apiVersion", "")).split("/")[0] != KUBEFLOW_GROUP:
+    replicas (default 1) x the GPUs of one of its pods; for a Trainer v2 TrainJob, numNodes
+    (default 1) x the GPUs of `resourcesPerNode`. 0 for any other object."""
+    group = str(obj.get("apiVersion", "")).split("/")[0]
+    if group == TRAINER_GROUP and obj.get("kind") == TRAINJOB:
+        trainer = (obj.get("spec") or {}).get("trainer") or {}
+        per_node = container_gpus({"resources": trainer.get("resourcesPerNode") or {}}, products)
+        return _count(trainer.get("numNodes", 1)) * per_node
+    if group != KUBEFLOW_GROUP:
         return 0
     total = 0
     for key, replica_specs in (obj.get("spec") or {}).items():

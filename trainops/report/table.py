@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainops.facts.gpus import job_gpus
+from trainops.rules.trainjob import node_pod
 from trainops.facts.schedulers import KUEUE_QUEUE_LABEL
 from trainops.spec.model import ClusterProfile
 
@@ -23,23 +24,31 @@ COLUMNS = (
 
 
 def _container_env(template: dict[str, Any]) -> dict[str, str]:
-    container = template["spec"]["containers"][0]
+    container = template["spec"]["containers"][0]  # the training container comes first
     return {e["name"]: e.get("value", "") for e in container.get("env", [])}
 
 
-def summarize(cluster: ClusterProfile, job: dict[str, Any]) -> dict[str, str]:
-    """One table row from a built PyTorchJob."""
+def summarize(
+    cluster: ClusterProfile, job: dict[str, Any], runtime: dict[str, Any] | None = None
+) -> dict[str, str]:
+    """One table row from a built PyTorchJob, or a TrainJob and the runtime it references."""
     spec = job["spec"]
-    replicas = spec["pytorchReplicaSpecs"]
-    pods = sum(r.get("replicas", 1) for r in replicas.values())
     gpus = job_gpus(job, {g.resource for g in cluster.gpus})
-    template: dict[str, Any] = list(replicas.values())[-1]["template"]
-    elastic = spec.get("elasticPolicy")
-    shape = (
-        f"elastic {elastic['minReplicas']}-{elastic['maxReplicas']}"
-        if elastic
-        else "+".join(sorted(replicas))
-    )
+    if job["kind"] == "TrainJob":
+        pod = node_pod(job, runtime)
+        template: dict[str, Any] = pod.template
+        pods = pod.replicas or 1
+        shape = f"TrainJob {pod.replica_type}"
+    else:
+        replicas = spec["pytorchReplicaSpecs"]
+        pods = sum(r.get("replicas", 1) for r in replicas.values())
+        template = list(replicas.values())[-1]["template"]
+        elastic = spec.get("elasticPolicy")
+        shape = (
+            f"elastic {elastic['minReplicas']}-{elastic['maxReplicas']}"
+            if elastic
+            else "+".join(sorted(replicas))
+        )
     scheduler = template["spec"].get("schedulerName") or (
         "kueue" if KUEUE_QUEUE_LABEL in job["metadata"].get("labels", {}) else "default"
     )
