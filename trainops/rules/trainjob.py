@@ -87,7 +87,9 @@ def _apply_trainer(pod: dict[str, Any], trainer: dict[str, Any]) -> None:
         # The TrainJob's env first (it wins), then the runtime's other variables.
         own = [copy.deepcopy(as_dict(e)) for e in as_list(trainer["env"])]
         names = {e.get("name") for e in own}
-        node["env"] = own + [e for e in as_list(node.get("env")) if as_dict(e).get("name") not in names]
+        node["env"] = own + [
+            e for e in as_list(node.get("env")) if as_dict(e).get("name") not in names
+        ]
     if "resourcesPerNode" in trainer:
         node["resources"] = copy.deepcopy(trainer["resourcesPerNode"])
 

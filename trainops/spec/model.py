@@ -136,9 +136,7 @@ class ClusterProfile:
     """Namespaces training jobs may use on this cluster."""
     delivery: Delivery
     """How the overlay reaches the cluster (Argo CD or Flux)."""
-    operator: Operator = field(
-        default_factory=lambda: Operator(**default(CLUSTER, "operator"))
-    )
+    operator: Operator = field(default_factory=lambda: Operator(**default(CLUSTER, "operator")))
     """The Kubeflow operator of this cluster: jobs render to PyTorchJob (v1) or TrainJob (v2)."""
     crds: str | None = None
     """Optional directory of real CRD YAML to validate against instead of `schemas/`."""

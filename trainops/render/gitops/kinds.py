@@ -11,7 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainops.facts.kubeflow import KUBEFLOW_GROUP
-from trainops.facts.trainer import CLUSTER_TRAINING_RUNTIME, TRAINER_GROUP, TRAINING_RUNTIME, TRAINJOB
+from trainops.facts.trainer import (
+    CLUSTER_TRAINING_RUNTIME,
+    TRAINER_GROUP,
+    TRAINING_RUNTIME,
+    TRAINJOB,
+)
 
 
 @dataclass(frozen=True, order=True)

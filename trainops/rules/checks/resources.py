@@ -79,7 +79,9 @@ def nproc_per_pod(obj: Object, pod: PodTemplate) -> list[tuple[int | str, tuple[
     if "numProcPerNode" in trainer:
         raw = trainer["numProcPerNode"]
         value = as_int(raw)
-        found.append((value if value is not None else str(raw), ("spec", "trainer", "numProcPerNode")))
+        found.append(
+            (value if value is not None else str(raw), ("spec", "trainer", "numProcPerNode"))
+        )
     if obj.kind == "PyTorchJob" and obj.is_kubeflow_job:
         if "nprocPerNode" in obj.spec:
             raw = obj.spec["nprocPerNode"]
