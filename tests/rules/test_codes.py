@@ -28,6 +28,8 @@ PUBLISHED = {
     "TO402": "restart-policy-unsafe",
     "TO403": "ttl-missing",
     "TO404": "gitops-rerun-risk",
+    "TO440": "trainjob-foreign-fields",
+    "TO441": "trainjob-elastic-unsupported",
     "TO501": "nccl-env-deprecated",
     "TO502": "nccl-env-unknown",
     "TO503": "rdma-incomplete",

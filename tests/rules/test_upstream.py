@@ -32,6 +32,7 @@ RESTART: Kept = ("restart-policy-unsafe", W)
 NAMESPACE: Kept = ("namespace-not-allowed", E)
 GANG: Kept = ("gang-scheduling-inconsistent", E)
 RERUN: Kept = ("gitops-rerun-risk", E)
+SUSPEND: Kept = ("trainjob-foreign-fields", W)
 
 # (rule, severity) -> why it is right on the upstream demos, not a false positive.
 REASONS: dict[Kept, str] = {
@@ -41,9 +42,12 @@ REASONS: dict[Kept, str] = {
     TTL: "the demos set neither ttlSecondsAfterFinished nor cleanPodPolicy All (MPI Operator"
     " ones even ask for Running): their finished pods stay behind",
     SHM: "the PyTorch CPU demo runs nprocPerNode 2 processes per pod with the container's"
-    " 64Mi /dev/shm, which DataLoader workers and NCCL's shm transport outgrow",
+    " 64Mi /dev/shm, which DataLoader workers and NCCL's shm transport outgrow (as does the"
+    " Flux LAMMPS TrainJob, 4 processes per node)",
     RESTART: "the TFJob and XGBoostJob demos set restartPolicy Never on the workers of a"
     " non-elastic job: one preempted worker fails the whole job",
+    SUSPEND: "the Kueue TrainJob demo keeps `suspend: true` in the manifest: applied by a"
+    " GitOps sync after Kueue admitted it, that suspends the running job",
     # With a cluster profile:
     NAMESPACE: "these demos name the `kubeflow` namespace, which neither shipped profile lists"
     " among its training namespaces",
@@ -54,8 +58,9 @@ REASONS: dict[Kept, str] = {
 }
 
 # file (relative to upstream/examples) -> every (rule, severity) found on it, no cluster.
-# Files not listed (the v2 TrainJob examples and runtimes, pi.yaml, three Volcano samples)
-# have no finding.
+# Files not listed (the v2 runtimes, the TrainJob examples that set resourcesPerNode, pi.yaml,
+# three Volcano samples) have no finding. A TrainJob is read with its runtime where the file
+# holds both (the Flux examples), else as its own part (01-multi-node: no resources at all).
 KEPT: dict[str, set[Kept]] = {
     "mpi-operator/examples__v2beta1__horovod__tensorflow-mnist.yaml": {TTL, UNPINNED},
     "mpi-operator/examples__v2beta1__pi__pi-intel.yaml": {TTL},
@@ -71,6 +76,11 @@ KEPT: dict[str, set[Kept]] = {
     "training-operator/examples__paddlepaddle__simple-gpu.yaml": {TTL, UNBOUNDED},
     "training-operator/examples__pytorch__cpu-demo__demo.yaml": {SHM, TTL, UNBOUNDED},
     "training-operator/examples__pytorch__simple.yaml": {TTL, UNBOUNDED},
+    "trainer/examples__flux__flux-interactive.yaml": {UNBOUNDED, UNPINNED},
+    "trainer/examples__flux__lammps-train-gpus.yaml": {UNBOUNDED},
+    "trainer/examples__flux__lammps-train-job.yaml": {SHM, UNBOUNDED, UNPINNED},
+    "trainer/examples__yaml__01-multi-node.yaml": {UNBOUNDED},
+    "trainer/examples__yaml__03-kueue-integration.yaml": {SUSPEND},
 }
 for _name in (
     "examples__jax__cpu-demo__demo.yaml",
@@ -144,6 +154,7 @@ ADDED_BY_CLUSTER: dict[str, set[tuple[str, Kept]]] = {
     | {(f, GANG) for f in ON_VOLCANO}
     | {(WITH_TTL, RERUN)},
     "onprem-a100": {(f, NAMESPACE) for f in IN_KUBEFLOW_NAMESPACE} | {(WITH_TTL, RERUN)},
+    "onprem-h200": {(f, NAMESPACE) for f in IN_KUBEFLOW_NAMESPACE} | {(WITH_TTL, RERUN)},
 }
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from trainops.facts.gpus import job_gpus
-from trainops.rules.trainjob import node_pod
 from trainops.facts.schedulers import KUEUE_QUEUE_LABEL
+from trainops.rules.trainjob import node_pod
 from trainops.spec.model import ClusterProfile
 
 COLUMNS = (

@@ -20,6 +20,7 @@ from trainops.facts.schedulers import VOLCANO_JOB_GROUP
 from trainops.facts.trainer import TRAINER_GROUP, TRAINJOB
 from trainops.rules.pods import PodTemplate
 from trainops.rules.trainjob import node_pod
+from trainops.rules.trainjob import source_path as trainjob_source_path
 from trainops.rules.values import as_dict, as_int, as_list
 
 # Workload kinds of core Kubernetes whose pod template sits at a fixed path.
@@ -200,6 +201,12 @@ class Object:
                 )
             )
         return pods
+
+    def source_path(self, path: tuple[str | int, ...]) -> tuple[str | int, ...]:
+        """Where `path` (of this object, or of a pod the rules read from it) was written."""
+        if self.is_trainjob and self.pods:
+            return trainjob_source_path(path, self.pods[0])
+        return path
 
     def pod_count(self) -> int:
         return sum(p.replicas or 0 for p in self.pods)

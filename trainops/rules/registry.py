@@ -14,6 +14,7 @@ from trainops.rules.checks import (
     pod,
     resources,
     scheduling,
+    trainer,
     volumes,
     waiver,
 )
@@ -24,6 +25,7 @@ _ALL: tuple[Rule, ...] = (
     *elastic.RULES,
     *env.RULES,
     *scheduling.RULES,
+    *trainer.RULES,
     *lifecycle.RULES,
     *nccl.RULES,
     *pod.RULES,

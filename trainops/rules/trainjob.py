@@ -5,8 +5,10 @@ A TrainJob alone has no pod template: the Trainer builds one from the runtime it
 (pod metadata, volumes, mounts, node selectors, ...) and `spec.trainer` (image, command,
 args, env, resources of the `node` container; numNodes pods). `node_pod` does the same merge,
 so every pod rule (GPU, NCCL, DeepSpeed, images, secrets) reads a TrainJob + runtime pair as
-the pods that will run. Findings point at the TrainJob's `trainer:` block (the pod exists in
-no file). Without its runtime in the manifest set, the pod is the TrainJob's part alone.
+the pods that will run. Findings on the node container's image, command, args, env and
+resources point at the TrainJob's `trainer` fields they came from (`source_path`); others
+at the `trainer:` block (the merged pod exists in no file). Without its runtime in the
+manifest set, the pod is the TrainJob's part alone.
 """
 
 from __future__ import annotations
@@ -20,6 +22,14 @@ from trainops.rules.values import as_dict, as_int, as_list
 
 # Where findings on the merged pod point: the TrainJob's `trainer:` block.
 TRAINER_PATH = ("spec", "trainer")
+# The node container's fields that come from `spec.trainer`, and the trainer field each is.
+TRAINER_FIELDS = {
+    "image": "image",
+    "command": "command",
+    "args": "args",
+    "env": "env",
+    "resources": "resourcesPerNode",
+}
 # JobSet defaults a pod template's restartPolicy to OnFailure when the runtime sets none.
 DEFAULT_RESTART_POLICY = "OnFailure"
 
@@ -121,3 +131,17 @@ def node_pod(trainjob: dict[str, Any], runtime: dict[str, Any] | None) -> PodTem
         restart_policy_explicit=restart is not None,
         extra_labels={JOBSET_NAME_LABEL: name},
     )
+
+
+def source_path(path: tuple[str | int, ...], pod: PodTemplate) -> tuple[str | int, ...]:
+    """Where in the TrainJob a path of its merged node pod was written, when it was."""
+    prefix = (*pod.spec_path, "containers")
+    if len(path) < len(prefix) + 2 or tuple(path[: len(prefix)]) != prefix:
+        return path
+    index, key, rest = path[len(prefix)], path[len(prefix) + 1], path[len(prefix) + 2 :]
+    containers = as_list(pod.spec.get("containers"))
+    is_node = isinstance(index, int) and index < len(containers)
+    is_node = is_node and as_dict(containers[int(index)]).get("name") == NODE_CONTAINER
+    if not is_node or key not in TRAINER_FIELDS:
+        return path
+    return (*TRAINER_PATH, TRAINER_FIELDS[str(key)], *rest)
