@@ -26,11 +26,17 @@ def test_build_summarises_every_placement(tmp_path: Path) -> None:
         ("cloud-h100", "resnet50-ddp"),
         ("onprem-a100", "llm-finetune"),
         ("onprem-a100", "resnet50-ddp"),
+        ("onprem-h200", "resnet50-ddp"),
     }
     # The cloud target overrides replicas to 2 pods x 8 GPUs; on-prem runs 4 x 8 over RDMA.
     assert placements[("cloud-h100", "llm-finetune")][-5:-3] == ["2", "16"]
     assert placements[("onprem-a100", "llm-finetune")][-1] == "rdma"
     assert (tmp_path / "onprem-a100.yaml").read_text().count("kind: PyTorchJob") == 2
+    # The Trainer v2 cluster: a TrainJob, 4 nodes of 1 GPU, its runtime's selector and NCCL.
+    assert placements[("onprem-h200", "resnet50-ddp")][3:] == [
+        "TrainJob", "node", "4", "4", "NVIDIA-H200", "volcano", "rdma"
+    ]  # fmt: skip
+    assert (tmp_path / "onprem-h200.yaml").read_text().count("kind: TrainJob") == 1
 
 
 def test_build_refuses_stale_output(scratch: Path) -> None:
