@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.render.repos import build_overlay, read_yaml, render
+from tests.render.repos import RICH, build_overlay, read_yaml, render
 from tests.tools import REPO, copy_inputs, require_kustomize, trainops, tree
 
 V1, V2 = "onprem-a100", "onprem-h200"
@@ -216,3 +216,32 @@ def test_operator_versions_are_checked(tmp_path: Path, operator: Any, message: s
     result = trainops(root, "render")
     assert result.returncode == 2
     assert f"clusters/{V2}.yaml:" in result.stderr and message in result.stderr
+
+
+def test_on_a_kueue_v2_cluster_the_trainjob_has_the_queue_label_and_no_suspend(
+    tmp_path: Path,
+) -> None:
+    """The rich fixture's `tcp-kueue-v2`: Kueue admits by the label and flips `suspend`
+    itself; a CPU-only job references the CPU runtime, which has the TCP NCCL env and no GPU
+    selector; Flux waits on the TrainJob's own health."""
+    require_kustomize()
+    root = render(copy_inputs(RICH, tmp_path))
+    profile = read_yaml(root / "clusters" / "tcp-kueue-v2.yaml")
+    objs = build_overlay(root, "tcp-kueue-v2")
+    trainjob = _one(objs, "TrainJob", "cpu-only")
+    queue = profile["scheduler"]["queue"]
+    assert trainjob["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == queue
+    assert "suspend" not in trainjob["spec"]
+    assert "scheduling.volcano.sh/queue-name" not in trainjob["metadata"].get("annotations", {})
+    assert trainjob["spec"]["runtimeRef"]["name"] == "trainops-torch-cpu"
+    runtime = _one(objs, "ClusterTrainingRuntime", "trainops-torch-cpu")
+    pod = _node_pod(runtime)
+    assert "nodeSelector" not in pod["spec"] and "podGroupPolicy" not in runtime["spec"]
+    assert _env(pod["spec"]["containers"][0]) == {
+        "NCCL_IB_DISABLE": "1",
+        "NCCL_SOCKET_IFNAME": profile["network"]["socketInterface"],
+    }
+    assert "nvidia.com/gpu" not in str(trainjob["spec"]["trainer"]["resourcesPerNode"])
+    flux = read_yaml(root / "gitops" / "flux" / "tcp-kueue-v2" / "training.yaml")
+    kinds = {e["kind"]: e for e in flux["spec"]["healthCheckExprs"]}
+    assert kinds["TrainJob"]["apiVersion"] == "trainer.kubeflow.org/v1alpha1"
