@@ -77,21 +77,27 @@ def test_changed_job_between_two_commits(scratch: Path, capsys: pytest.CaptureFi
     render_and_commit(scratch, "two more workers")
 
     out = run_diff(scratch, capsys)  # default base: merge base with main
+    profiles = load_repository(scratch).clusters
     clusters = sorted(t.cluster for t in job.targets)
+    kinds = {c: "TrainJob" if profiles[c].operator.trainer_v2 else "PyTorchJob" for c in clusters}
+    assert sorted(set(kinds.values())) == ["PyTorchJob", "TrainJob"]  # both operators
     delta = 2 * job.gpus_per_replica
     for cluster in clusters:
         head = f"cluster {cluster}: 0 added, 1 changed, 0 removed; GPUs "
         line = next(x for x in out.splitlines() if x.startswith(head))
         assert line.endswith(f"({delta:+d})")
-        assert f"--- a/{cluster}/PyTorchJob/{job.namespace}/{JOB}" in out
-        assert f"+++ b/{cluster}/PyTorchJob/{job.namespace}/{JOB}" in out
-    # The Worker replica count moved by two (and, under Volcano, the gang size with it):
-    # nothing else in the job did.
+        assert f"--- a/{cluster}/{kinds[cluster]}/{job.namespace}/{JOB}" in out
+        assert f"+++ b/{cluster}/{kinds[cluster]}/{job.namespace}/{JOB}" in out
+    # The Worker replica count (a TrainJob's numNodes) moved by two (and, under Volcano on v1,
+    # the gang size with it; v2's PodGroup follows numNodes): nothing else in the job did.
     changed = [x for x in out.splitlines() if x[:1] in ("+", "-") and x[:3] not in ("---", "+++")]
     workers = job.replicas - 1
-    expected = [f"-      replicas: {workers}", f"+      replicas: {workers + 2}"] * len(clusters)
-    profiles = load_repository(scratch).clusters
+    expected = []
     for cluster in clusters:
+        if kinds[cluster] == "TrainJob":
+            expected += [f"-    numNodes: {job.replicas}", f"+    numNodes: {job.replicas + 2}"]
+            continue
+        expected += [f"-      replicas: {workers}", f"+      replicas: {workers + 2}"]
         if profiles[cluster].scheduler.kind == "volcano":
             expected += [
                 f"-      minAvailable: {job.replicas}",
@@ -101,7 +107,7 @@ def test_changed_job_between_two_commits(scratch: Path, capsys: pytest.CaptureFi
     # A changed job does not re-run by itself: the diff says so, once per placement.
     warnings = [x for x in out.splitlines() if x.startswith("warning: ")]
     assert warnings == [
-        f"warning: {c}: changed PyTorchJob/{job.namespace}/{JOB}: {IMMUTABLE_JOB}" for c in clusters
+        f"warning: {c}: changed {kinds[c]}/{job.namespace}/{JOB}: {IMMUTABLE_JOB}" for c in clusters
     ]
     markdown = run_diff(scratch, capsys, "--format", "markdown")
     assert "> [!WARNING]" in markdown

@@ -27,12 +27,15 @@ from trainops.core.yamlio import load_text
 from trainops.facts import kustomize as kustomize_facts
 from trainops.facts.gpus import job_gpus
 from trainops.facts.kubeflow import TRAINING_JOB_KINDS
+from trainops.facts.trainer import TRAINJOB
 
 OVERLAYS = "overlays"
 BUILD_INPUTS = ("base", OVERLAYS)
 DEFAULT_MAIN = ("main", "origin/main")
 
-JOB_KINDS = frozenset(k.kind for k in TRAINING_JOB_KINDS)
+# Trainer v2's TrainJob too: its runtimeRef and trainer are immutable (CEL self == oldSelf),
+# so a changed TrainJob does not even apply; a new name is the only way to run the change.
+JOB_KINDS = frozenset(k.kind for k in TRAINING_JOB_KINDS) | {TRAINJOB}
 IMMUTABLE_JOB = (
     "a job's pods are created from the spec it had when it started, so the running or"
     " finished job keeps its old spec and a finished one does not run again: to run the"

@@ -36,7 +36,8 @@ def test_build_summarises_every_placement(tmp_path: Path) -> None:
     placements = {(r["cluster"], r["job"]): r for r in _table(result.stdout)}
     jobs = ("llm-finetune", "resnet50-ddp", "tf-distributed", "tensorflow-distributed")
     jobs += ("horovod-training",)
-    assert set(placements) == {(c, j) for c in ("cloud-h100", "onprem-a100") for j in jobs}
+    wanted = {(c, j) for c in ("cloud-h100", "onprem-a100") for j in jobs}
+    assert set(placements) == wanted | {("onprem-h200", "resnet50-ddp")}
     # The cloud target overrides replicas to 2 pods x 8 GPUs; on-prem runs 4 x 8 over RDMA.
     cloud, onprem = (
         placements[("cloud-h100", "llm-finetune")],
@@ -49,9 +50,23 @@ def test_build_summarises_every_placement(tmp_path: Path) -> None:
     assert cloud["pod security"] == "restricted"
     assert onprem["pod security"] == "privileged (adds IPC_LOCK)"
     assert (tmp_path / "onprem-a100.yaml").read_text().count("kind: PyTorchJob") == 2
+
     # Every kind gets a row: the TFJob's roles, the MPIJob's Launcher (no GPU) and Workers.
-    assert placements[("cloud-h100", "tf-distributed")][3:6] == ["Chief+Worker", "4", "32"]
-    assert placements[("onprem-a100", "horovod-training")][3:6] == ["Launcher+Worker", "5", "32"]
+    def cells(row: dict[str, str], *names: str) -> list[str]:
+        return [row[n] for n in names]
+
+    assert cells(placements[("cloud-h100", "tf-distributed")], "shape", "pods", "gpus") == [
+        "Chief+Worker", "4", "32"
+    ]  # fmt: skip
+    assert cells(placements[("onprem-a100", "horovod-training")], "shape", "pods", "gpus") == [
+        "Launcher+Worker", "5", "32"
+    ]  # fmt: skip
+    # The Trainer v2 cluster: a TrainJob, 4 nodes of 1 GPU, its runtime's selector and NCCL.
+    h200 = placements[("onprem-h200", "resnet50-ddp")]
+    assert cells(h200, "shape", "pods", "gpus", "gpu product", "scheduler", "nccl") == [
+        "TrainJob node", "4", "4", "NVIDIA-H200", "volcano", "rdma"
+    ]  # fmt: skip
+    assert (tmp_path / "onprem-h200.yaml").read_text().count("kind: TrainJob") == 1
 
 
 def test_build_refuses_stale_output(scratch: Path) -> None:

@@ -226,7 +226,7 @@ def test_unknown_cluster_profile(
         str(kubeconfig),
     )
     assert _one_line_error(*result) == (
-        "--cluster: unknown cluster 'cloud-h10' (known: cloud-h100, onprem-a100)"
+        "--cluster: unknown cluster 'cloud-h10' (known: cloud-h100, onprem-a100, onprem-h200)"
     )
 
 

@@ -7,6 +7,7 @@ quantities, status): the diff must ignore all of it and show only what differs f
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,69 @@ def test_live_diff_names_a_missing_crd(
         " (monitoring.coreos.com/v1): its CRD is not installed; install the Prometheus"
         " Operator\n"
     )
+
+
+def _v2_repo(repo: Path) -> Path:
+    profile = repo / "clusters" / "onprem-h200.yaml"
+    profile.write_text(profile.read_text(encoding="utf-8") + "context: trainops-test\n")
+    return repo
+
+
+def _deploy_v2(api: RunningEmulator, repo: Path, image: str | None = None) -> None:
+    """The onprem-h200 overlay as the cluster holds it: the Trainer's webhook stamped `time`
+    on our runtime patch, and Kueue added a patch of its own (a list map keyed by manager)."""
+    for m in built(repo, "onprem-h200"):
+        obj = live(m.data, uid=f"uid-{m.kind}-{m.name}")
+        if m.kind == "TrainJob":
+            obj["status"] = response("trainjob-status", "running")
+            obj["spec"]["runtimePatches"][0]["time"] = "2026-11-23T08:00:01Z"
+            kueue = {
+                "manager": "kueue.x-k8s.io/manager",
+                "time": "2026-11-23T08:00:02Z",
+                "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+                    {"name": "node", "template": {"spec": {"template": {"spec": {
+                        "nodeSelector": {"cloud.example/flavor": "h200"}}}}}}
+                ]}}},
+            }  # fmt: skip
+            obj["spec"]["runtimePatches"].insert(0, kueue)
+            if image:
+                obj["spec"]["trainer"]["image"] = image
+        api.add(obj)
+
+
+def test_trainjob_webhook_time_and_other_managers_patches_are_not_drift(
+    api: RunningEmulator, repo: Path, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _deploy_v2(api, _v2_repo(repo))
+    code, out, err = run_cli(
+        capsys, "--root", str(repo), "live-diff", "--cluster", "onprem-h200",
+        "--kubeconfig", str(kubeconfig),
+    )  # fmt: skip
+    assert (code, out) == (0, ""), out
+    assert err.startswith("0 of ")
+    # `status` reads the same TrainJob: running from its JobSet's Jobs, in sync with Git.
+    code, out, err = run_cli(
+        capsys, "--root", str(repo), "status", "--cluster", "onprem-h200",
+        "--kubeconfig", str(kubeconfig),
+    )  # fmt: skip
+    assert code == 0, err
+    row = next(j for j in json.loads(out)["jobs"] if j["name"] == "resnet50-ddp")
+    assert (row["kind"], row["phase"], row["gpus"], row["git"]) == (
+        "TrainJob", "Running", 4, "in sync"
+    )  # fmt: skip
+
+
+def test_a_changed_trainjob_is_drift(
+    api: RunningEmulator, repo: Path, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _deploy_v2(api, _v2_repo(repo), image="ghcr.io/example/trainops-trainer:0.0.9")
+    code, out, err = run_cli(
+        capsys, "--root", str(repo), "live-diff", "--cluster", "onprem-h200",
+        "--kubeconfig", str(kubeconfig),
+    )  # fmt: skip
+    assert code == 1
+    assert "1 of " in err
+    assert "--- live/onprem-h200 TrainJob ml-vision/resnet50-ddp\n" in out
+    assert "+++ git/base/resnet50-ddp/trainer-v2/trainjob.yaml TrainJob" in out
+    assert "-    image: ghcr.io/example/trainops-trainer:0.0.9\n" in out
+    assert "kueue" not in out and "time:" not in out

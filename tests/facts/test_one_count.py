@@ -46,13 +46,16 @@ def test_gpu_totals_agree(source: Path, tmp_path: Path) -> None:
     repo = load_repository(source)
     for cluster_name, objects in _built(repo, tmp_path).items():
         cluster = repo.clusters[cluster_name]
-        jobs = [o for o in objects if o["kind"] in {"PyTorchJob", "TFJob", "MPIJob"}]
+        jobs = [o for o in objects if o["kind"] in {"PyTorchJob", "TFJob", "MPIJob", "TrainJob"}]
+        runtimes = [o for o in objects if "TrainingRuntime" in o["kind"]]
         for obj in jobs:
             spec_job = next(j for j in repo.jobs if j.name == obj["metadata"]["name"])
             target = next(t for t in spec_job.targets if t.cluster == cluster_name)
             from_spec = spec_job.gpus_on(target)
-            row = table.summarize(cluster, obj)
-            ctx = Context([Object(Manifest(obj))], cluster)
+            # A TrainJob's pods are the Trainer's merge with its runtime (in the same build).
+            ctx = Context([Object(Manifest(o)) for o in [obj, *runtimes]], cluster)
+            runtime = ctx.objects[0].runtime
+            row = table.summarize(cluster, obj, runtime.data if runtime else None)
             rules_view = sum(pod.gpus(cluster) * (pod.replicas or 0) for pod in ctx.objects[0].pods)
             assert int(row["gpus"]) == from_spec, ("build table", spec_job.name, cluster_name)
             assert rules_view == from_spec, ("rules", spec_job.name, cluster_name)

@@ -112,8 +112,16 @@ def test_overlays_only_patch(rendered: dict[str, Path]) -> None:
             if path.name == "kustomization.yaml" and path.parent.parent.name == "overlays":
                 assert all((path.parent / r).is_dir() for r in doc["resources"])  # job dirs
                 assert set(doc) == {"apiVersion", "kind", "resources"}
+            elif path.parent.name == "_runtimes":
+                # A Trainer v2 cluster's ClusterTrainingRuntimes: the cluster's own objects,
+                # in no base (there is nothing cluster-agnostic to patch).
+                assert doc["kind"] in {"Kustomization", "ClusterTrainingRuntime"}, path
             elif path.name == "kustomization.yaml":
-                assert doc["resources"] == [f"../../../base/{path.parent.name}"]
+                job = path.parent.name
+                assert doc["resources"] in (
+                    [f"../../../base/{job}"],
+                    [f"../../../base/{job}/trainer-v2"],
+                )
             else:
                 assert isinstance(doc, list) and all({"op", "path"} <= set(op) for op in doc)
 

@@ -38,15 +38,29 @@ def _placements() -> list[tuple[str, str]]:
 def test_trainer_parses_rendered_args(tmp_path: Path, cluster: str, job: str) -> None:
     repo = load_repository(REPO)
     objects = expected_objects(repo, repo.clusters[cluster])
-    pytorchjob = next(
-        o for o in objects if o["kind"] == "PyTorchJob" and o["metadata"]["name"] == job
+    built = next(
+        o
+        for o in objects
+        if o["kind"] in ("PyTorchJob", "TrainJob") and o["metadata"]["name"] == job
     )
     configmap = next(
         (o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith(job)),
         None,
     )
-    for replica in pytorchjob["spec"]["pytorchReplicaSpecs"].values():
-        container = replica["template"]["spec"]["containers"][0]
+    if built["kind"] == "TrainJob":
+        # The node container: the TrainJob's trainer, the metrics port its runtime declares.
+        ref = built["spec"]["runtimeRef"]
+        runtime = next(o for o in objects if (o["kind"], o["metadata"]["name"]) == (
+            ref["kind"], ref["name"]))  # fmt: skip
+        (node,) = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+        ports = node["template"]["spec"]["template"]["spec"]["containers"][0]["ports"]
+        containers = [{**built["spec"]["trainer"], "ports": ports}]
+    else:
+        containers = [
+            replica["template"]["spec"]["containers"][0]
+            for replica in built["spec"]["pytorchReplicaSpecs"].values()
+        ]
+    for container in containers:
         assert container["command"] == ["torchrun", "-m", "trainer"]
         env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
         args = list(container["args"])

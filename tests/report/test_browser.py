@@ -46,7 +46,9 @@ def test_report_renders_charts_placement_and_findings(tmp_path: Path) -> None:
     clusters = sorted(p.stem for p in (root / "clusters").glob("*.yaml"))
     charts = dom.find("svg", class_="capacity-chart")
     assert sorted(c["data-cluster"] for c in charts) == clusters
-    assert len(dom.find("rect", class_="declared")) == 3  # every product declares nodes
+    # Every product of every shipped profile declares nodes: one declared bar each.
+    products = sum(len(p.capacity.nodes) for p in load_repository(root).clusters.values())
+    assert len(dom.find("rect", class_="declared")) == products == 4
     assert dom.find("rect", fill="#c0392b"), "cloud-h100 asks for more than it has: a red bar"
 
     assert dom.find("table", id="placement-table")

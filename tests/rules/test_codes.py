@@ -34,6 +34,8 @@ PUBLISHED = {
     "TO405": "api-removed",
     "TO430": "gang-unschedulable",
     "TO431": "queue-quota-exceeded",
+    "TO440": "trainjob-foreign-fields",
+    "TO441": "trainjob-elastic-unsupported",
     "TO501": "nccl-env-deprecated",
     "TO502": "nccl-env-unknown",
     "TO503": "rdma-incomplete",

@@ -18,6 +18,7 @@ MILDER: dict[str, set[Severity]] = {
     "rdma-incomplete/fail-ib-default.yaml": {Severity.WARNING},
     "rdma-incomplete/fail-ipc-lock-uneven.yaml": {Severity.WARNING},
     "resources-unbounded/fail-besteffort-launcher.yaml": {Severity.WARNING},
+    "trainjob-foreign-fields/fail-suspend.yaml": {Severity.WARNING},
 }
 
 

@@ -35,6 +35,7 @@ NAMESPACE: Kept = ("namespace-not-allowed", E)
 GANG: Kept = ("gang-scheduling-inconsistent", E)
 RERUN: Kept = ("gitops-rerun-risk", E)
 POD_SECURITY: Kept = ("pod-security", E)
+SUSPEND: Kept = ("trainjob-foreign-fields", W)
 
 # (rule, severity) -> why it is right on the upstream demos, not a false positive.
 REASONS: dict[Kept, str] = {
@@ -42,17 +43,20 @@ REASONS: dict[Kept, str] = {
     " runAsNonRoot, seccomp RuntimeDefault, drop ALL and allowPrivilegeEscalation: false",
     UNBOUNDED: "containers that hold GPUs without a memory limit or a CPU request; a shared"
     " cluster should not run them as they are",
-    BEST_EFFORT: "CPU containers (demo workers, MPI launchers) with no resources at all:"
-    " BestEffort pods are evicted first and the job fails with them",
+    BEST_EFFORT: "containers (demo workers, MPI launchers, TrainJob demos) with no resources at"
+    " all: BestEffort pods are evicted first and the job fails with them",
     UNPINNED: "the demos use `:latest` or untagged images",
     TTL: "a TFJob with parameter servers and cleanPodPolicy unset (the Training Operator's"
     " default is None): the PS pods keep serving after the job finished",
     SHM: "the PyTorch CPU demo runs nprocPerNode 2 processes per pod with the container's"
-    " 64Mi /dev/shm, which DataLoader workers and NCCL's shm transport outgrow",
+    " 64Mi /dev/shm, which DataLoader workers and NCCL's shm transport outgrow (as does the"
+    " Flux LAMMPS TrainJob, 4 processes per node)",
     RESTART: "the TFJob and XGBoostJob demos set restartPolicy Never on the workers of a"
     " non-elastic job: one preempted worker fails the whole job",
     CHECKPOINT: "the DeepSpeed demo checkpoints to /root/deepspeed_data on the container"
     " filesystem under restartPolicy OnFailure: a restarted container starts from scratch",
+    SUSPEND: "the Kueue TrainJob demo keeps `suspend: true` in the manifest: applied by a"
+    " GitOps sync after Kueue admitted it, that suspends the running job",
     # With a cluster profile:
     NAMESPACE: "these demos name the `kubeflow` namespace, which neither shipped profile lists"
     " among its training namespaces",
@@ -63,8 +67,10 @@ REASONS: dict[Kept, str] = {
 }
 
 # file (relative to upstream/examples) -> every (rule, severity) found on it, no cluster.
-# Files not listed (the v2 TrainJob examples and runtimes, the pi examples, the MPI
-# Operator's v1 examples with cleanPodPolicy Running, some Volcano samples) have no finding.
+# Files not listed (the v2 runtimes, the TrainJob examples that set resourcesPerNode, the pi
+# examples, the MPI Operator's v1 examples with cleanPodPolicy Running, some Volcano samples)
+# have no finding. A TrainJob is read with its runtime where the file holds both (the Flux
+# examples), else as its own part (01-multi-node: no resources at all).
 KEPT: dict[str, set[Kept]] = {
     "mpi-operator/examples__v2beta1__horovod__tensorflow-mnist.yaml": {UNPINNED},
     "mpi-operator/examples__v2beta1__tensorflow-benchmarks__tensorflow-benchmarks.yaml": {
@@ -94,6 +100,11 @@ KEPT: dict[str, set[Kept]] = {
         UNPINNED,
     },
     "volcano/example__job.yaml": {UNPINNED},
+    "trainer/examples__flux__flux-interactive.yaml": {BEST_EFFORT, UNPINNED},
+    "trainer/examples__flux__lammps-train-gpus.yaml": {UNBOUNDED},
+    "trainer/examples__flux__lammps-train-job.yaml": {BEST_EFFORT, SHM, UNPINNED},
+    "trainer/examples__yaml__01-multi-node.yaml": {BEST_EFFORT},
+    "trainer/examples__yaml__03-kueue-integration.yaml": {SUSPEND},
 }
 for _name in (
     "examples__jax__cpu-demo__demo.yaml",
@@ -160,16 +171,19 @@ ON_VOLCANO = {
 }
 WITH_TTL = "mpi-operator/examples__v2beta1__pi__pi.yaml"
 # Kinds whose pod templates the rules do not read yet (Kubeflow Trainer v2 runtimes).
-UNREAD_KINDS = ("kind: TrainJob", "TrainingRuntime", "kind: JobSet")
+# Runtimes and JobSets alone: templates no pod rule reads (a TrainJob reads its runtime's).
+UNREAD_KINDS = ("TrainingRuntime", "kind: JobSet")
 
 
 def _with_containers() -> set[str]:
-    """Every example with a pod template the rules read: none meets Pod Security restricted."""
+    """Every example with a pod template the rules read (a TrainJob's node pod is one, with
+    or without its runtime in the file): none meets Pod Security restricted."""
     root = require_upstream() / "examples"
     return {
         str(p.relative_to(root))
         for p in root.rglob("*.yaml")
-        if "containers:" in (text := p.read_text()) and not any(k in text for k in UNREAD_KINDS)
+        if "kind: TrainJob" in (text := p.read_text())
+        or ("containers:" in text and not any(k in text for k in UNREAD_KINDS))
     }
 
 
@@ -178,6 +192,7 @@ ADDED_BY_CLUSTER: dict[str, set[tuple[str, Kept]]] = {
     | {(f, GANG) for f in ON_VOLCANO}
     | {(WITH_TTL, RERUN)},
     "onprem-a100": {(f, NAMESPACE) for f in IN_KUBEFLOW_NAMESPACE} | {(WITH_TTL, RERUN)},
+    "onprem-h200": {(f, NAMESPACE) for f in IN_KUBEFLOW_NAMESPACE} | {(WITH_TTL, RERUN)},
 }
 
 

@@ -53,6 +53,31 @@ def test_ddp_example_master_and_worker(tmp_path: Path) -> None:
     assert any("is our trainer" in n for n in p.notes)
 
 
+def test_trainjob_runs_as_the_pytorchjob_it_amounts_to(tmp_path: Path) -> None:
+    """onprem-h200 runs Trainer v2: the built TrainJob and its TrainingRuntime, merged the way
+    the Trainer merges them, run as Master + Workers with the same torchrun rendezvous env."""
+    built = load_built_job(REPO, "resnet50-ddp", "onprem-h200")
+    assert any("TrainJob (Trainer v2) with TrainingRuntime resnet50-ddp" in n for n in built.notes)
+    p = make_plan(built, Options(), tmp_path)
+    v1 = plan("resnet50-ddp", tmp_path / "v1")
+    assert [launch.name for launch in p.launches] == ["master-0", "worker-0"]
+    master, worker = (dict(launch.pod_env) for launch in p.launches)
+    for env, rank in ((master, "0"), (worker, "1")):
+        assert env["PET_NODE_RANK"] == rank and env["PET_NNODES"] == "2"
+        assert env["PET_NPROC_PER_NODE"] == "1"
+        # From the cluster's runtime (RDMA over RoCE), not from the TrainJob.
+        assert (env["NCCL_IB_DISABLE"], env["NCCL_IB_HCA"]) == ("0", "mlx5")
+        assert env["NCCL_DEBUG"] == "INFO"  # the TrainJob's own env
+    # The same program as on the v1 cluster, with the same volumes.
+    assert p.launches[0].argv[:5] == v1.launches[0].argv[:5]
+    assert p.launches[0].argv[5:] == [
+        a.replace(str(tmp_path / "v1"), str(tmp_path)) for a in v1.launches[0].argv[5:]
+    ]
+    # backoffLimit comes from the job's own runtime (a TrainJob has none).
+    assert (p.backoff_limit, p.launches[0].restart_policy) == (3, "OnFailure")
+    assert any("data-sync" in w and "not run" in w for w in p.warnings)
+
+
 def test_deepspeed_example_elastic_env_and_config_volume(tmp_path: Path) -> None:
     p = plan("llm-finetune", tmp_path)
     built = load_built_job(REPO, "llm-finetune", "cloud-h100")
@@ -115,7 +140,7 @@ def test_dry_run_prints_each_replica(tmp_path: Path, capsys: pytest.CaptureFixtu
     ("argv", "message"),
     [
         (["nope"], "unknown job 'nope'"),
-        (["resnet50-ddp"], "targets 2 clusters (onprem-a100, cloud-h100): pick one"),
+        (["resnet50-ddp"], "targets 3 clusters (onprem-a100, cloud-h100, onprem-h200): pick"),
         (["resnet50-ddp", "--cluster", "moon"], "does not target cluster 'moon'"),
         (["resnet50-ddp", "--cluster", "cloud-h100", "--drop-arg=--nope"], "no --nope"),
         (["resnet50-ddp", "--cluster", "cloud-h100", "--set-arg=lr"], "expected --flag=value"),
@@ -151,7 +176,9 @@ def test_other_training_kinds_are_refused() -> None:
         select_job(path.read_text(), name, "c", f"jobs/{name}.yaml")
     path = examples / "examples__xgboost__xgboostjob.yaml"
     name = yaml.safe_load(path.read_text())["metadata"]["name"]
-    with pytest.raises(InputError, match="run-local runs PyTorchJob and MPIJob, got XGBoostJob"):
+    with pytest.raises(
+        InputError, match="run-local runs PyTorchJob, MPIJob and TrainJob, got XGBoostJob"
+    ):
         select_job(path.read_text(), name, "c", f"jobs/{name}.yaml")
 
 

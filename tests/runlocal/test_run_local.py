@@ -93,6 +93,20 @@ def test_ddp_example_runs_and_succeeds(image_folder: Path) -> None:
     assert out.splitlines()[-1] == "run-local: the job Succeeded: master-0 succeeded (restarts: 0)"
 
 
+def test_trainjob_on_a_trainer_v2_cluster_runs_and_succeeds(image_folder: Path) -> None:
+    """The same job on onprem-h200 is a TrainJob + TrainingRuntime: run as their merge."""
+    proc = run_local(REPO, "resnet50-ddp", "--cluster", "onprem-h200", "--steps", "2",
+                     "--volume", f"dataset={image_folder}")  # fmt: skip
+    out = proc.stdout
+    assert proc.returncode == 0, out[-4000:] + proc.stderr
+    assert "TrainJob (Trainer v2) with TrainingRuntime resnet50-ddp" in out
+    (start,) = events(out, "master-0", "start")
+    assert (start["world_size"], start["backend"]) == (2, "gloo")
+    (finished,) = events(out, "master-0", "finished")
+    assert finished["step"] == 2
+    assert out.splitlines()[-1] == "run-local: the job Succeeded: master-0 succeeded (restarts: 0)"
+
+
 def test_deepspeed_elastic_example_survives_a_killed_replica() -> None:
     """worker-1 is SIGKILLed right after the first checkpoint; the job still finishes."""
     proc = run_local(

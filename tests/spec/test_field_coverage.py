@@ -48,7 +48,10 @@ NOT_IN_OUTPUT = {
     "clusterprofile:kubernetesVersion": "selects the core JSON Schemas `trainops validate` uses",
     "clusterprofile:network.allowHostNetwork": "a check: jobs with hostNetwork are refused"
     " where it is false",
-    "clusterprofile:gpus[].name": "the name jobs use in `targets[].gpuProduct`",
+    "clusterprofile:gpus[].name": "the name jobs use in `targets[].gpuProduct` (on a Trainer"
+    " v2 cluster also in its runtimes' names, `trainops-torch-<name>`)",
+    "clusterprofile:operator.version": "a check: 1.x for `training-operator`, 2.3 or later for"
+    " `trainer`; within that, what is rendered does not depend on the release",
     "clusterprofile:gpus[].perNode": "a check: a pod may not ask for more GPUs than a node has",
     "clusterprofile:storage.classes": "a check: the storage classes jobs may name",
     "clusterprofile:crds": "CRDs `trainops validate` checks against, not delivered",
@@ -70,6 +73,16 @@ NOT_IN_OUTPUT = {
 }
 
 
+def _other_operator(cluster: dict[str, Any]) -> None:
+    """Trainer v2 <-> Training Operator v1, with a version the other one accepts."""
+    v2 = cluster.get("operator", {}).get("name") == "trainer"
+    cluster["operator"] = (
+        {"name": "training-operator", "version": "1.9"}
+        if v2
+        else {"name": "trainer", "version": "2.3"}
+    )
+
+
 def _to_tcp(cluster: dict[str, Any]) -> None:
     cluster["network"]["transport"] = "tcp"
     del cluster["network"]["rdma"]
@@ -88,6 +101,7 @@ CHOSEN: dict[str, Any] = {
     "trainingjob:targets[].cluster": "rdma-volcano",
     "trainingjob:targets[].gpuProduct": "a100",
     "clusterprofile:network.transport": _to_tcp,
+    "clusterprofile:operator.name": _other_operator,
     "clusterprofile:network.rdma.gdrLevel": "PHB",
     "trainingjob:tensorflow.parameterServers.resources.memory": "20Gi",
     "trainingjob:tensorflow.evaluator.resources.memory": "12Gi",

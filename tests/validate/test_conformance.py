@@ -27,7 +27,7 @@ from trainops.validate.load import load_manifests
 from trainops.validate.pipeline import validate_manifests
 from trainops.validate.schemas import CRD_SCHEMA_DIR, SchemaStore, crd_schema_file
 
-EXAMPLE_DIRS = ("training-operator", "mpi-operator", "volcano")
+EXAMPLE_DIRS = ("training-operator", "mpi-operator", "volcano", "trainer")
 
 # (file, schema source) -> why the upstream example is rejected. "both" = ours and converted.
 EXCEPTIONS: dict[tuple[str, str], str] = {
@@ -85,6 +85,20 @@ SUPPORTED = [
     ("kubeflow.org", "v1", "JAXJob", "kubeflow.org/jaxjobs.yaml"),
     ("kubeflow.org", "v1", "MPIJob", "kubeflow.org/mpijobs.yaml"),
     ("kubeflow.org", "v2beta1", "MPIJob", "kubeflow.org/mpijobs-v2beta1.yaml"),
+    ("trainer.kubeflow.org", "v1alpha1", "TrainJob", "trainer.kubeflow.org/trainjobs.yaml"),
+    (
+        "trainer.kubeflow.org",
+        "v1alpha1",
+        "TrainingRuntime",
+        "trainer.kubeflow.org/trainingruntimes.yaml",
+    ),
+    (
+        "trainer.kubeflow.org",
+        "v1alpha1",
+        "ClusterTrainingRuntime",
+        "trainer.kubeflow.org/clustertrainingruntimes.yaml",
+    ),
+    ("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobset.x-k8s.io/jobsets.yaml"),
     ("scheduling.volcano.sh", "v1beta1", "PodGroup", "scheduling.volcano.sh/podgroups.yaml"),
     ("scheduling.volcano.sh", "v1beta1", "Queue", "scheduling.volcano.sh/queues.yaml"),
     ("batch.volcano.sh", "v1alpha1", "Job", "batch.volcano.sh/jobs.yaml"),
@@ -264,6 +278,13 @@ PYTORCH = "training-operator/examples__pytorch__simple.yaml"
 PYTORCH_ELASTIC = "training-operator/examples__pytorch__elastic__echo__echo.yaml"
 TFJOB = "training-operator/examples__tensorflow__dist-mnist__tf_job_mnist.yaml"
 MPI_V2 = "mpi-operator/examples__v2beta1__pi__pi.yaml"
+TRAINJOB = "trainer/examples__yaml__01-multi-node.yaml"
+TRAINJOB_PATCHES = "trainer/examples__yaml__02-runtime-patches.yaml"
+TORCH_RUNTIME = "trainer/manifests__base__runtimes__torch_distributed.yaml"
+_PATCH_POD = (
+    "spec", "runtimePatches", 0, "trainingRuntimeSpec", "template", "spec", "replicatedJobs", 0,
+    "template", "spec", "template", "spec",
+)  # fmt: skip
 
 # (example, path to set, value, the operator rule it mirrors)
 TIGHTENINGS: list[tuple[str, tuple[str | int, ...], Any, str]] = [
@@ -328,6 +349,33 @@ TIGHTENINGS: list[tuple[str, tuple[str | int, ...], Any, str]] = [
         ("spec", "launcherCreationPolicy"),
         "Later",
         "mpi-operator: launcherCreationPolicy is AtStartup or WaitForWorkersReady",
+    ),
+    (
+        TRAINJOB,
+        ("spec", "runtimeRef", "kind"),
+        "Deployment",
+        "Trainer v2: a TrainJob references a TrainingRuntime or ClusterTrainingRuntime only",
+    ),
+    (
+        TRAINJOB,
+        ("spec", "trainer", "numNodes"),
+        0,
+        "trainops: a training step needs at least one node (numNodes 0 starts no pod; the CRD"
+        " sets no minimum)",
+    ),
+    (
+        TORCH_RUNTIME,
+        ("spec", "mlPolicy", "mpi"),
+        {},
+        "Trainer v2 CRD CEL rule: only one of torch, mpi, jax, xgboost, flux (the converted"
+        " CRD carries no CEL)",
+    ),
+    (
+        TRAINJOB_PATCHES,
+        (*_PATCH_POD, "containers"),
+        [{"name": "node", "env": [{"name": "X", "value": "1"}]}],
+        "Trainer v2 webhook: runtime patches may not set env of the node container"
+        " (trainer.env is the place)",
     ),
 ]
 

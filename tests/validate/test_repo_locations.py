@@ -48,7 +48,11 @@ def test_every_finding_names_an_existing_repository_file(rendered: Path) -> None
     # One per built object of every overlay (the stray one included).
     injected = sum(len(re.findall(r"(?m)^bogus: 1$", text)) for text in result.built.values())
     assert len(bogus) == injected > 2
-    assert {f.cluster for f in bogus} == {"cloud-h100", "onprem-a100"}
+    assert {f.cluster for f in bogus} == {"cloud-h100", "onprem-a100", "onprem-h200"}
+    # A Trainer v2 cluster's objects come from the job's Trainer v2 base, not its v1 twins.
+    for f in bogus:
+        if f.cluster == "onprem-h200" and (f.file or "").startswith("base/"):
+            assert "/trainer-v2/" in str(f.file), f
     for finding in result.findings:
         assert finding.file, finding
         assert not Path(finding.file).is_absolute(), finding
@@ -81,4 +85,5 @@ def test_object_from_no_rendered_file_points_at_the_overlay(rendered: Path) -> N
     assert stray == [
         ("overlays/cloud-h100/kustomization.yaml", None),
         ("overlays/onprem-a100/kustomization.yaml", None),
+        ("overlays/onprem-h200/kustomization.yaml", None),
     ]

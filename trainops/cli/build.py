@@ -47,9 +47,15 @@ def run(args: argparse.Namespace) -> int:
         if args.output:
             args.output.mkdir(parents=True, exist_ok=True)
             (args.output / f"{name}.yaml").write_text(stream)
-        for obj in yaml.safe_load_all(stream):
-            if obj and obj.get("kind") in table.KINDS:
+        objs = [obj for obj in yaml.safe_load_all(stream) if obj]
+        runtimes = {(o["kind"], o["metadata"]["name"]): o for o in objs if "Runtime" in o["kind"]}
+        for obj in objs:
+            if obj.get("kind") in table.KINDS:
                 rows.append(table.summarize(repo.clusters[name], obj))
+            elif obj.get("kind") == "TrainJob":
+                ref = obj["spec"]["runtimeRef"]
+                runtime = runtimes.get((ref.get("kind", "ClusterTrainingRuntime"), ref["name"]))
+                rows.append(table.summarize(repo.clusters[name], obj, runtime))
     print(table.format_table(rows))
     total = sum(int(r["gpus"]) for r in rows)
     print(

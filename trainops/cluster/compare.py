@@ -8,6 +8,10 @@ one: keys Git sets are kept, everything else dropped; named lists (containers, e
 volumes, ports) match by `name`. Quantities the API server canonicalises (`1Gi` and
 `1073741824`, `1000m` and `1`) compare by value. What is left differs for real.
 
+A TrainJob's `runtimePatches` match by `manager`: the entries other managers own (Kueue
+writes its flavor's node selectors in its own) are theirs, not compared, and the `time` the
+Trainer's webhook stamps on every entry is not in Git, so it is dropped like any stamp.
+
 Not seen: a field Git stopped setting that is still set on the cluster (the projection
 keeps only keys Git has). Argo CD and Flux remove those on their next server-side apply.
 """
@@ -24,6 +28,8 @@ from trainops.facts.quantity import parse_quantity
 # Under these keys values are resource quantities, which the API server may rewrite.
 _QUANTITY_PARENTS = {"requests", "limits", "capacity"}
 HIDDEN = "<hidden>"
+# List maps whose entries belong to whoever wrote them (a TrainJob's runtimePatches).
+OWNED_BY_KEY = "manager"
 
 
 def project(desired: Any, live: Any, path: Sequence[str | int] = ()) -> Any:
@@ -31,15 +37,18 @@ def project(desired: Any, live: Any, path: Sequence[str | int] = ()) -> Any:
     if isinstance(desired, dict) and isinstance(live, dict):
         return {k: project(v, live[k], (*path, k)) for k, v in desired.items() if k in live}
     if isinstance(desired, list) and isinstance(live, list):
-        if _named(desired) and _named(live):
-            by_name = {item["name"]: item for item in live}
-            wanted = [item["name"] for item in desired]
+        key = _list_key(desired, live)
+        if key is not None:
+            by_key = {item[key]: item for item in live}
+            wanted = [item[key] for item in desired]
             out = [
-                project(item, by_name[item["name"]], (*path, i))
+                project(item, by_key[item[key]], (*path, i))
                 for i, item in enumerate(desired)
-                if item["name"] in by_name
+                if item[key] in by_key
             ]
-            return out + [item for item in live if item["name"] not in wanted]
+            if key == OWNED_BY_KEY:
+                return out
+            return out + [item for item in live if item[key] not in wanted]
         head = [
             project(d, v, (*path, i)) for i, (d, v) in enumerate(zip(desired, live, strict=False))
         ]
@@ -49,10 +58,16 @@ def project(desired: Any, live: Any, path: Sequence[str | int] = ()) -> Any:
     return live
 
 
-def _named(items: list[Any]) -> bool:
-    return bool(items) and all(
-        isinstance(i, dict) and isinstance(i.get("name"), str) for i in items
-    )
+def _keyed(items: list[Any], key: str) -> bool:
+    return bool(items) and all(isinstance(i, dict) and isinstance(i.get(key), str) for i in items)
+
+
+def _list_key(desired: list[Any], live: list[Any]) -> str | None:
+    """The key both lists are list maps by, if any."""
+    for key in ("name", OWNED_BY_KEY):
+        if _keyed(desired, key) and _keyed(live, key):
+            return key
+    return None
 
 
 def _same_leaf(desired: Any, live: Any, path: Sequence[str | int]) -> bool:

@@ -135,16 +135,7 @@ def _replicas(job: dict[str, Any]) -> dict[str, Replicas]:
 
 def job_gpus(job: dict[str, Any], profile: ClusterProfile) -> int:
     """GPUs the job asks for in all: replicas x GPUs per pod (TrainJob: nodes x per node)."""
-    if job.get("kind") != "TrainJob":
-        return gpu_facts.job_gpus(job, {g.resource for g in profile.gpus})
-    trainer = (job.get("spec") or {}).get("trainer") or {}
-    per_node = (trainer.get("resourcesPerNode") or {}).get("limits") or {}
-    gpus = sum(
-        int(v)
-        for k, v in per_node.items()
-        if gpu_facts.is_gpu_resource(str(k), {g.resource for g in profile.gpus})
-    )
-    return int(trainer.get("numNodes") or 1) * gpus
+    return gpu_facts.job_gpus(job, {g.resource for g in profile.gpus})
 
 
 def restarts(pods: Iterable[dict[str, Any]]) -> int:

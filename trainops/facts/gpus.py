@@ -11,6 +11,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from trainops.facts.kubeflow import KUBEFLOW_GROUP
+from trainops.facts.trainer import TRAINER_GROUP, TRAINJOB
 
 # Device plugins' resource names: NVIDIA (whole GPUs and MIG slices), AMD, Intel.
 # https://github.com/NVIDIA/k8s-device-plugin, https://github.com/ROCm/k8s-device-plugin,
@@ -58,8 +59,15 @@ def replica_gpus(
     obj: Mapping[str, Any], products: Collection[str] = ()
 ) -> list[tuple[str, int, int, Mapping[str, Any]]]:
     """(replica type, replicas (default 1), GPUs of one pod, the pod spec) for every replica
-    type of a Kubeflow training job, in the job's order; [] for any other object."""
-    if str(obj.get("apiVersion", "")).split("/")[0] != KUBEFLOW_GROUP:
+    type of a Kubeflow training job, in the job's order; a Trainer v2 TrainJob is one type,
+    `node`: numNodes (default 1) pods of `resourcesPerNode` (its pod spec is the runtime's,
+    not here: {}). [] for any other object."""
+    group = str(obj.get("apiVersion", "")).split("/")[0]
+    if group == TRAINER_GROUP and obj.get("kind") == TRAINJOB:
+        trainer = (obj.get("spec") or {}).get("trainer") or {}
+        per_node = container_gpus({"resources": trainer.get("resourcesPerNode") or {}}, products)
+        return [("node", _count(trainer.get("numNodes", 1)), per_node, {})]
+    if group != KUBEFLOW_GROUP:
         return []
     out = []
     for key, replica_specs in (obj.get("spec") or {}).items():
@@ -79,8 +87,8 @@ def replica_gpus(
 
 
 def job_gpus(obj: Mapping[str, Any], products: Collection[str] = ()) -> int:
-    """GPUs a Kubeflow training job asks for at its configured size: for every replica type,
-    replicas (default 1) x the GPUs of one of its pods. 0 for any other object."""
+    """GPUs a Kubeflow training job (or TrainJob) asks for at its configured size: for every
+    replica type, replicas (default 1) x the GPUs of one of its pods. 0 for any other object."""
     return sum(n * gpus for _, n, gpus, _ in replica_gpus(obj, products))
 
 

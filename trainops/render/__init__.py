@@ -11,7 +11,8 @@ from typing import Any
 from trainops.core import paths
 from trainops.core.yaml_dump import dump_all
 from trainops.facts.kubeflow import KUBEFLOW_GROUP, KUBEFLOW_REPLICA_KEYS, REPLICA_TYPES
-from trainops.render import objects, patch
+from trainops.facts.trainer import TRAINER_GROUP, TRAINJOB
+from trainops.render import objects, patch, runtimes
 from trainops.render.delivered import cluster_objects, platform_object, targets_on
 from trainops.render.gitops import render_gitops
 from trainops.spec.model import ClusterProfile, Repository, TrainingJob
@@ -21,6 +22,10 @@ KUSTOMIZE_CONFIG = "kustomizeconfig.yaml"
 # The cluster's platform manifests inside its overlay (no job may be named like it: a job
 # directory sits beside it).
 PLATFORM_DIR = "platform"
+# A job's Trainer v2 base, beside its v1 base (a file name there cannot clash with it).
+TRAINER_V2_BASE = "trainer-v2"
+# A Trainer v2 cluster's runtimes: a job name (a DNS label) cannot start with `_`.
+RUNTIMES_DIR = "_runtimes"
 
 
 def header(source: str) -> str:
@@ -38,13 +43,31 @@ def _object_file(obj: dict[str, Any]) -> str:
     return f"{kind}.yaml"
 
 
-def _name_reference_config(job: TrainingJob) -> dict[str, Any]:
+def _name_reference_config(job: TrainingJob, trainer_v2: bool) -> dict[str, Any]:
     """Teach kustomize that the training job's pod templates reference ConfigMaps.
 
     configMapGenerator appends a content hash to the name and rewrites references
     to it — but only in fields it knows; a Kubeflow job's pod templates are not among
-    them, so without this the job would mount a ConfigMap that does not exist.
+    them (nor a TrainJob's runtime patches), so without this the job would mount a ConfigMap
+    that does not exist.
     """
+    if trainer_v2:
+        return {
+            "nameReference": [
+                {
+                    "kind": "ConfigMap",
+                    "version": "v1",
+                    "fieldSpecs": [
+                        {
+                            "group": TRAINER_GROUP,
+                            "kind": TRAINJOB,
+                            "path": "spec/runtimePatches/trainingRuntimeSpec/template/spec"
+                            "/replicatedJobs/template/spec/template/spec/volumes/configMap/name",
+                        }
+                    ],
+                }
+            ]
+        }
     obj = objects.training_job(job)
     key = KUBEFLOW_REPLICA_KEYS[obj["kind"]]
     specs = [
@@ -59,11 +82,17 @@ def _name_reference_config(job: TrainingJob) -> dict[str, Any]:
     return {"nameReference": [{"fieldSpecs": specs, "kind": "ConfigMap", "version": "v1"}]}
 
 
-def base_files(job: TrainingJob) -> dict[str, str]:
-    """`base/<job>/...`: cluster-agnostic objects and their kustomization."""
+def base_dir(job: TrainingJob, trainer_v2: bool = False) -> str:
+    """`base/<job>` (Training Operator v1), or `base/<job>/trainer-v2` (Trainer v2)."""
     root = f"{paths.BASE_DIR}/{job.name}"
+    return f"{root}/{TRAINER_V2_BASE}" if trainer_v2 else root
+
+
+def base_files(job: TrainingJob, trainer_v2: bool = False) -> dict[str, str]:
+    """The job's cluster-agnostic objects and their kustomization, for one operator."""
+    root = base_dir(job, trainer_v2)
     files: dict[str, str] = {}
-    for obj in objects.job_objects(job):
+    for obj in objects.job_objects(job, trainer_v2=trainer_v2):
         files[f"{root}/{_object_file(obj)}"] = _yaml_file(job.file, [obj])
     kustomization: dict[str, Any] = {
         "apiVersion": KUSTOMIZE_API,
@@ -82,7 +111,8 @@ def base_files(job: TrainingJob) -> dict[str, str]:
             }
         ]
         kustomization["configurations"] = [KUSTOMIZE_CONFIG]
-        files[f"{root}/{KUSTOMIZE_CONFIG}"] = _yaml_file(job.file, [_name_reference_config(job)])
+        config = _name_reference_config(job, trainer_v2)
+        files[f"{root}/{KUSTOMIZE_CONFIG}"] = _yaml_file(job.file, [config])
     files[f"{root}/kustomization.yaml"] = _yaml_file(job.file, [kustomization])
     return files
 
@@ -106,11 +136,12 @@ def overlay_files(repo: Repository, cluster: ClusterProfile) -> dict[str, str]:
     root = f"{paths.OVERLAYS_DIR}/{cluster.name}"
     files: dict[str, str] = {}
     jobs: list[str] = []
+    v2 = cluster.operator.trainer_v2
     for job, target in targets_on(repo, cluster):
         jobs.append(job.name)
         source = f"{job.file} and {cluster.file}"
         patches: list[dict[str, Any]] = []
-        base = objects.job_objects(job)
+        base = objects.job_objects(job, trainer_v2=v2)
         wanted = objects.job_objects(job, cluster, target)
         for before, after in zip(base, wanted, strict=True):
             ops = patch.diff(before, after)
@@ -123,12 +154,15 @@ def overlay_files(repo: Repository, cluster: ClusterProfile) -> dict[str, str]:
             "apiVersion": KUSTOMIZE_API,
             "kind": "Kustomization",
             "patches": patches,
-            "resources": [f"../../../{paths.BASE_DIR}/{job.name}"],
+            "resources": [f"../../../{base_dir(job, v2)}"],
         }
         files[f"{root}/{job.name}/kustomization.yaml"] = _yaml_file(source, [job_kustomization])
     platform = platform_files(repo, cluster)
     files.update(platform)
     resources = ([PLATFORM_DIR] if platform else []) + jobs
+    if v2:
+        files.update(_runtime_files(repo, cluster, root))
+        resources.append(RUNTIMES_DIR)
     kustomization = {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization", "resources": resources}
     files[f"{root}/kustomization.yaml"] = _yaml_file(cluster.file, [kustomization])
     return files
@@ -159,11 +193,34 @@ def platform_files(repo: Repository, cluster: ClusterProfile) -> dict[str, str]:
     return files
 
 
+def _runtime_files(repo: Repository, cluster: ClusterProfile, root: str) -> dict[str, str]:
+    """`overlays/<cluster>/_runtimes/`: the cluster's ClusterTrainingRuntimes (Trainer v2)."""
+    files: dict[str, str] = {}
+    found = runtimes.cluster_runtimes(cluster, [job for job, _ in targets_on(repo, cluster)])
+    for runtime in found:
+        name = f"clustertrainingruntime-{runtime['metadata']['name']}.yaml"
+        files[f"{root}/{RUNTIMES_DIR}/{name}"] = _yaml_file(cluster.file, [runtime])
+    kustomization = {
+        "apiVersion": KUSTOMIZE_API,
+        "kind": "Kustomization",
+        "resources": sorted(path.rsplit("/", 1)[1] for path in files),
+    }
+    files[f"{root}/{RUNTIMES_DIR}/kustomization.yaml"] = _yaml_file(cluster.file, [kustomization])
+    return files
+
+
+def _operators(repo: Repository, job: TrainingJob) -> set[bool]:
+    """Which bases the job needs: False for Training Operator v1 targets, True for Trainer v2."""
+    found = {repo.clusters[t.cluster].operator.trainer_v2 for t in job.targets}
+    return found or {False}
+
+
 def render_repository(repo: Repository) -> dict[str, str]:
     """Every generated file, relative path -> text, sorted by path."""
     files: dict[str, str] = {}
     for job in repo.jobs:
-        files.update(base_files(job))
+        for trainer_v2 in _operators(repo, job):
+            files.update(base_files(job, trainer_v2))
     for cluster in repo.clusters.values():
         files.update(overlay_files(repo, cluster))
     for path, content in render_gitops(repo).items():

@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from trainops.render import objects
+from trainops.render import objects, runtimes
 from trainops.spec.model import ClusterProfile, PlatformObject, Repository, Target, TrainingJob
 
 # Argo CD applies lower waves first: queues, flavors, priority classes and networks exist
@@ -38,6 +38,8 @@ def cluster_objects(repo: Repository, cluster: ClusterProfile) -> list[dict[str,
     """What `kustomize build overlays/<cluster>` must produce (the generated DeepSpeed
     ConfigMap under its unhashed name)."""
     out = [platform_object(item) for item in repo.platform.get(cluster.name, ())]
+    if cluster.operator.trainer_v2:
+        out += runtimes.cluster_runtimes(cluster, [job for job, _ in targets_on(repo, cluster)])
     for job, target in targets_on(repo, cluster):
         out += objects.job_objects(job, cluster, target)
         configmap = objects.deepspeed_configmap(job)

@@ -12,11 +12,13 @@ from typing import Any
 
 from trainops.facts import deepspeed as ds_config
 from trainops.facts.kubeflow import JOB_NAME_LABEL
+from trainops.facts.trainer import JOBSET_NAME_LABEL
 from trainops.render import mpijob, tfjob
-from trainops.render.common import job_metadata, replica_spec, run_policy, total_pods
+from trainops.render.common import job_metadata, labels, replica_spec, run_policy, total_pods
 from trainops.render.common import metadata as _metadata
 from trainops.render.netpol import network_policy
 from trainops.render.pod import JOB_LABEL, METRICS_PORT_NAME, deepspeed_configmap_name, pod_template
+from trainops.render.trainjob import trainjob_objects
 from trainops.spec.model import ClusterProfile, Target, TrainingJob
 
 API_PYTORCHJOB = "kubeflow.org/v1"
@@ -97,7 +99,7 @@ def claims(job: TrainingJob, cluster: ClusterProfile | None = None) -> list[dict
     return out
 
 
-def metrics_service(job: TrainingJob) -> dict[str, Any]:
+def metrics_service(job: TrainingJob, trainer_v2: bool = False) -> dict[str, Any]:
     meta = _metadata(job, f"{job.name}-metrics")
     meta["labels"][METRICS_LABEL] = "true"
     return {
@@ -114,9 +116,10 @@ def metrics_service(job: TrainingJob) -> dict[str, Any]:
                     "targetPort": METRICS_PORT_NAME,
                 }
             ],
-            # The operator labels every pod of the job with its name; our own template
-            # labels would do too, but this is the label users query (`kubectl get pods -l`).
-            "selector": {JOB_NAME_LABEL: job.name},
+            # The operator (v1) or JobSet (Trainer v2) labels every pod of the job with its
+            # name; our own template labels would do too, but this is the label users query
+            # (`kubectl get pods -l`).
+            "selector": {JOBSET_NAME_LABEL if trainer_v2 else JOB_NAME_LABEL: job.name},
         },
     }
 
@@ -148,13 +151,28 @@ def deepspeed_configmap(job: TrainingJob) -> dict[str, Any] | None:
 
 
 def job_objects(
-    job: TrainingJob, cluster: ClusterProfile | None = None, target: Target | None = None
+    job: TrainingJob,
+    cluster: ClusterProfile | None = None,
+    target: Target | None = None,
+    trainer_v2: bool = False,
 ) -> list[dict[str, Any]]:
-    """The job's objects but the generated ConfigMap: the base, or for one target cluster."""
+    """The job's objects but the generated ConfigMap: the base, or for one target cluster.
+
+    The workload follows the cluster's operator: a PyTorchJob (Training Operator v1) or a
+    TrainJob and maybe its own TrainingRuntime (Trainer v2, `trainjob.py`); `trainer_v2`
+    picks for the base, which has no cluster.
+    """
+    if cluster is not None:
+        trainer_v2 = cluster.operator.trainer_v2
+    if trainer_v2:
+        annotations = {**job.annotations, "trainops.dev/source": job.file}
+        workload = trainjob_objects(job, labels(job), annotations, cluster, target)
+    else:
+        workload = [training_job(job, cluster, target)]
     return [
-        training_job(job, cluster, target),
+        *workload,
         *claims(job, cluster),
-        metrics_service(job),
+        metrics_service(job, trainer_v2),
         service_monitor(job),
         network_policy(job, _metadata(job, job.name), cluster),
     ]

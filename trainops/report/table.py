@@ -9,6 +9,7 @@ from trainops.facts import pod_security as pss
 from trainops.facts.gpus import job_gpus
 from trainops.facts.kubeflow import KUBEFLOW_REPLICA_KEYS, REPLICA_TYPES
 from trainops.facts.schedulers import KUEUE_QUEUE_LABEL
+from trainops.rules.trainjob import node_pod
 from trainops.spec.model import ClusterProfile
 
 # The training job kinds `trainops render` writes, one row each.
@@ -29,7 +30,7 @@ COLUMNS = (
 
 
 def _container_env(template: dict[str, Any]) -> dict[str, str]:
-    container = template["spec"]["containers"][0]
+    container = template["spec"]["containers"][0]  # the training container comes first
     return {e["name"]: e.get("value", "") for e in container.get("env", [])}
 
 
@@ -57,22 +58,33 @@ def pod_security(templates: list[dict[str, Any]]) -> str:
     return f"{level} ({', '.join(why)})"
 
 
-def summarize(cluster: ClusterProfile, job: dict[str, Any]) -> dict[str, str]:
-    """One table row from a built PyTorchJob, TFJob or MPIJob. The GPU product and NCCL mode
-    are the Workers' (the pods that train; an MPI Launcher has neither)."""
+def summarize(
+    cluster: ClusterProfile, job: dict[str, Any], runtime: dict[str, Any] | None = None
+) -> dict[str, str]:
+    """One table row from a built PyTorchJob, TFJob or MPIJob, or a TrainJob and the runtime it
+    references. The GPU product and NCCL mode are the Workers' (the pods that train; an MPI
+    Launcher has neither)."""
     spec = job["spec"]
-    replicas = spec[KUBEFLOW_REPLICA_KEYS[job["kind"]]]
-    pods = sum(r.get("replicas", 1) for r in replicas.values())
     gpus = job_gpus(job, {g.resource for g in cluster.gpus})
-    training = replicas.get("Worker") or next(iter(replicas.values()))
-    template: dict[str, Any] = training["template"]
-    elastic = spec.get("elasticPolicy")
-    order = REPLICA_TYPES[job["kind"]]
-    shape = (
-        f"elastic {elastic['minReplicas']}-{elastic['maxReplicas']}"
-        if elastic
-        else "+".join(sorted(replicas, key=order.index))
-    )
+    if job["kind"] == "TrainJob":
+        pod = node_pod(job, runtime)
+        template: dict[str, Any] = pod.template
+        templates = [template]
+        pods = pod.replicas or 1
+        shape = f"TrainJob {pod.replica_type}"
+    else:
+        replicas = spec[KUBEFLOW_REPLICA_KEYS[job["kind"]]]
+        pods = sum(r.get("replicas", 1) for r in replicas.values())
+        training = replicas.get("Worker") or next(iter(replicas.values()))
+        template = training["template"]
+        templates = [r["template"] for r in replicas.values()]
+        elastic = spec.get("elasticPolicy")
+        order = REPLICA_TYPES[job["kind"]]
+        shape = (
+            f"elastic {elastic['minReplicas']}-{elastic['maxReplicas']}"
+            if elastic
+            else "+".join(sorted(replicas, key=order.index))
+        )
     scheduler = template["spec"].get("schedulerName") or (
         "kueue" if KUEUE_QUEUE_LABEL in job["metadata"].get("labels", {}) else "default"
     )
@@ -89,7 +101,7 @@ def summarize(cluster: ClusterProfile, job: dict[str, Any]) -> dict[str, str]:
         "gpu product": product,
         "scheduler": scheduler,
         "nccl": nccl,
-        "pod security": pod_security([r["template"] for r in replicas.values()]),
+        "pod security": pod_security(templates),
     }
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from trainops.facts.trainer import CLUSTER_TRAINING_RUNTIME, TRAINER_GROUP, TRAINING_RUNTIME
 from trainops.rules.lazy import lazy
 from trainops.rules.objects import Object
 from trainops.rules.pods import PodTemplate
@@ -61,6 +62,26 @@ class Context:
     cluster: ClusterProfile | None = None
     rule_slugs: frozenset[str] = frozenset()
     """Every rule the engine knows (a waiver must name one)."""
+
+    def __post_init__(self) -> None:
+        """Give each TrainJob its runtime, so its pods are the Trainer's merge of both."""
+        for obj in self.objects:
+            if obj.is_trainjob and obj.runtime is None:
+                ref = as_dict(obj.spec.get("runtimeRef"))
+                kind = str(ref.get("kind", CLUSTER_TRAINING_RUNTIME))
+                name = str(ref.get("name", ""))
+                namespace = obj.namespace if kind == TRAINING_RUNTIME else None
+                obj.runtime = next(
+                    (
+                        o
+                        for o in self.objects
+                        if o.kind == kind
+                        and o.group == TRAINER_GROUP
+                        and o.name == name
+                        and same_namespace(o.namespace, namespace)
+                    ),
+                    None,
+                )
 
     @lazy
     def _by_kind(self) -> dict[str, list[Object]]:

@@ -66,7 +66,7 @@ def check(
                         severity=severity,
                         message=violation.message,
                         file=obj.manifest.file,
-                        line=obj.manifest.line_of(violation.path),
+                        line=obj.manifest.line_of(obj.source_path(violation.path)),
                         kind=obj.kind or None,
                         name=obj.manifest.name,
                         namespace=obj.namespace,

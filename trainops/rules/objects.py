@@ -20,6 +20,7 @@ from trainops.facts.kubeflow import (
     default_restart_policy,
 )
 from trainops.facts.schedulers import VOLCANO_JOB_GROUP
+from trainops.facts.trainer import TRAINER_GROUP, TRAINJOB
 from trainops.facts.workloads import (
     INDEXED,
     JOB_NAME_LABELS,
@@ -30,6 +31,8 @@ from trainops.facts.workloads import (
 from trainops.rules.launch import DEEPSPEED, LEGACY_LAUNCH, MPI, TORCHRUN, launches
 from trainops.rules.lazy import lazy
 from trainops.rules.pods import PodTemplate, requests_accelerator
+from trainops.rules.trainjob import node_pod
+from trainops.rules.trainjob import source_path as trainjob_source_path
 from trainops.rules.values import as_dict, as_int, as_list
 
 DISTRIBUTED_LAUNCHERS = frozenset({TORCHRUN, LEGACY_LAUNCH, DEEPSPEED, MPI})
@@ -50,6 +53,9 @@ class Object:
     """One manifest as the rules read it."""
 
     manifest: Manifest
+    runtime: Object | None = None
+    """A TrainJob's (Cluster)TrainingRuntime, when the manifest set has it (`Context` links
+    it before any rule reads `pods`)."""
 
     @property
     def data(self) -> dict[str, Any]:
@@ -93,9 +99,14 @@ class Object:
         return self.group == JOBSET_GROUP and self.kind == "JobSet"
 
     @property
+    def is_trainjob(self) -> bool:
+        """A Kubeflow Trainer v2 TrainJob."""
+        return self.group == TRAINER_GROUP and self.kind == TRAINJOB
+
+    @property
     def is_training_job(self) -> bool:
-        """A distributed training job: a Kubeflow job or a Volcano Job."""
-        return self.is_kubeflow_job or self.is_volcano_job
+        """A distributed training job: a Kubeflow job, a Volcano Job or a TrainJob."""
+        return self.is_kubeflow_job or self.is_volcano_job or self.is_trainjob
 
     @property
     def is_indexed_job(self) -> bool:
@@ -138,6 +149,8 @@ class Object:
             return self._replica_pods()
         if self.is_volcano_job:
             return self._volcano_pods()
+        if self.is_trainjob:
+            return [node_pod(self.data, self.runtime.data if self.runtime else None)]
         if self.is_jobset:
             return self._jobset_pods()
         if self.group == KUBEFLOW_GROUP and self.kind in {"MPIJob", "TFJob"}:
@@ -293,6 +306,12 @@ class Object:
                 )
             )
         return pods
+
+    def source_path(self, path: tuple[str | int, ...]) -> tuple[str | int, ...]:
+        """Where `path` (of this object, or of a pod the rules read from it) was written."""
+        if self.is_trainjob and self.pods:
+            return trainjob_source_path(path, self.pods[0])
+        return path
 
     def pod_count(self) -> int:
         return sum(p.replicas or 0 for p in self.pods)

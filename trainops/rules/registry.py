@@ -21,6 +21,7 @@ from trainops.rules.checks import (
     rendezvous,
     resources,
     scheduling,
+    trainer,
     volumes,
     waiver,
 )
@@ -34,6 +35,7 @@ _ALL: tuple[Rule, ...] = (
     *env.RULES,
     *scheduling.RULES,
     *capacity.RULES,
+    *trainer.RULES,
     *lifecycle.RULES,
     *nccl.RULES,
     *pod.RULES,

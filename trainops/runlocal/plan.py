@@ -625,7 +625,7 @@ def make_plan(built: BuiltJob, options: Options, workdir: Path) -> Plan:
         launches=launches,
         changes=planner.changes,
         warnings=planner.warnings,
-        notes=planner.notes,
+        notes=[*built.notes, *planner.notes],
         success=success,
         backoff_limit=backoff,
         clean_pod_policy=str(job["spec"].get("runPolicy", {}).get("cleanPodPolicy", "None")),

@@ -18,12 +18,17 @@ import yaml
 from trainops import build
 from trainops.core import paths
 from trainops.core.errors import InputError, Problem
-from trainops.render import render_repository, write
+from trainops.facts.trainer import CLUSTER_TRAINING_RUNTIME, RUNTIME_KINDS, TRAINJOB
+from trainops.render import RUNTIMES_DIR, render_repository, write
+from trainops.runlocal.trainjob import as_pytorchjob, conversion_note
 from trainops.spec.load import load_repository
 
-# Kubeflow training kinds; run-local runs PyTorchJobs and (with a local mpirun) MPIJobs.
-TRAINING_KINDS = frozenset({"PyTorchJob", "TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "JAXJob"})
-SUPPORTED_KINDS = frozenset({"PyTorchJob", "MPIJob"})
+# Kubeflow training kinds; run-local runs PyTorchJobs, (with a local mpirun) MPIJobs, and a
+# TrainJob as the PyTorchJob it amounts to.
+TRAINING_KINDS = frozenset(
+    {"PyTorchJob", "TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "JAXJob", TRAINJOB}
+)
+SUPPORTED_KINDS = frozenset({"PyTorchJob", "MPIJob", TRAINJOB})
 # Why a rendered kind is not run, in one line.
 UNSUPPORTED = {
     "TFJob": "run-local does not run TFJobs yet: it would have to write the TF_CONFIG the"
@@ -45,6 +50,8 @@ class BuiltJob:
     """Built ConfigMaps by name (hash suffix included, as the job references them)."""
     secrets: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Built Secrets by name (usually none: secrets are created out of band)."""
+    notes: tuple[str, ...] = ()
+    """What run-local says about how it reads the job (a TrainJob's conversion)."""
 
     @property
     def kind(self) -> str:
@@ -108,13 +115,16 @@ def load_built_job(root: Path, job_arg: str, cluster: str | None) -> BuiltJob:
             )
         )
     overlay = root / paths.OVERLAYS_DIR / cluster / name
-    try:
-        stream = build.kustomize(overlay)
-    except build.KustomizeError as err:
-        raise InputError(
-            Problem(f"{paths.OVERLAYS_DIR}/{cluster}/{name}", None, None, f"kustomize: {err}")
-        ) from err
-    return select_job(stream, name, cluster, spec.file)
+    # A Trainer v2 cluster's ClusterTrainingRuntimes, which its TrainJobs reference.
+    runtimes = root / paths.OVERLAYS_DIR / cluster / RUNTIMES_DIR
+    streams = []
+    for directory in (overlay, runtimes) if runtimes.is_dir() else (overlay,):
+        try:
+            streams.append(build.kustomize(directory))
+        except build.KustomizeError as err:
+            rel = directory.relative_to(root).as_posix()
+            raise InputError(Problem(rel, None, None, f"kustomize: {err}")) from err
+    return select_job("\n---\n".join(streams), name, cluster, spec.file)
 
 
 def select_job(stream: str, name: str, cluster: str, source: str) -> BuiltJob:
@@ -122,12 +132,15 @@ def select_job(stream: str, name: str, cluster: str, source: str) -> BuiltJob:
     job: dict[str, Any] | None = None
     config_maps: dict[str, dict[str, Any]] = {}
     secrets: dict[str, dict[str, Any]] = {}
+    runtimes: dict[tuple[str, str], dict[str, Any]] = {}
     for obj in yaml.safe_load_all(stream):
         if not isinstance(obj, dict):
             continue
         kind = obj.get("kind")
         obj_name = str((obj.get("metadata") or {}).get("name"))
-        if kind == "ConfigMap":
+        if kind in RUNTIME_KINDS:
+            runtimes[(str(kind), obj_name)] = obj
+        elif kind == "ConfigMap":
             config_maps[obj_name] = obj
         elif kind == "Secret":
             secrets[obj_name] = obj
@@ -145,8 +158,17 @@ def select_job(stream: str, name: str, cluster: str, source: str) -> BuiltJob:
                 None,
                 None,
                 UNSUPPORTED.get(
-                    kind, f"run-local runs PyTorchJob and MPIJob, got {kind}: not supported"
+                    kind,
+                    f"run-local runs PyTorchJob, MPIJob and TrainJob, got {kind}: not supported",
                 ),
             )
         )
-    return BuiltJob(cluster, job, source, config_maps, secrets)
+    notes: tuple[str, ...] = ()
+    if kind == TRAINJOB:
+        ref = (job.get("spec") or {}).get("runtimeRef") or {}
+        runtime = runtimes.get(
+            (str(ref.get("kind", CLUSTER_TRAINING_RUNTIME)), str(ref.get("name")))
+        )
+        notes = (conversion_note(job, runtime),)
+        job = as_pytorchjob(job, runtime)
+    return BuiltJob(cluster, job, source, config_maps, secrets, notes)

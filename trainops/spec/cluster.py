@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from trainops.core.yamlio import Document
+from trainops.facts.trainer import MIN_TRAINER_VERSION, TRAINER, TRAINING_OPERATOR
 from trainops.spec import model, schemas
 from trainops.spec.policy import read_policy
 from trainops.spec.problems import Collector, schema_problems
@@ -40,9 +41,30 @@ def _checks(d: dict[str, Any], stem: str, out: Collector) -> None:
                 + (f"; did you mean `{hint[0]}`?" if hint else "")
                 + f" (known: {', '.join(names)})",
             )
+    operator = d.get("operator")
+    if operator is not None:
+        _check_operator(operator, out)
     delivery = d["delivery"]
     if "server" in delivery and "destinationName" in delivery:
         out.add(["delivery"], "give either `server` or `destinationName`, not both")
+
+
+def _check_operator(operator: dict[str, Any], out: Collector) -> None:
+    version = tuple(int(p) for p in operator["version"].split(".")[:2])
+    if operator["name"] == TRAINING_OPERATOR and version[0] != 1:
+        out.add(
+            ["operator", "version"],
+            f"`training-operator` is the v1 operator (1.x), got {operator['version']!r}; for"
+            " Kubeflow Trainer v2 write `name: trainer`",
+        )
+    if operator["name"] == TRAINER and version < MIN_TRAINER_VERSION:
+        wanted = ".".join(map(str, MIN_TRAINER_VERSION))
+        out.add(
+            ["operator", "version"],
+            f"trainops renders TrainJobs for Kubeflow Trainer {wanted} or later (runtimePatches;"
+            f" earlier v2 releases had podTemplateOverrides), got {operator['version']!r}:"
+            " upgrade the Trainer, or use `training-operator` on this cluster",
+        )
 
 
 def build_cluster(
@@ -106,6 +128,7 @@ def build_cluster(
             self_heal=delivery["selfHeal"],
             prune=delivery["prune"],
         ),
+        operator=model.Operator(name=d["operator"]["name"], version=d["operator"]["version"]),
         crds=d.get("crds"),
         policy=dict(d["policy"]),
         context=d.get("context"),

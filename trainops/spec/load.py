@@ -22,7 +22,7 @@ from trainops.core.yamlio import Document
 from trainops.facts import deepspeed as ds_facts
 from trainops.facts.kubeflow import MPIJOB_V1
 from trainops.facts.kubernetes_schemas import parse_version
-from trainops.spec import model, podtemplate, schemas
+from trainops.spec import model, podtemplate, schemas, trainer_v2
 from trainops.spec.cluster import build_cluster
 from trainops.spec.job import build_job
 from trainops.spec.platform import load_platform
@@ -99,6 +99,7 @@ def _job_against_clusters(
                 f"{target.cluster}.yaml)",
             )
             continue
+        trainer_v2.check_target(job, cluster, where, out)
         if job.namespace not in cluster.namespaces:
             out.add(
                 ["namespace"],

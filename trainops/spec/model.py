@@ -13,11 +13,13 @@ from typing import Any, Literal
 
 from trainops.facts import capacity as capacity_facts
 from trainops.facts import deepspeed as ds_facts
+from trainops.facts.trainer import TRAINER
 from trainops.spec.schemas import CLUSTER, JOB, SETTINGS, default
 
 Transport = Literal["rdma", "tcp"]
 SchedulerKind = Literal["default", "volcano", "kueue"]
 DeliveryTool = Literal["argocd", "flux"]
+OperatorName = Literal["training-operator", "trainer"]
 Precision = Literal["bf16", "fp16", "fp32"]
 
 # ---------------------------------------------------------------- cluster profile
@@ -75,6 +77,20 @@ class Scheduler:
     """Volcano queue, or Kueue LocalQueue name."""
     priority_class: str | None = None
     """Volcano priority class for the job's PodGroup, if any."""
+
+
+@dataclass(frozen=True)
+class Operator:
+    """Which Kubeflow operator runs the cluster's training jobs."""
+
+    name: OperatorName
+    """`training-operator` (v1: PyTorchJob) or `trainer` (v2: TrainJob + runtimes)."""
+    version: str
+    """Its release, `major.minor[.patch]`."""
+
+    @property
+    def trainer_v2(self) -> bool:
+        return self.name == TRAINER
 
 
 @dataclass(frozen=True)
@@ -144,6 +160,8 @@ class ClusterProfile:
     """Namespaces training jobs may use on this cluster."""
     delivery: Delivery
     """How the overlay reaches the cluster (Argo CD or Flux)."""
+    operator: Operator = field(default_factory=lambda: Operator(**default(CLUSTER, "operator")))
+    """The Kubeflow operator of this cluster: jobs render to PyTorchJob (v1) or TrainJob (v2)."""
     crds: str | None = None
     """Optional directory of real CRD YAML to validate against instead of `schemas/`."""
     policy: dict[str, str] = field(default_factory=dict)

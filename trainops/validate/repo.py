@@ -21,7 +21,7 @@ from trainops.core.errors import InputError, Problem
 from trainops.core.findings import Finding, Severity
 from trainops.core.manifest import Manifest
 from trainops.facts import kustomize as kustomize_facts
-from trainops.render import render_repository
+from trainops.render import TRAINER_V2_BASE, render_repository
 from trainops.spec.model import ClusterProfile, Repository
 from trainops.validate.crd import load_crd_dir
 from trainops.validate.load import documents_to_manifests
@@ -45,6 +45,9 @@ class _Sources:
 
     objects: dict[tuple[str, str], yamlio.Document] = field(default_factory=dict)
     """(kind, name) -> the rendered document defining it (first one wins: base/ sorts first)."""
+    trainer_v2: dict[tuple[str, str], yamlio.Document] = field(default_factory=dict)
+    """The same for a job's Trainer v2 base (`base/<job>/trainer-v2/`), which defines objects
+    of the same kind and name as its v1 base: Trainer v2 clusters read these first."""
     generated: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)
     """(kind, generator name) -> (kustomization file, line of the generator's `name`)."""
 
@@ -64,6 +67,8 @@ def _source_index(files: dict[str, str]) -> _Sources:
                 meta = doc.data.get("metadata") or {}
                 key = (str(doc.data.get("kind")), str(meta.get("name")))
                 sources.objects.setdefault(key, doc)
+                if f"/{TRAINER_V2_BASE}/" in rel:
+                    sources.trainer_v2.setdefault(key, doc)
     return sources
 
 
@@ -78,7 +83,9 @@ def _index_generators(doc: yamlio.Document, out: dict[tuple[str, str], tuple[str
                 out.setdefault((kind, entry["name"]), where)
 
 
-def _attach_sources(manifests: list[Manifest], sources: _Sources, overlay: str) -> None:
+def _attach_sources(
+    manifests: list[Manifest], sources: _Sources, overlay: str, trainer_v2: bool = False
+) -> None:
     """Point every built object at a file in the repository (never at the build output).
 
     An object defined in a rendered file gets that file and its lines; one made by a
@@ -87,7 +94,9 @@ def _attach_sources(manifests: list[Manifest], sources: _Sources, overlay: str) 
     """
     for m in manifests:
         name = m.name or ""
-        doc = sources.objects.get((m.kind, name))
+        doc = (sources.trainer_v2.get((m.kind, name)) if trainer_v2 else None) or (
+            sources.objects.get((m.kind, name))
+        )
         if doc is not None:
             m.file, m.document = doc.file, doc
             continue
@@ -181,7 +190,7 @@ def _validate(
                 )
                 continue
             result.built[name] = built
-            _attach_sources(manifests, index, overlay)
+            _attach_sources(manifests, index, overlay, repo.clusters[name].operator.trainer_v2)
             result.resources += len(manifests)
             store = _store_for(repo.clusters[name], root, crds, stores)
             result.findings += validate_manifests(
@@ -227,5 +236,6 @@ def build_overlay(
     )
     if problems:
         raise InputError(problems)
-    _attach_sources(manifests, _source_index(files), overlay)
-    return repo.clusters[cluster_name], manifests
+    cluster = repo.clusters[cluster_name]
+    _attach_sources(manifests, _source_index(files), overlay, cluster.operator.trainer_v2)
+    return cluster, manifests

@@ -11,7 +11,12 @@ import yaml
 from tests.render.gitops.fixtures import SETTINGS
 from tests.tools import require_module
 from trainops.facts.kubeflow import KUBEFLOW_GROUP, TRAINING_JOB_KINDS
-from trainops.render.gitops.health import argocd_cm_patch, health_key, lua_source
+from trainops.render.gitops.health import (
+    TRAINJOB_HEALTH_SCRIPT,
+    argocd_cm_patch,
+    health_key,
+    lua_source,
+)
 
 # A real Lua 5.1 runtime; required under CI, like every real tool.
 lupa = require_module("lupa.lua51")
@@ -174,11 +179,14 @@ def test_configmap_embeds_the_same_script_for_every_kind() -> None:
         "namespace": "argocd",
         "labels": {"app.kubernetes.io/name": "argocd-cm", "app.kubernetes.io/part-of": "argocd"},
     }
+    trainjob = "resource.customizations.health.trainer.kubeflow.org_TrainJob"
     assert sorted(cm["data"]) == sorted(
-        health_key(KUBEFLOW_GROUP, k) for k in ("PyTorchJob", "TFJob", "MPIJob")
+        [*(health_key(KUBEFLOW_GROUP, k) for k in ("PyTorchJob", "TFJob", "MPIJob")), trainjob]
     )
     assert "resource.customizations.health.kubeflow.org_PyTorchJob" in cm["data"]
     # What Argo CD reads back out of the YAML is the script that the tests above ran.
-    for script in yaml.safe_load(yaml.safe_dump(cm))["data"].values():
+    data = yaml.safe_load(yaml.safe_dump(cm))["data"]
+    assert data.pop(trainjob) == lua_source(TRAINJOB_HEALTH_SCRIPT)
+    for script in data.values():
         assert script == lua_source()
         assert run_health(script, job("TFJob", [condition("Succeeded")]))["status"] == "Healthy"

@@ -18,9 +18,11 @@ from __future__ import annotations
 from typing import Any
 
 from trainops.facts.kubeflow import KUBEFLOW_GROUP, TRAINING_JOB_KINDS
+from trainops.facts.trainer import PATCH_TIME_FIELD, TRAINER_GROUP, TRAINJOB
 from trainops.render.delivered import cluster_objects
 from trainops.render.gitops.flux_rbac import SERVICE_ACCOUNT
 from trainops.render.gitops.kinds import GroupKind
+from trainops.render.trainjob import PATCH_MANAGER
 from trainops.spec.model import ClusterProfile, Repository
 
 ARGOCD_API = "argoproj.io/v1alpha1"
@@ -154,6 +156,9 @@ def ignore_differences(cluster: ClusterProfile) -> list[dict[str, Any]]:
     - pod-template `nodeSelector` / `tolerations`, on Kueue clusters only: Kueue injects its
       ResourceFlavor's node labels and tolerations on admission and removes them on
       suspension. Elsewhere they are ours, and a change to them must show as drift.
+    - TrainJob (Trainer v2 clusters): `/spec/suspend` (Kueue, as above), the `time` the
+      Trainer's webhook stamps on every runtime patch, and runtime patches other managers own
+      (Kueue writes its flavor's node selectors and tolerations in its own entry).
     """
     entries: list[dict[str, Any]] = []
     for job in TRAINING_JOB_KINDS:
@@ -166,6 +171,18 @@ def ignore_differences(cluster: ClusterProfile) -> list[dict[str, Any]]:
             template = f".spec.{job.replica_specs}[]?.template.spec"
             entry["jqPathExpressions"] = [f"{template}.nodeSelector", f"{template}.tolerations"]
         entries.append(entry)
+    if cluster.operator.trainer_v2:
+        entries.append(
+            {
+                "group": TRAINER_GROUP,
+                "kind": TRAINJOB,
+                "jsonPointers": ["/status", "/spec/suspend"],
+                "jqPathExpressions": [
+                    f".spec.runtimePatches[]?.{PATCH_TIME_FIELD}",
+                    f'.spec.runtimePatches[]? | select(.manager != "{PATCH_MANAGER}")',
+                ],
+            }
+        )
     return entries
 
 

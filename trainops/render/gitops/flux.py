@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainops.facts.kubeflow import TRAINING_JOB_KINDS
+from trainops.facts.trainer import TRAINER_API, TRAINJOB
 from trainops.render.gitops.flux_rbac import SERVICE_ACCOUNT, rbac_objects
 from trainops.spec.model import ClusterProfile, Repository
 
@@ -89,7 +90,19 @@ def health_check_exprs() -> list[dict[str, str]]:
         # Flux matches a health check by apiVersion: one per served version (MPIJob's
         # v2beta1 has the same condition types, kubeflow/mpi-operator pkg/apis/.../types.go).
         for api_version in job.api_versions
-    ]
+    ] + [trainjob_health_expr()]
+
+
+def trainjob_health_expr() -> dict[str, str]:
+    """CEL health for a Trainer v2 TrainJob: no Running condition, so started means a child
+    Job has active pods (`status.jobsStatus`), or Complete, or Suspended (queued by Kueue)."""
+    active = "has(status.jobsStatus) && status.jobsStatus.exists(j, has(j.active) && j.active > 0)"
+    return {
+        "apiVersion": TRAINER_API,
+        "kind": TRAINJOB,
+        "current": f"({_has_true(['Complete', 'Suspended'])}) || ({active})",
+        "failed": _has_true(["Failed"]),
+    }
 
 
 def kustomization(repo: Repository, cluster: ClusterProfile) -> dict[str, Any]:

@@ -138,7 +138,7 @@ def rbac_objects(
                     "apiGroup": "rbac.authorization.k8s.io",
                     "kind": "ClusterRole",
                     "name": name,
-                },  # fmt: skip
+                },
                 "subjects": [
                     {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": ns}
                     for ns in subjects

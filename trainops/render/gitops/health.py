@@ -12,10 +12,13 @@ from importlib import resources
 from typing import Any
 
 from trainops.facts.kubeflow import KUBEFLOW_GROUP, TRAINING_JOB_KINDS
+from trainops.facts.trainer import TRAINER_GROUP, TRAINJOB
 from trainops.spec.model import RepoSettings
 
-# One script serves all three kinds: they share the operator's condition types.
+# One script serves all three v1 kinds: they share the operator's condition types.
 JOB_HEALTH_SCRIPT = "kubeflow-job-health.lua"
+# Trainer v2's TrainJob has other conditions (Complete, not Succeeded; no Running).
+TRAINJOB_HEALTH_SCRIPT = "trainjob-health.lua"
 
 # Argo CD's own ConfigMap; its name is fixed by Argo CD.
 ARGOCD_CM = "argocd-cm"
@@ -49,5 +52,8 @@ def argocd_cm_patch(settings: RepoSettings) -> dict[str, Any]:
                 "app.kubernetes.io/part-of": "argocd",
             },
         },
-        "data": {health_key(KUBEFLOW_GROUP, job.kind): script for job in TRAINING_JOB_KINDS},
+        "data": {
+            **{health_key(KUBEFLOW_GROUP, job.kind): script for job in TRAINING_JOB_KINDS},
+            health_key(TRAINER_GROUP, TRAINJOB): lua_source(TRAINJOB_HEALTH_SCRIPT),
+        },
     }

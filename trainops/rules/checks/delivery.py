@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from trainops.core.findings import Severity
 from trainops.facts.platform import PLATFORM_KINDS
+from trainops.facts.trainer import CLUSTER_TRAINING_RUNTIME, TRAINER_GROUP
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
 from trainops.rules.objects import Object
@@ -25,6 +26,10 @@ FLUX_KUSTOMIZE_GROUP = "kustomize.toolkit.fluxcd.io"
 # `namespaces` refuses the same (tests/rules/test_delivery_fence.py checks they agree).
 SYSTEM_NAMESPACE = re.compile(r"^(kube-.*|.*-system|default|argocd|kubeflow)$")
 _GLOB = re.compile(r"[*?\[!]")
+
+
+# The Trainer v2 runtimes trainops renders for a v2 cluster (a cluster-scoped kind it owns).
+TRAINER_RUNTIME = (TRAINER_GROUP, CLUSTER_TRAINING_RUNTIME)
 
 
 def _glob(value: object) -> bool:
@@ -63,7 +68,8 @@ def _project(obj: Object) -> Iterator[Violation]:
             )
     for i, raw in enumerate(as_list(spec.get("clusterResourceWhitelist"))):
         entry = as_dict(raw)
-        if PLATFORM_KINDS.get((str(entry.get("group")), str(entry.get("kind")))) is False:
+        group_kind = (str(entry.get("group")), str(entry.get("kind")))
+        if PLATFORM_KINDS.get(group_kind) is False or group_kind == TRAINER_RUNTIME:
             continue  # a platform manifest's kind (a queue, a flavor, a priority class)
         yield Violation(
             f"cluster-scoped kind `{entry.get('group')}/{entry.get('kind')}` allowed: training"

@@ -25,14 +25,14 @@ def elastic_range(obj: Object) -> tuple[int, int] | None:
     return (low if low is not None else replicas, high if high is not None else replicas)
 
 
-def _nnodes_range(value: str) -> tuple[int, int] | None:
+def nnodes_range(value: str) -> tuple[int, int] | None:
     """torchrun's `--nnodes`: `N` or `MIN:MAX`; None for what we cannot read (`$(PET_NNODES)`)."""
     low, _, high = value.partition(":")
     a, b = as_int(low), as_int(high or low)
     return (a, b) if a is not None and b is not None else None
 
 
-def _torchrun_nnodes(obj: Object) -> Iterator[tuple[str | None, str, tuple[str | int, ...]]]:
+def torchrun_nnodes(obj: Object) -> Iterator[tuple[str | None, str, tuple[str | int, ...]]]:
     """(replica type, --nnodes value, its path) of every torchrun launch in the job."""
     for pod in obj.pods:
         for c in pod.containers():
@@ -75,7 +75,7 @@ def _elastic_nnodes(obj: Object, ctx: Context) -> Iterator[Violation]:
     if obj.elastic_policy is None:
         return
     low, high = elastic_range(obj) or (1, 1)
-    for _, value, path in _torchrun_nnodes(obj):
+    for _, value, path in torchrun_nnodes(obj):
         if ":" not in value and low != high:
             yield Violation(
                 f"torchrun --nnodes={value} is fixed but elasticPolicy allows"
@@ -98,8 +98,8 @@ def _fixed_nnodes(obj: Object, ctx: Context) -> Iterator[Violation]:
         return
     pods = obj.pod_count()
     shape = " + ".join(f"{p.replica_type} {p.replicas}" for p in obj.pods)
-    for replica_type, value, path in _torchrun_nnodes(obj):
-        span = _nnodes_range(value)
+    for replica_type, value, path in torchrun_nnodes(obj):
+        span = nnodes_range(value)
         if span is None or span[0] <= pods <= span[1]:
             continue
         outcome = (

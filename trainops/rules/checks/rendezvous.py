@@ -134,8 +134,10 @@ _WORLD_OPTIONS = ("nnodes", "rdzv_endpoint", "master_addr", "standalone")
 
 def _alone(obj: Object, ctx: Context) -> Iterator[Violation]:
     """torchrun with no rendezvous in a job of several pods: each pod is a world of its own."""
-    if obj.is_kubeflow_job:
-        return  # the Training Operator hands torchrun its world through PET_* env
+    if obj.is_kubeflow_job or obj.is_trainjob:
+        # The Training Operator (and Trainer v2's torch plugin) hands torchrun its world
+        # through PET_* env.
+        return
     pods = sum(p.replicas or 0 for p in obj.training_pods)
     if pods < 2:
         return

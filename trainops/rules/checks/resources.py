@@ -91,7 +91,8 @@ def container_accelerated(c: Container, ctx: Context) -> bool:
 
 
 def nproc_per_pod(obj: Object, pod: PodTemplate) -> list[tuple[int | str, tuple[str | int, ...]]]:
-    """Processes per pod as written: launcher options, then the PyTorchJob's nprocPerNode."""
+    """Processes per pod as written: launcher options, then the PyTorchJob's nprocPerNode or
+    the TrainJob's numProcPerNode (the Trainer passes it to torchrun as PET_NPROC_PER_NODE)."""
     found: list[tuple[int | str, tuple[str | int, ...]]] = []
     for c in pod.containers():
         for launch in launches(c):
@@ -103,6 +104,13 @@ def nproc_per_pod(obj: Object, pod: PodTemplate) -> list[tuple[int | str, tuple[
             if opt is not None:
                 value = as_int(opt[0])
                 found.append((value if value is not None else opt[0], opt[1]))
+    trainer = as_dict(obj.spec.get("trainer")) if obj.is_trainjob else {}
+    if "numProcPerNode" in trainer:
+        raw = trainer["numProcPerNode"]
+        value = as_int(raw)
+        found.append(
+            (value if value is not None else str(raw), ("spec", "trainer", "numProcPerNode"))
+        )
     if obj.kind == "PyTorchJob" and obj.is_kubeflow_job:
         if "nprocPerNode" in obj.spec:
             raw = obj.spec["nprocPerNode"]

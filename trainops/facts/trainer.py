@@ -1,0 +1,63 @@
+"""What Kubeflow Trainer v2 (TrainJob, (Cluster)TrainingRuntime, JobSet) reads and stamps.
+
+Read from the v2.3.0 CRDs (`manifests/base/crds/trainer.kubeflow.org_*.yaml`), the default
+runtimes (`manifests/base/runtimes/`) and the user guides:
+https://www.kubeflow.org/docs/components/trainer/ and
+https://github.com/kubeflow/trainer/tree/v2.3.0/pkg/apis/trainer/v1alpha1
+"""
+
+from __future__ import annotations
+
+TRAINER_GROUP = "trainer.kubeflow.org"
+TRAINER_API = f"{TRAINER_GROUP}/v1alpha1"
+JOBSET_GROUP = "jobset.x-k8s.io"
+TRAINJOB = "TrainJob"
+TRAINING_RUNTIME = "TrainingRuntime"
+CLUSTER_TRAINING_RUNTIME = "ClusterTrainingRuntime"
+RUNTIME_KINDS = frozenset({TRAINING_RUNTIME, CLUSTER_TRAINING_RUNTIME})
+
+# The operator a cluster profile names: `training-operator` (v1: PyTorchJob ...) or `trainer`
+# (v2: TrainJob). trainops renders TrainJob for Trainer v2.3 and later: v2.3 replaced
+# `podTemplateOverrides` with `runtimePatches`, which is what the renderer writes.
+TRAINING_OPERATOR = "training-operator"
+TRAINER = "trainer"
+MIN_TRAINER_VERSION = (2, 3)
+
+# The replicated job and container a torch runtime trains in; the Trainer's torch plugin
+# injects PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR and PET_MASTER_PORT
+# into this container only (envInjection can add others), and TrainJob `trainer.*` lands here.
+NODE_JOB = "node"
+NODE_CONTAINER = "node"
+# The trainer plugin finds the step that trains by this label on the replicated job.
+ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+ANCESTOR_TRAINER = "trainer"
+# A runtime's framework, read by the Kubeflow SDK to list runtimes.
+FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
+# JobSet labels every pod it creates with its name (the TrainJob's name).
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+# The Trainer's torch plugin sets these in the node container (torch plugin, v2.3).
+PET_ENV = frozenset(
+    {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"}
+)
+
+# Volcano: the queue of the PodGroup the Trainer creates comes from this TrainJob annotation
+# (https://www.kubeflow.org/docs/components/trainer/operator-guides/job-scheduling/volcano/).
+VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+
+# TrainJob spec fields with the CEL rule `self == oldSelf`: an update changing them is refused
+# by the API server ("field is immutable"), so a GitOps sync of a changed job fails.
+IMMUTABLE_SPEC_FIELDS = (
+    "activeDeadlineSeconds",
+    "initializer",
+    "managedBy",
+    "runtimeRef",
+    "trainer",
+)
+# Within a runtime patch the pod's containers, initContainers and volumes are immutable too.
+IMMUTABLE_PATCH_POD_FIELDS = ("containers", "initContainers", "volumes")
+
+# The Trainer's admission webhook stamps `runtimePatches[].time` on every create and update
+# (observability only): never drift. Other managers (Kueue: `kueue.x-k8s.io/manager`) own
+# their own runtimePatches entries (a list map keyed by `manager`).
+PATCH_TIME_FIELD = "time"
+KUEUE_PATCH_MANAGER = "kueue.x-k8s.io/manager"

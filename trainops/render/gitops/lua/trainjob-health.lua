@@ -1,0 +1,67 @@
+-- Argo CD health check for Kubeflow Trainer v2 TrainJobs.
+--
+-- Generated into argocd-cm by trainops (trainjob-health.lua in the trainops package).
+-- Argo CD runs it in gopher-lua (Lua 5.1) with the live object as `obj`.
+--
+-- A TrainJob (v2.3) has the condition types Suspended, Complete and Failed (and Created in
+-- some releases); it has no Running condition: that it trains shows in status.jobsStatus,
+-- one entry per replicated job with active/ready/succeeded/failed/suspended counts.
+-- Terminal states first:
+--
+--   Failed=True     -> Degraded     the job is over and did not succeed
+--   Complete=True   -> Healthy      the job is over and the record stays (no TTL in v2)
+--   Suspended=True  -> Suspended    spec.suspend, e.g. waiting for Kueue admission
+--   active pods     -> Progressing  training
+--   otherwise       -> Progressing  the Trainer or JobSet has not started pods yet
+
+local function true_condition(conditions, wanted)
+  for _, condition in ipairs(conditions) do
+    if condition.type == wanted and condition.status == "True" then
+      return condition
+    end
+  end
+  return nil
+end
+
+local function describe(condition, fallback)
+  if condition.message ~= nil and condition.message ~= "" then
+    return condition.message
+  end
+  if condition.reason ~= nil and condition.reason ~= "" then
+    return condition.reason
+  end
+  return fallback
+end
+
+local precedence = {
+  { type = "Failed", health = "Degraded", fallback = "TrainJob failed" },
+  { type = "Complete", health = "Healthy", fallback = "TrainJob completed" },
+  { type = "Suspended", health = "Suspended", fallback = "TrainJob is suspended" },
+}
+
+local hs = { status = "Progressing", message = "Waiting for the Trainer to start the TrainJob" }
+if obj.status == nil then
+  return hs
+end
+if obj.status.conditions ~= nil then
+  for _, rule in ipairs(precedence) do
+    local condition = true_condition(obj.status.conditions, rule.type)
+    if condition ~= nil then
+      hs.status = rule.health
+      hs.message = describe(condition, rule.fallback)
+      return hs
+    end
+  end
+end
+if obj.status.jobsStatus ~= nil then
+  local active = 0
+  for _, job in ipairs(obj.status.jobsStatus) do
+    if job.active ~= nil then
+      active = active + job.active
+    end
+  end
+  if active > 0 then
+    hs.message = "TrainJob is running (" .. active .. " active job(s))"
+  end
+end
+return hs

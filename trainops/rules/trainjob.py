@@ -1,0 +1,147 @@
+"""A Kubeflow Trainer v2 TrainJob as the rules read it: the pod its training nodes run.
+
+A TrainJob alone has no pod template: the Trainer builds one from the runtime it references
+(the `node` replicated job of the runtime's JobSet template), the TrainJob's runtime patches
+(pod metadata, volumes, mounts, node selectors, ...) and `spec.trainer` (image, command,
+args, env, resources of the `node` container; numNodes pods). `node_pod` does the same merge,
+so every pod rule (GPU, NCCL, DeepSpeed, images, secrets) reads a TrainJob + runtime pair as
+the pods that will run. Findings on the node container's image, command, args, env and
+resources point at the TrainJob's `trainer` fields they came from (`source_path`); others
+at the `trainer:` block (the merged pod exists in no file). Without its runtime in the
+manifest set, the pod is the TrainJob's part alone.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from trainops.facts.trainer import JOBSET_NAME_LABEL, NODE_CONTAINER, NODE_JOB
+from trainops.rules.pods import PodTemplate
+from trainops.rules.values import as_dict, as_int, as_list
+
+# Where findings on the merged pod point: the TrainJob's `trainer:` block.
+TRAINER_PATH = ("spec", "trainer")
+# The node container's fields that come from `spec.trainer`, and the trainer field each is.
+TRAINER_FIELDS = {
+    "image": "image",
+    "command": "command",
+    "args": "args",
+    "env": "env",
+    "resources": "resourcesPerNode",
+}
+# JobSet defaults a pod template's restartPolicy to OnFailure when the runtime sets none.
+DEFAULT_RESTART_POLICY = "OnFailure"
+
+
+def _node_job(runtime: dict[str, Any] | None) -> dict[str, Any]:
+    template = as_dict(as_dict(as_dict(runtime).get("spec")).get("template"))
+    for job in as_list(as_dict(template.get("spec")).get("replicatedJobs")):
+        if as_dict(job).get("name") == NODE_JOB:
+            return as_dict(job)
+    return {}
+
+
+def _by_name(items: list[Any], updates: list[Any], merge: bool) -> list[Any]:
+    """Upsert `updates` into `items` by `name` (merging the mappings when `merge`)."""
+    out = [copy.deepcopy(as_dict(i)) for i in items]
+    for update in updates:
+        upd = as_dict(update)
+        found = next((i for i in out if i.get("name") == upd.get("name")), None)
+        if found is None:
+            out.append(copy.deepcopy(upd))
+        elif merge:
+            _merge_container(found, upd)
+        else:
+            found.clear()
+            found.update(copy.deepcopy(upd))
+    return out
+
+
+def _merge_container(container: dict[str, Any], patch: dict[str, Any]) -> None:
+    for key in ("env", "volumeMounts"):
+        if key in patch:
+            container[key] = _by_name(as_list(container.get(key)), as_list(patch[key]), False)
+    if "securityContext" in patch:
+        container["securityContext"] = copy.deepcopy(patch["securityContext"])
+
+
+def _apply_patch(pod: dict[str, Any], patch: dict[str, Any]) -> None:
+    meta, spec = pod.setdefault("metadata", {}), pod.setdefault("spec", {})
+    for key in ("labels", "annotations"):
+        if key in as_dict(patch.get("metadata")):
+            meta[key] = {**as_dict(meta.get(key)), **as_dict(patch["metadata"][key])}
+    for key, value in as_dict(patch.get("spec")).items():
+        if key in ("containers", "initContainers"):
+            spec[key] = _by_name(as_list(spec.get(key)), as_list(value), True)
+        elif key == "volumes":
+            spec[key] = _by_name(as_list(spec.get(key)), as_list(value), False)
+        elif key == "nodeSelector":
+            spec[key] = {**as_dict(spec.get(key)), **as_dict(value)}
+        elif key == "tolerations":
+            spec[key] = [*as_list(spec.get(key)), *as_list(value)]
+        else:
+            spec[key] = copy.deepcopy(value)
+
+
+def _apply_trainer(pod: dict[str, Any], trainer: dict[str, Any]) -> None:
+    containers = as_list(pod.setdefault("spec", {}).setdefault("containers", []))
+    node = next((c for c in containers if as_dict(c).get("name") == NODE_CONTAINER), None)
+    if node is None:
+        node = {"name": NODE_CONTAINER}
+        containers.append(node)
+    for key in ("image", "command", "args"):
+        if key in trainer:
+            node[key] = copy.deepcopy(trainer[key])
+    if "env" in trainer:
+        # The TrainJob's env first (it wins), then the runtime's other variables.
+        own = [copy.deepcopy(as_dict(e)) for e in as_list(trainer["env"])]
+        names = {e.get("name") for e in own}
+        node["env"] = own + [
+            e for e in as_list(node.get("env")) if as_dict(e).get("name") not in names
+        ]
+    if "resourcesPerNode" in trainer:
+        node["resources"] = copy.deepcopy(trainer["resourcesPerNode"])
+
+
+def node_pod(trainjob: dict[str, Any], runtime: dict[str, Any] | None) -> PodTemplate:
+    """The pod template of the TrainJob's training nodes, merged as the Trainer does."""
+    spec = as_dict(trainjob.get("spec"))
+    job = _node_job(runtime)
+    pod = copy.deepcopy(as_dict(as_dict(job.get("template")).get("spec")).get("template") or {})
+    for patch in as_list(spec.get("runtimePatches")):
+        template = as_dict(as_dict(as_dict(patch).get("trainingRuntimeSpec")).get("template"))
+        for rjob in as_list(as_dict(template.get("spec")).get("replicatedJobs")):
+            if as_dict(rjob).get("name") == NODE_JOB:
+                rtemplate = as_dict(as_dict(rjob).get("template"))
+                _apply_patch(pod, as_dict(as_dict(rtemplate.get("spec")).get("template")))
+    trainer = as_dict(spec.get("trainer"))
+    _apply_trainer(pod, trainer)
+    ml_policy = as_dict(as_dict(as_dict(runtime).get("spec")).get("mlPolicy"))
+    nodes = as_int(trainer.get("numNodes")) or as_int(ml_policy.get("numNodes")) or 1
+    restart = as_dict(pod.get("spec")).get("restartPolicy")
+    name = str(as_dict(trainjob.get("metadata")).get("name", ""))
+    return PodTemplate(
+        pod,
+        TRAINER_PATH,
+        replica_type=NODE_JOB,
+        replicas=nodes,
+        restart_policy=str(restart or DEFAULT_RESTART_POLICY),
+        restart_policy_path=("spec", "runtimeRef"),
+        restart_policy_explicit=restart is not None,
+        extra_labels={JOBSET_NAME_LABEL: name},
+    )
+
+
+def source_path(path: tuple[str | int, ...], pod: PodTemplate) -> tuple[str | int, ...]:
+    """Where in the TrainJob a path of its merged node pod was written, when it was."""
+    prefix = (*pod.spec_path, "containers")
+    if len(path) < len(prefix) + 2 or tuple(path[: len(prefix)]) != prefix:
+        return path
+    index, key, rest = path[len(prefix)], path[len(prefix) + 1], path[len(prefix) + 2 :]
+    containers = as_list(pod.spec.get("containers"))
+    is_node = isinstance(index, int) and index < len(containers)
+    is_node = is_node and as_dict(containers[int(index)]).get("name") == NODE_CONTAINER
+    if not is_node or key not in TRAINER_FIELDS:
+        return path
+    return (*TRAINER_PATH, TRAINER_FIELDS[str(key)], *rest)
