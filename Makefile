@@ -7,7 +7,7 @@ TRAINOPS := $(VENV)/bin/trainops
 DEEPSPEED_VERSION := 0.19.8
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-fast lint format render check bench bench-trainer clean
+.PHONY: setup demo test test-fast lint format render check bench bench-trainer mutation clean
 
 setup: $(VENV)/.installed
 
@@ -54,6 +54,11 @@ bench: setup
 
 bench-trainer: setup
 	$(PY) -m bench.trainer
+
+## mutation: mutmut over render/, render/gitops/ and rules/, each against its own tests (slow, not
+## part of `make test`; about 30 min on 2 cores): bench/results/mutation.json, scores in docs/development.md.
+mutation: setup
+	$(PY) -m bench.mutation
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
