@@ -121,13 +121,15 @@ def statuses(root: Path) -> dict[str, str]:
     return found
 
 
-def run_target(name: str, children: int, rev: str | None) -> dict[str, Any]:
+def run_target(
+    name: str, children: int, rev: str | None, only: list[str] | None = None
+) -> dict[str, Any]:
     root = prepare(name, rev)
     start = time.monotonic()
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     env.pop("PYTHONPATH", None)
     proc = subprocess.run(
-        [sys.executable, "-m", "mutmut", "run", "--max-children", str(children)],
+        [sys.executable, "-m", "mutmut", "run", "--max-children", str(children), *(only or [])],
         cwd=root,
         env=env,
         check=False,
@@ -141,6 +143,7 @@ def run_target(name: str, children: int, rev: str | None) -> dict[str, Any]:
     scored = killed + counts.get("survived", 0)
     return {
         "rev": rev or "working tree",
+        "only": only or "all",
         "exit_code": proc.returncode,
         "seconds": seconds,
         "mutants": len(found),
@@ -157,6 +160,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--rev", help="mutate this commit instead of the working tree")
     parser.add_argument("--results", type=Path, default=RESULTS, help="JSON file to update")
+    parser.add_argument(
+        "--only",
+        action="append",
+        help="mutmut mutant-name glob (e.g. 'trainops.rules.objects*'); repeatable",
+    )
     args = parser.parse_args(argv)
     names = args.targets or list(TARGETS)
     unknown = sorted(set(names) - set(TARGETS))
@@ -165,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     out: Path = args.results
     results: dict[str, Any] = json.loads(out.read_text()) if out.is_file() else {}
     for name in names:
-        result = run_target(name, args.max_children, args.rev)
+        result = run_target(name, args.max_children, args.rev, args.only)
         results[name] = result
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
