@@ -53,7 +53,13 @@ def test_every_built_object_validates_against_its_schema(label: str) -> None:
     ]
     assert errors == []
     assert sorted(result.built) == sorted(repo.clusters)
-    assert result.resources > 0
+    for cluster, objects in _built(label).items():
+        # Each job that targets the cluster is in its overlay, with its Service and monitor.
+        wanted = sorted(j.name for j in repo.jobs if cluster in {t.cluster for t in j.targets})
+        jobs = sorted(o["metadata"]["name"] for o in objects if o["kind"] == "PyTorchJob")
+        assert jobs == wanted, cluster
+        kinds = {o["kind"] for o in objects}
+        assert {"Service", "ServiceMonitor"} <= kinds or not jobs
 
 
 def _built(label: str) -> dict[str, list[dict[str, Any]]]:
@@ -68,11 +74,13 @@ def test_metrics_are_wired_from_monitor_to_service_to_pods(label: str) -> None:
     Training Operator puts on each pod. A headless Service (clusterIP None): Prometheus scrapes
     every pod's endpoint, a virtual IP would only balance over them."""
     require_kustomize()
+    wired = 0
     for cluster, objects in _built(label).items():
         services = [o for o in objects if o["kind"] == "Service"]
         monitors = [o for o in objects if o["kind"] == "ServiceMonitor"]
         jobs = [o for o in objects if o["kind"] == "PyTorchJob"]
         assert len(monitors) == len(jobs) == len(services), cluster
+        wired += len(jobs)
         for monitor in monitors:
             assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
             wanted = monitor["spec"]["selector"]["matchLabels"]
@@ -93,6 +101,7 @@ def test_metrics_are_wired_from_monitor_to_service_to_pods(label: str) -> None:
                 declared = {p["name"]: p["containerPort"] for p in container["ports"]}
                 for port in service["spec"]["ports"]:
                     assert declared[port["targetPort"]] == port["port"], port
+    assert wired > 0
 
 
 def _expected_source(path: str, repo: Any) -> str:
