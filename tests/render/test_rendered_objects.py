@@ -31,16 +31,25 @@ OPERATOR_JOB_LABEL = "training.kubeflow.org/job-name"
 JOB_LABEL = "trainops.dev/job"
 
 
-@functools.cache
-def validated(label: str) -> tuple[Any, Any]:
-    """(loaded repository, `validate_repository` result) of a scratch copy of `label`."""
-    root = copy_inputs(REPOS[label], Path(tempfile.mkdtemp(prefix=f"rendered-{label}-")))
-    repo = load_repository(root)
-    return repo, validate_repository(root, repo)
+@pytest.fixture(scope="module")
+def validated() -> Any:
+    """`validated(label)`: (loaded repository, `validate_repository` result) of a scratch copy.
+
+    A fixture, not a module-level cache: mutmut forks its test runs from a process that ran
+    the tests once, and a module-level cache would hand every mutant the unmutated result.
+    """
+
+    @functools.cache
+    def get(label: str) -> tuple[Any, Any]:
+        root = copy_inputs(REPOS[label], Path(tempfile.mkdtemp(prefix=f"rendered-{label}-")))
+        repo = load_repository(root)
+        return repo, validate_repository(root, repo)
+
+    return get
 
 
 @pytest.mark.parametrize("label", sorted(REPOS))
-def test_every_built_object_validates_against_its_schema(label: str) -> None:
+def test_every_built_object_validates_against_its_schema(validated: Any, label: str) -> None:
     """README: rendered overlays pass `trainops validate`'s strict Kubernetes and CRD schemas
     and build: no schema or build error, every cluster built. (Policy findings are the rules'
     business: the rich fixture trips some on purpose.)"""
@@ -53,7 +62,7 @@ def test_every_built_object_validates_against_its_schema(label: str) -> None:
     ]
     assert errors == []
     assert sorted(result.built) == sorted(repo.clusters)
-    for cluster, objects in _built(label).items():
+    for cluster, objects in _built(validated, label).items():
         # Each job that targets the cluster is in its overlay, with its Service and monitor.
         wanted = sorted(j.name for j in repo.jobs if cluster in {t.cluster for t in j.targets})
         jobs = sorted(o["metadata"]["name"] for o in objects if o["kind"] == "PyTorchJob")
@@ -62,20 +71,20 @@ def test_every_built_object_validates_against_its_schema(label: str) -> None:
         assert {"Service", "ServiceMonitor"} <= kinds or not jobs
 
 
-def _built(label: str) -> dict[str, list[dict[str, Any]]]:
+def _built(validated: Any, label: str) -> dict[str, list[dict[str, Any]]]:
     _, result = validated(label)
     return {c: [d for d in yaml.safe_load_all(text) if d] for c, text in result.built.items()}
 
 
 @pytest.mark.parametrize("label", sorted(REPOS))
-def test_metrics_are_wired_from_monitor_to_service_to_pods(label: str) -> None:
+def test_metrics_are_wired_from_monitor_to_service_to_pods(validated: Any, label: str) -> None:
     """Prometheus Operator: a ServiceMonitor selects Services by label in its namespace and
     scrapes their endpoints' named port; the Service selects the job's pods by the label the
     Training Operator puts on each pod. A headless Service (clusterIP None): Prometheus scrapes
     every pod's endpoint, a virtual IP would only balance over them."""
     require_kustomize()
     wired = 0
-    for cluster, objects in _built(label).items():
+    for cluster, objects in _built(validated, label).items():
         services = [o for o in objects if o["kind"] == "Service"]
         monitors = [o for o in objects if o["kind"] == "ServiceMonitor"]
         jobs = [o for o in objects if o["kind"] == "PyTorchJob"]
@@ -121,7 +130,7 @@ def _expected_source(path: str, repo: Any) -> str:
 
 
 @pytest.mark.parametrize("label", sorted(REPOS))
-def test_every_generated_file_names_its_source(label: str) -> None:
+def test_every_generated_file_names_its_source(validated: Any, label: str) -> None:
     repo, _ = validated(label)
     files = render_repository(repo)
     assert files
