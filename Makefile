@@ -56,7 +56,7 @@ bench-trainer: setup
 	$(PY) -m bench.trainer
 
 ## mutation: mutmut over render/, render/gitops/ and rules/, each against its own tests (slow, not
-## part of `make test`; about 30 min on 2 cores): bench/results/mutation.json, scores in docs/development.md.
+## part of `make test`; over an hour on 2 shared cores): bench/results/mutation.json, scores in docs/development.md.
 mutation: setup
 	$(PY) -m bench.mutation
 
