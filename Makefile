@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 # Open MPI from the distribution's packages: the trainer's mpirun test and run-local's MPIJob.
 MPI_PACKAGES := openmpi-bin libopenmpi-dev
 
-.PHONY: setup mpi browser-tools demo test test-fast lint format render check bench bench-trainer clean
+.PHONY: setup mpi browser-tools demo test test-fast lint format render check bench bench-trainer mutation clean
 
 setup: $(VENV)/.installed mpi browser-tools
 
@@ -76,6 +76,11 @@ bench: setup
 
 bench-trainer: setup
 	$(PY) -m bench.trainer
+
+## mutation: mutmut over render/, render/gitops/ and rules/, each against its own tests (slow, not
+## part of `make test`; over an hour on 2 shared cores): bench/results/mutation.json, scores in docs/development.md.
+mutation: setup
+	$(PY) -m bench.mutation
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

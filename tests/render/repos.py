@@ -14,6 +14,8 @@ import yaml
 
 from tests.tools import REPO, trainops
 from trainops import build
+from trainops.render import render_repository, write
+from trainops.spec.load import load_repository
 
 RICH = REPO / "tests" / "golden" / "rich"
 REPOS = {"shipped": REPO, "rich": RICH}
@@ -23,6 +25,16 @@ def render(root: Path) -> Path:
     """`trainops render` in `root`, which must succeed."""
     result = trainops(root, "render")
     assert result.returncode == 0, result.stderr
+    return root
+
+
+def render_in_process(root: Path) -> Path:
+    """What `render` writes (the CLI's load, render and write), computed in this process.
+
+    The behaviour tests run both ways: as a user (a subprocess), and here, where a mutation
+    tool that credits only tests reaching the code in-process (`make mutation`) sees them.
+    """
+    write.write(root, render_repository(load_repository(root)))
     return root
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.render.repos import REPOS, RICH, build_overlay, read_yaml, render
+from tests.render.repos import REPOS, RICH, build_overlay, read_yaml, render, render_in_process
 from tests.tools import copy_inputs, require_kustomize
 
 # The documented names, spelled out here (not imported) so a changed constant shows up.
@@ -72,15 +72,20 @@ def _pairs() -> list[tuple[str, str]]:
 PAIRS = _pairs()
 
 
-@pytest.fixture(scope="module")
-def build(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """`build(label, cluster)`: render once per repository, kustomize-build each overlay once."""
+@pytest.fixture(scope="module", params=["cli", "in-process"])
+def build(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """`build(label, cluster)`: render once per repository, kustomize-build each overlay once.
+
+    Rendered by the CLI in a subprocess as a user runs it, and again in-process, the same
+    files (tests/render/repos.py says why).
+    """
     require_kustomize()
     tmp = tmp_path_factory.mktemp("guarantees")
+    how = render if request.param == "cli" else render_in_process
 
     @functools.cache
     def rendered(label: str) -> Path:
-        return render(copy_inputs(REPOS[label], tmp / label))
+        return how(copy_inputs(REPOS[label], tmp / label))
 
     @functools.cache
     def get(label: str, cluster: str) -> Build:

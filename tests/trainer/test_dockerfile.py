@@ -6,7 +6,10 @@ No Docker engine runs here, so the image itself is not built in CI.
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 from tests.tools import REPO, require_tool
@@ -50,3 +53,28 @@ def test_official_pytorch_cuda_runtime_base_pinned_and_non_root() -> None:
     users = re.findall(r"^USER\s+(\S+)", text, re.MULTILINE)
     assert users and users[-1].split(":")[0] not in {"root", "0"}
     assert re.search(r"pip install --no-deps \.", text)
+
+
+def test_image_installs_the_trainer_extra_ci_tests(tmp_path: Path) -> None:
+    """One list of the trainer's dependencies: the image runs the Dockerfile's own snippet on
+    pyproject.toml and gets the `trainer` extra (less the base image's torch), all pinned;
+    DeepSpeed at the Makefile's version. (Issue 17: the image lacked `accelerate`.)"""
+    text = DOCKERFILE.read_text()
+    snippet = re.search(r'RUN python -c "(.+?)" > (\S+)', text)
+    assert snippet, "the RUN line reading the trainer extra"
+    assert f"pip install -r {snippet.group(2)}" in text
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    code = snippet.group(1)  # in bash double quotes, as written: no $, ` or \" in it
+    assert not re.search(r'[$`]|\\"', code)
+    listed = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    ).stdout.split()
+    with (REPO / "pyproject.toml").open("rb") as f:
+        extra = tomllib.load(f)["project"]["optional-dependencies"]["trainer"]
+    assert listed == [r for r in extra if not r.startswith("torch==")]
+    assert all(re.fullmatch(r"[\w.-]+==[\w.]+", r) for r in listed), listed
+    names = {r.split("==")[0].lower() for r in listed}
+    assert {"transformers", "accelerate", "prometheus-client", "pyyaml", "numpy"} <= names
+    makefile = (REPO / "Makefile").read_text()
+    ds = re.search(r"^DEEPSPEED_VERSION := (\S+)", makefile, re.MULTILINE)
+    assert ds and f'"deepspeed=={ds.group(1)}"' in text
