@@ -18,7 +18,7 @@ from tests.tools import require_tool
 from trainops import __version__
 from trainops.core.errors import InputError
 from trainops.runlocal.mpi import make_mpi_plan
-from trainops.runlocal.plan import Options
+from trainops.runlocal.options import Options
 from trainops.runlocal.source import load_built_job
 
 pytestmark = pytest.mark.usefixtures("needs_kustomize")

@@ -17,7 +17,8 @@ from tests.runlocal.conftest import variant_repo
 from tests.tools import REPO, require_upstream
 from trainops.cli import main
 from trainops.core.errors import InputError
-from trainops.runlocal.plan import Options, Plan, make_plan
+from trainops.runlocal.options import Options
+from trainops.runlocal.plan import Plan, make_plan
 from trainops.runlocal.source import load_built_job, select_job
 
 pytestmark = pytest.mark.usefixtures("needs_kustomize")

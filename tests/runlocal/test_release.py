@@ -18,7 +18,7 @@ import yaml
 
 from tests.tools import REPO, require_tool
 from trainops import __version__
-from trainops.runlocal.plan import TRAINER_IMAGE, image_reference
+from trainops.runlocal.adapt import TRAINER_IMAGE, image_reference
 
 WORKFLOW = REPO / ".github" / "workflows" / "ci.yml"
 JOBS = sorted((REPO / "jobs").glob("*.yaml"))

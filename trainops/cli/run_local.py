@@ -21,6 +21,7 @@ from trainops.core.errors import InputError, Problem
 from trainops.runlocal import plan as planning
 from trainops.runlocal import supervise
 from trainops.runlocal.mpi import make_mpi_plan
+from trainops.runlocal.options import Options
 from trainops.runlocal.source import load_built_job
 
 DEFAULT_TIMEOUT = 900.0
@@ -174,7 +175,7 @@ def _summary(outcome: supervise.Outcome) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    options = planning.Options(
+    options = Options(
         replicas=args.replicas,
         procs_per_replica=args.procs_per_replica,
         steps=args.steps,

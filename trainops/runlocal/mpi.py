@@ -26,20 +26,22 @@ from typing import Any
 from trainops.core.errors import InputError, Problem
 from trainops.facts.kubeflow import MPI_HOSTFILE_ENV, default_restart_policy, mpi_worker_host
 from trainops.runlocal import kube
-from trainops.runlocal.operator_env import Replica
-from trainops.runlocal.plan import (
-    DEFAULT_GRACE_SECONDS,
-    DEFAULT_LOCAL_REPLICAS,
+from trainops.runlocal.adapt import (
     LOCAL_HOST,
-    MAX_GRACE_SECONDS,
-    Launch,
-    Options,
-    Plan,
     apply_arg_edits,
-    backoff_limit,
     free_port,
     image_is_ours,
     trainer_root,
+)
+from trainops.runlocal.operator_env import Replica
+from trainops.runlocal.options import Options
+from trainops.runlocal.plan import (
+    DEFAULT_GRACE_SECONDS,
+    DEFAULT_LOCAL_REPLICAS,
+    MAX_GRACE_SECONDS,
+    Launch,
+    Plan,
+    backoff_limit,
 )
 from trainops.runlocal.source import BuiltJob
 

@@ -1,47 +1,49 @@
 """Turn a built PyTorchJob into local processes: one per replica, as the operator would start pods.
 
 `make_plan` is everything run-local decides before a process starts, and it starts none: it
-scales the job down (replicas, processes per replica, GPUs -> CPU), computes the operator's
-env for the scaled job (`operator_env`), resolves the container's env like the kubelet
-(`kube`), materialises volumes in a work directory and rewrites the paths the pod would see,
-maps the pods' service names and ports onto 127.0.0.1 and free ports, and finds the local
-program (our trainer from this checkout when the job runs our image). Every change it makes
-is listed in `Plan.changes`, so the user knows what the local run does not prove.
+scales the job down (`adapt.scale`), computes the operator's env for the scaled job
+(`operator_env`), resolves the container's env like the kubelet (`kube`), materialises volumes
+in a work directory, and adapts paths, service names, ports and the program to this machine
+(`adapt`). Every change it makes is listed in `Plan.changes`, so the user knows what the local
+run does not prove.
 """
 
 from __future__ import annotations
 
-import copy
-import importlib.util
 import os
 import re
-import shutil
 import socket
-import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainops import __version__
 from trainops.core.errors import InputError, Problem
 from trainops.runlocal import kube
+from trainops.runlocal.adapt import (
+    LOCAL_HOST,
+    apply_arg_edits,
+    free_port,
+    host_rewriter,
+    image_is_ours,
+    local_command,
+    path_rewriter,
+    renumber_arg,
+    scale,
+    trainer_root,
+)
 from trainops.runlocal.operator_env import (
     Replica,
     container,
-    nproc_per_node,
     operator_env,
     pytorch_port,
-    replica_count,
     replica_specs,
     replicas,
     restart_policy,
 )
+from trainops.runlocal.options import Options
 from trainops.runlocal.source import BuiltJob
 
-TRAINER_IMAGE = "trainops-trainer"
-"""The repository name of the image `trainer/Dockerfile` builds (any registry)."""
-LOCAL_HOST = "127.0.0.1"
 DEFAULT_LOCAL_REPLICAS = 2
 """Two pods are the smallest job that still rendezvous across pods."""
 MAX_GRACE_SECONDS = 30
@@ -56,28 +58,6 @@ _INHERITED_LAUNCHER_VARS = re.compile(
     r"^(PET_.*|TORCHELASTIC_.*|RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE|GROUP_RANK|"
     r"GROUP_WORLD_SIZE|ROLE_RANK|ROLE_WORLD_SIZE|MASTER_ADDR|MASTER_PORT|CUDA_VISIBLE_DEVICES)$"
 )
-
-
-@dataclass(frozen=True)
-class Options:
-    """What the user asked of the local run (the CLI flags)."""
-
-    replicas: int | None = None
-    """Local pods; default min(job's pods, 2)."""
-    procs_per_replica: int = 1
-    """Processes per pod (the job's nprocPerNode, one per GPU, becomes this)."""
-    steps: int | None = None
-    """Appends `--steps=N` to our trainer's args (a few steps, not the job's epochs)."""
-    set_args: tuple[str, ...] = ()
-    """`--flag=value` replacing the same flag in the rendered args, or appended."""
-    drop_args: tuple[str, ...] = ()
-    """`--flag`s removed from the rendered args (with their value)."""
-    volumes: Mapping[str, Path] = field(default_factory=dict)
-    """Pod volume name -> local directory to use instead of an empty one (data sets)."""
-    backoff_limit: int | None = None
-    """Overrides runPolicy.backoffLimit (and the local limit when the job sets none)."""
-    max_restarts: int | None = None
-    """Overrides elasticPolicy.maxRestarts (torchrun's worker-group restarts)."""
 
 
 DEFAULT_LOCAL_BACKOFF_LIMIT = 3
@@ -145,57 +125,6 @@ def _procs(env: list[tuple[str, str]]) -> int:
     return int(value) if value.isdigit() else 1
 
 
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now, so parallel runs do not collide."""
-    with socket.socket() as s:
-        s.bind((LOCAL_HOST, 0))
-        return int(s.getsockname()[1])
-
-
-def _scale(job: dict[str, Any], local: int, procs: int, changes: list[str]) -> dict[str, Any]:
-    """A copy of the job at `local` pods of `procs` processes: the operator env's input."""
-    scaled = copy.deepcopy(job)
-    specs = replica_specs(scaled)
-    before = sum(replica_count(s) for s in specs.values())
-    if "Master" in specs:
-        specs["Master"]["replicas"] = 1
-        if local > 1:
-            specs.setdefault("Worker", copy.deepcopy(specs["Master"]))["replicas"] = local - 1
-        else:
-            specs.pop("Worker", None)
-    else:
-        specs["Worker"]["replicas"] = local
-    if local != before:
-        changes.append(f"replicas: {before} pods -> {local} local process groups (--replicas)")
-    elastic = scaled["spec"].get("elasticPolicy")
-    if elastic is not None:
-        low = int(elastic.get("minReplicas", before))
-        high = int(elastic.get("maxReplicas", before))
-        new_low, new_high = min(low, local), local
-        if (new_low, new_high) != (low, high):
-            elastic["minReplicas"], elastic["maxReplicas"] = new_low, new_high
-            changes.append(
-                f"elasticPolicy: min/max replicas {low}:{high} -> {new_low}:{new_high}"
-                " (PET_NNODES; with max = the local pods the rendezvous closes as soon as all"
-                " joined instead of waiting for pods that will never come)"
-            )
-    old = nproc_per_node(job)
-    scaled["spec"]["nprocPerNode"] = str(procs)
-    gpus = _gpus_per_pod(job)
-    changes.append(
-        f"GPUs: {gpus or 'no'} GPU(s) and nprocPerNode {old} per pod -> {procs} CPU process(es)"
-        " per replica (--procs-per-replica); CUDA hidden, backend gloo"
-    )
-    return scaled
-
-
-def _gpus_per_pod(job: dict[str, Any]) -> int:
-    for spec in replica_specs(job).values():
-        limits = container(spec["template"]).get("resources", {}).get("limits", {})
-        return sum(int(v) for k, v in limits.items() if str(k).endswith("/gpu"))
-    return 0
-
-
 @dataclass
 class _Volumes:
     """Pod mount paths -> local directories, shared (claims, ConfigMaps) or per replica."""
@@ -203,144 +132,6 @@ class _Volumes:
     shared: list[tuple[str, Path]] = field(default_factory=list)
     per_replica: list[tuple[str, str]] = field(default_factory=list)
     """(mountPath, volume name): emptyDirs, one local directory per replica."""
-
-
-def _path_rewriter(mounts: list[tuple[str, Path]]) -> Callable[[str], str]:
-    """Replace each pod mount path (a whole path component prefix) by its local directory."""
-    ordered = sorted(mounts, key=lambda m: -len(m[0]))
-    patterns = [
-        (re.compile(r"(?<![\w.~/-])" + re.escape(p.rstrip("/")) + r"(?=/|$|[^\w.-])"), str(d))
-        for p, d in ordered
-        if p.rstrip("/")
-    ]
-
-    def rewrite(text: str) -> str:
-        for pattern, local in patterns:
-            text = pattern.sub(local.replace("\\", "\\\\"), text)
-        return text
-
-    return rewrite
-
-
-def _host_rewriter(pod_names: list[str]) -> Callable[[str], str]:
-    """Each pod's service name (a whole host name, not a prefix of another) -> 127.0.0.1."""
-    if not pod_names:
-        return lambda text: text
-    names = sorted(pod_names, key=len, reverse=True)
-    pattern = re.compile(r"(?<![\w.-])(" + "|".join(map(re.escape, names)) + r")(?![\w-])")
-    return lambda text: pattern.sub(LOCAL_HOST, text)
-
-
-def apply_arg_edits(args: list[str], options: Options, ours: bool, changes: list[str]) -> None:
-    edits = list(options.set_args)
-    if options.steps is not None:
-        if not ours:
-            raise InputError(
-                Problem(
-                    "--steps",
-                    None,
-                    None,
-                    "--steps sets our trainer's --steps flag; this job runs another program:"
-                    " use --set-arg with its own flag",
-                )
-            )
-        edits.append(f"--steps={options.steps}")
-    for flag in options.drop_args:
-        if _remove_flag(args, flag):
-            changes.append(f"args: {flag} removed (--drop-arg)")
-        else:
-            raise InputError(Problem("--drop-arg", None, None, f"the args have no {flag}"))
-    for edit in edits:
-        flag, sep, _ = edit.partition("=")
-        if not flag.startswith("-") or not sep:
-            raise InputError(
-                Problem("--set-arg", None, None, f"expected --flag=value, got {edit!r}")
-            )
-        replaced = _remove_flag(args, flag)
-        args.append(edit)
-        verb = "replaced by" if replaced else "added:"
-        changes.append(f"args: {flag} {verb} {edit}")
-
-
-def _remove_flag(args: list[str], flag: str) -> bool:
-    """Drop `flag=value` or `flag value` from `args`; whether it was there."""
-    for i, arg in enumerate(args):
-        if arg.startswith(flag + "="):
-            del args[i]
-            return True
-        if arg == flag:
-            has_value = i + 1 < len(args) and not args[i + 1].startswith("-")
-            del args[i : i + 2 if has_value else i + 1]
-            return True
-    return False
-
-
-def image_reference(image: str) -> tuple[str, str | None]:
-    """(repository, tag) of an image reference; the tag is None for a digest or no tag."""
-    name, _, digest = image.partition("@")
-    last = name.rsplit("/", 1)[-1]
-    repository, tag = (
-        (name.rsplit(":", 1)[0], last.rsplit(":", 1)[1]) if ":" in last else (name, "")
-    )
-    return repository, (tag or None) if not digest else None
-
-
-def image_is_ours(image: str) -> tuple[bool, str | None]:
-    """Whether `image` is the trainer image, and its tag."""
-    repository, tag = image_reference(image)
-    return repository.rsplit("/", 1)[-1] == TRAINER_IMAGE, tag
-
-
-def trainer_root() -> Path:
-    """The directory holding the `trainer` package run-local runs (this checkout's)."""
-    spec = importlib.util.find_spec("trainer")
-    if spec is None or spec.origin is None:
-        raise InputError(
-            Problem("trainer", None, None, "the trainer package is not importable here")
-        )
-    return Path(spec.origin).resolve().parent.parent
-
-
-def _local_command(command: list[str], image: str, source: str, notes: list[str]) -> list[str]:
-    if not command:
-        raise InputError(
-            Problem(
-                source,
-                None,
-                None,
-                f"the container of image {image} has no command: run-local cannot know the"
-                " image's entrypoint (render a `command`)",
-            )
-        )
-    ours, tag = image_is_ours(image)
-    program = command[0]
-    if ours:
-        root = trainer_root()
-        pinned = (
-            "" if tag == __version__ else f"; the job pins {tag}, this checkout is {__version__}"
-        )
-        notes.append(
-            f"image {image} is our trainer: running `python -m trainer` from {root}"
-            f" (trainops {__version__}{pinned})"
-        )
-        if program == "torchrun":
-            return [sys.executable, "-m", "torch.distributed.run", *command[1:]]
-        if program in {"python", "python3"}:
-            return [sys.executable, *command[1:]]
-    found = shutil.which(program)
-    if found is None:
-        raise InputError(
-            Problem(
-                source,
-                None,
-                None,
-                f"cannot run {program!r} locally: it is not on PATH (image {image} is not"
-                " the trainops trainer, so run-local runs the command from this machine)",
-            )
-        )
-    if not ours:
-        notes.append(f"image {image} is not ours: running {found} from this machine's PATH")
-    return [found, *command[1:]]
 
 
 @dataclass
@@ -490,7 +281,7 @@ class _Planner:
             local_dir = pod_dir / "volumes" / vol_name
             local_dir.mkdir(parents=True, exist_ok=True)
             mounts.append((path, local_dir))
-        return _path_rewriter(mounts)
+        return path_rewriter(mounts)
 
     def launch(self, pod: Replica, first: bool) -> Launch:
         template = replica_specs(self.scaled)[pod.type]["template"]
@@ -532,12 +323,12 @@ class _Planner:
                 " naming them)",
             )
         pod_env = [(k, renumber.get(v) or paths(self.host(v))) for k, v in pod_env]
-        args = [_renumber_arg(paths(self.host(a)), renumber) for a in args]
+        args = [renumber_arg(paths(self.host(a)), renumber) for a in args]
         command = [paths(self.host(a)) for a in command]
         image = str(c.get("image", ""))
         ours = image_is_ours(image)[0]
         apply_arg_edits(args, self.options, ours, self.changes if first else [])
-        argv = _local_command(command, image, self.built.source, self.notes if first else [])
+        argv = local_command(command, image, self.built.source, self.notes if first else [])
         proc_env = {k: v for k, v in os.environ.items() if not _INHERITED_LAUNCHER_VARS.match(k)}
         proc_env.update(pod_env)
         proc_env["CUDA_VISIBLE_DEVICES"] = ""
@@ -579,7 +370,7 @@ def make_plan(built: BuiltJob, options: Options, workdir: Path) -> Plan:
     local = options.replicas or min(len(pods), DEFAULT_LOCAL_REPLICAS)
     if local < 1 or options.procs_per_replica < 1:
         raise InputError(Problem("--replicas", None, None, "replicas and procs must be >= 1"))
-    scaled = _scale(job, local, options.procs_per_replica, changes)
+    scaled = scale(job, local, options.procs_per_replica, changes)
     elastic = scaled["spec"].get("elasticPolicy")
     if elastic is not None and options.max_restarts is not None:
         changes.append(
@@ -599,7 +390,7 @@ def make_plan(built: BuiltJob, options: Options, workdir: Path) -> Plan:
         workdir=workdir,
         scaled=scaled,
         port=port,
-        host=_host_rewriter([p.pod_name(built.name) for p in pods]),
+        host=host_rewriter([p.pod_name(built.name) for p in pods]),
         threads=max(1, (os.cpu_count() or 1) // (local * options.procs_per_replica)),
         changes=changes,
     )
@@ -631,13 +422,3 @@ def make_plan(built: BuiltJob, options: Options, workdir: Path) -> Plan:
         clean_pod_policy=str(job["spec"].get("runPolicy", {}).get("cleanPodPolicy", "None")),
         workdir=workdir,
     )
-
-
-def _renumber_arg(arg: str, renumber: Mapping[str, str]) -> str:
-    """`9090` or `--metrics-port=9090` -> the replica's local port."""
-    if arg in renumber:
-        return renumber[arg]
-    flag, sep, value = arg.rpartition("=")
-    if sep and value in renumber:
-        return f"{flag}={renumber[value]}"
-    return arg
