@@ -80,6 +80,10 @@ def test_fence_edits_are_refused(scratch: Path, file: str, old: str, new: str, s
         ("annotations", "argocd.argoproj.io/hook", "PreSync"),
         ("annotations", "kustomize.toolkit.fluxcd.io/ssa", "Override"),
         ("labels", "pod-security.kubernetes.io/enforce", "privileged"),
+        # The same keys on the job's pods (first-class fields of the escape hatch).
+        ("podAnnotations", "trainops.dev/waive.privileged", "my own job, my rules"),
+        ("podLabels", "kueue.x-k8s.io/queue-name", "vip"),
+        ("podAnnotations", "k8s.v1.cni.cncf.io/networks", "host-net"),
     ],
 )
 def test_control_surface_keys_in_a_job_are_refused(
@@ -89,6 +93,18 @@ def test_control_surface_keys_in_a_job_are_refused(
     job.write_text(job.read_text() + f"{field}:\n  {key}: {value!r}\n")
     err = _refused(scratch)
     assert f"{JOB}:" in err and "control surface" in err and key in err
+
+
+def test_control_surface_keys_in_a_pod_template_are_refused(scratch: Path) -> None:
+    """The escape hatch's pod metadata is fenced like the job's (spec/metadata.py)."""
+    job = scratch / JOB
+    job.write_text(
+        job.read_text()
+        + "podTemplate:\n  metadata:\n    annotations:\n"
+        + "      argocd.argoproj.io/sync-options: Prune=false\n"
+    )
+    err = _refused(scratch)
+    assert f"{JOB}:" in err and "control surface" in err and "argocd.argoproj.io" in err
 
 
 @pytest.mark.parametrize(

@@ -6,22 +6,22 @@ Kubernetes' own syntax.
 A `podTemplate` is partial (it is merged into what trainops renders), so the one thing it
 may leave out that a pod may not is `spec.containers`; everything it does say must be valid.
 
-Hook for the security policy: `METADATA_POLICY` is called for every label and annotation a
-job asks for on its pods; it says nothing today beyond syntax. Which keys a job may set
-(waiver annotations, Kueue labels, ...) is the security work's decision, made there.
+Labels and annotations a job asks for on its pods (`podLabels`, `podAnnotations`, the
+templates' metadata) get the same checks as the job's own (`spec/metadata.py`): Kubernetes'
+syntax, and no control surface (waivers, Kueue, Volcano, Argo CD, Flux, Multus keys).
 """
 
 from __future__ import annotations
 
 import copy
 import functools
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import jsonschema
 
 from trainops.facts.kubernetes_schemas import core_definitions
+from trainops.spec import metadata as meta
 from trainops.spec.problems import Collector, report_errors
 
 _CORE = "io.k8s.api.core.v1."
@@ -32,24 +32,6 @@ FIELD_DEFINITIONS: dict[str, str] = {
     "extraVolumeMounts": "VolumeMount",
     "sidecars": "Container",
 }
-
-# https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set
-_NAME = r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)"
-_PREFIX = r"([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)"
-_KEY = re.compile(rf"^{_PREFIX}?{_NAME}$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?)$")
-
-MetadataPolicy = Callable[[str, str, str], str | None]
-"""(`label` or `annotation`, key, value) -> a message refusing it, or None."""
-
-
-def _no_policy(kind: str, key: str, value: str) -> str | None:
-    return None
-
-
-METADATA_POLICY: MetadataPolicy = _no_policy
-"""Which pod labels and annotations a job may set beyond syntax: decided by the security
-policy (replace this hook); none today."""
 
 
 @functools.cache
@@ -109,23 +91,20 @@ def check_metadata(d: dict[str, Any], out: Collector) -> None:
     for kind, where, mapping in blocks:
         for key, value in mapping.items():
             problem = metadata_problem(kind, str(key), value)
-            if problem is None and isinstance(value, str):
-                problem = METADATA_POLICY(kind, str(key), value)
             if problem:
                 out.add([*where, key], problem)
 
 
 def metadata_problem(kind: str, key: str, value: Any) -> str | None:
-    """Why `key: value` is not a valid Kubernetes label or annotation, or None."""
-    if not _KEY.match(key):
-        return (
-            f"{kind} key `{key}` is not a Kubernetes {kind} key: an optional DNS-subdomain"
-            " prefix and `/`, then at most 63 letters, digits, '-', '_' or '.', starting and"
-            " ending with a letter or digit"
-        )
-    if kind == "label" and not (isinstance(value, str) and _LABEL_VALUE.match(value)):
-        return (
-            f"label `{key}` value {value!r} is not a Kubernetes label value: at most 63"
-            " letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
-        )
+    """Why a job may not put `key: value` on its pods (syntax or a control surface), or None."""
+    problem = meta.key_problem(key)
+    if problem:
+        return f"{kind} key `{key}` is not a Kubernetes {kind} key: {problem}"
+    if kind == "label":
+        value_problem = meta.label_value_problem(value) if isinstance(value, str) else "a string"
+        if value_problem:
+            return f"label `{key}` value {value!r}: {value_problem}"
+    who = meta.owner(key)
+    if who:
+        return f"{kind} key `{key}` is a control surface set by {who}, not by a job: remove it"
     return None
