@@ -29,6 +29,18 @@ from trainops.validate.repo import validate_repository
 # (https://www.kubeflow.org/docs/components/trainer/legacy-v1/), our metrics label.
 OPERATOR_JOB_LABEL = "training.kubeflow.org/job-name"
 JOB_LABEL = "trainops.dev/job"
+# Trainer v2 runs a TrainJob as a JobSet, whose pods carry its name (jobset.sigs.k8s.io docs).
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+# Where each Kubeflow kind keeps its replica specs (the CRDs).
+KUBEFLOW_REPLICA_KEYS = {
+    "PyTorchJob": "pytorchReplicaSpecs",
+    "TFJob": "tfReplicaSpecs",
+    "MPIJob": "mpiReplicaSpecs",
+}
+
+
+# Every training job kind trainops renders (Training Operator v1, MPI Operator, Trainer v2).
+JOB_KINDS = frozenset({"PyTorchJob", "TFJob", "MPIJob", "TrainJob"})
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +77,7 @@ def test_every_built_object_validates_against_its_schema(validated: Any, label: 
     for cluster, objects in _built(validated, label).items():
         # Each job that targets the cluster is in its overlay, with its Service and monitor.
         wanted = sorted(j.name for j in repo.jobs if cluster in {t.cluster for t in j.targets})
-        jobs = sorted(o["metadata"]["name"] for o in objects if o["kind"] == "PyTorchJob")
+        jobs = sorted(o["metadata"]["name"] for o in objects if o["kind"] in JOB_KINDS)
         assert jobs == wanted, cluster
         kinds = {o["kind"] for o in objects}
         assert {"Service", "ServiceMonitor"} <= kinds or not jobs
@@ -87,7 +99,7 @@ def test_metrics_are_wired_from_monitor_to_service_to_pods(validated: Any, label
     for cluster, objects in _built(validated, label).items():
         services = [o for o in objects if o["kind"] == "Service"]
         monitors = [o for o in objects if o["kind"] == "ServiceMonitor"]
-        jobs = [o for o in objects if o["kind"] == "PyTorchJob"]
+        jobs = [o for o in objects if o["kind"] in JOB_KINDS]
         assert len(monitors) == len(jobs) == len(services), cluster
         wired += len(jobs)
         for monitor in monitors:
@@ -104,12 +116,23 @@ def test_metrics_are_wired_from_monitor_to_service_to_pods(validated: Any, label
             port_names = {p["name"] for p in service["spec"]["ports"]}
             assert {e["port"] for e in monitor["spec"]["endpoints"]} <= port_names
             (job,) = [j for j in jobs if j["metadata"]["name"] == wanted[JOB_LABEL]]
-            assert service["spec"]["selector"] == {OPERATOR_JOB_LABEL: job["metadata"]["name"]}
-            for replica in job["spec"]["pytorchReplicaSpecs"].values():
+            name = job["metadata"]["name"]
+            if job["kind"] == "TrainJob":
+                # Trainer v2 runs the job as a JobSet; its pods carry the JobSet's name (the
+                # metrics port is declared by the runtime's node container, checked there).
+                assert service["spec"]["selector"] == {JOBSET_NAME_LABEL: name}
+                continue
+            assert service["spec"]["selector"] == {OPERATOR_JOB_LABEL: name}
+            serving = 0
+            for replica in job["spec"][KUBEFLOW_REPLICA_KEYS[job["kind"]]].values():
                 (container,) = replica["template"]["spec"]["containers"]
+                if "ports" not in container:
+                    continue  # an MPI Launcher only starts mpirun: no metrics of its own
+                serving += 1
                 declared = {p["name"]: p["containerPort"] for p in container["ports"]}
                 for port in service["spec"]["ports"]:
                     assert declared[port["targetPort"]] == port["port"], port
+            assert serving, name
     assert wired > 0
 
 
@@ -120,6 +143,17 @@ def _expected_source(path: str, repo: Any) -> str:
     jobs = {j.name: j.file for j in repo.jobs}
     clusters = {c.name: c.file for c in repo.clusters.values()}
     parts = path.split("/")
+    if parts[0] == "overlays" and parts[2] == "platform":
+        # A platform manifest names its own file; their kustomization the directory.
+        manifests = f"clusters/{parts[1]}/manifests/"
+        if parts[3] == "kustomization.yaml":
+            return manifests
+        stem = parts[3].rsplit(".", 1)[0]
+        sources = {i.file for i in repo.platform.get(parts[1], ())}
+        (source,) = [f for f in sources if f.rsplit("/", 1)[1].rsplit(".", 1)[0] == stem]
+        return str(source)
+    if parts[0] == "overlays" and parts[2] == "_runtimes":
+        return clusters[parts[1]]  # the ClusterTrainingRuntimes come from the profile
     if parts[0] == "base":
         return jobs[parts[1]]
     if parts[0] == "overlays" and len(parts) == 3:
