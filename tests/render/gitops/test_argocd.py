@@ -28,8 +28,7 @@ def test_render_gitops_layout() -> None:
         "gitops/argocd/applicationset.yaml",
         "gitops/argocd/appproject.yaml",
         "gitops/argocd/argocd-cm-health.yaml",
-        "gitops/argocd/rbac/gke-h100.yaml",
-        "gitops/argocd/rbac/onprem-a100.yaml",
+        # No job targets the Argo CD clusters here: they need no delivery account.
         "gitops/flux/eks-l4/rbac.yaml",
         "gitops/flux/eks-l4/source.yaml",
         "gitops/flux/eks-l4/training.yaml",

@@ -27,6 +27,8 @@ def render_gitops(repo: Repository) -> dict[str, Any]:
         files["gitops/argocd/applicationset.yaml"] = application_set(repo)
         files["gitops/argocd/argocd-cm-health.yaml"] = argocd_cm_patch(repo.settings)
         for cluster in repo.delivered_by("argocd"):
-            files[f"gitops/argocd/rbac/{cluster.name}.yaml"] = rbac_objects(repo, cluster)
+            rbac = rbac_objects(repo, cluster)
+            if rbac:  # a cluster nothing is delivered to needs no account
+                files[f"gitops/argocd/rbac/{cluster.name}.yaml"] = rbac
     files.update(flux_files(repo))
     return dict(sorted(files.items()))
