@@ -88,8 +88,15 @@ def _to_tcp(cluster: dict[str, Any]) -> None:
     del cluster["network"]["rdma"]
 
 
+def _to_tensorflow(job: dict[str, Any]) -> None:
+    """Trainer v2 clusters run PyTorch jobs only (spec/trainer_v2.py): drop those targets."""
+    job["framework"] = "tensorflow"
+    job["targets"] = [t for t in job["targets"] if not t["cluster"].endswith("-v2")]
+
+
 # Values for fields whose generated change would be refused by a cross-field check.
 CHOSEN: dict[str, Any] = {
+    "trainingjob:framework": _to_tensorflow,
     "trainingjob:namespace": "prod-training",
     "trainingjob:resources.cpu": "33",
     "trainingjob:resources.memory": "100Gi",
