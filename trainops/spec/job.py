@@ -29,7 +29,12 @@ RESERVED_ENV = frozenset(
         "TF_CONFIG",
     }
 )
-SECURITY_KEYS = {"runAsUser": "run_as_user", "runAsGroup": "run_as_group", "fsGroup": "fs_group"}
+SECURITY_KEYS = {
+    "runAsUser": "run_as_user",
+    "runAsGroup": "run_as_group",
+    "fsGroup": "fs_group",
+    "readOnlyRootFilesystem": "read_only_root_filesystem",
+}
 PYTHON_LAUNCHERS = ("python", "python3")
 SINGLE_NODE_MODES = frozenset({"ReadWriteOnce", "ReadWriteOncePod"})
 DISTRIBUTED_LAUNCHERS = ("torchrun", "deepspeed", "mpirun", "horovodrun")
