@@ -19,7 +19,7 @@ import yaml
 
 from tests.tools import REPO, require_tool, trainops
 from trainops import build
-from trainops.render.pod import HOME_DIR, SCRATCH_ENV
+from trainops.facts.scratch import HOME_DIR, SCRATCH_ENV
 
 
 def _built(root: Path) -> list[dict[str, Any]]:
@@ -149,3 +149,23 @@ def test_a_job_opts_out_and_its_own_env_wins(scratch: Path) -> None:
         if doc["kind"] == "ClusterTrainingRuntime":
             for spec in _pod_specs(doc):
                 assert spec["containers"][0]["securityContext"]["readOnlyRootFilesystem"]
+
+
+def test_extra_volumes_may_not_take_the_scratch_names_or_paths(scratch: Path) -> None:
+    """An extra volume named `home` or mounted at /tmp would be a second volume of that
+    name, or a second mount at that path, in every pod: the API server refuses the pod."""
+    path = scratch / "jobs" / "resnet50-ddp.yaml"
+    text = path.read_text().replace(
+        "targets:\n",
+        "extraVolumes:\n  - {name: home, emptyDir: {}}\n  - {name: cfg, emptyDir: {}}\n"
+        "extraVolumeMounts:\n  - {name: cfg, mountPath: /tmp}\ntargets:\n",
+        1,
+    )
+    path.write_text(text)
+    result = trainops(scratch, "render")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert "volume `home` is already in the pod" in result.stderr
+    assert (
+        "`/tmp` is already mounted by `tmp emptyDir (read-only root filesystem)`" in result.stderr
+    )

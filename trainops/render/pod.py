@@ -17,6 +17,7 @@ from trainops.facts import deepspeed as ds_config
 from trainops.facts.gpus import DEFAULT_GPU_RESOURCE
 from trainops.facts.kubeflow import PYTORCH_CONTAINER
 from trainops.facts.schedulers import VOLCANO_SCHEDULER
+from trainops.facts.scratch import SCRATCH_ENV, SCRATCH_VOLUMES
 from trainops.render import overrides
 from trainops.spec.model import ClusterProfile, GpuProduct, Rdma, Target, TrainingJob
 
@@ -26,15 +27,6 @@ METRICS_PORT_NAME = "metrics"
 METRICS_PORT_ENV = "TRAINOPS_METRICS_PORT"
 JOB_LABEL = "trainops.dev/job"
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
-TMP_VOLUME = "tmp"
-HOME_VOLUME = "home"
-HOME_DIR = "/home/trainops"
-# With a read-only root filesystem every program writes to a mount: /tmp (tempfile, torchrun's
-# logs) and $HOME. HOME and XDG_CACHE_HOME point at the home emptyDir, and every cache the
-# trainer's libraries keep derives from them (docs/security.md#read-only-root-filesystem):
-# torch hub and torch_extensions, HF_HOME, Triton's ~/.triton/cache, matplotlib's config.
-# A job's env of the same name wins (e.g. HF_HOME on a claim).
-SCRATCH_ENV = (("HOME", HOME_DIR), ("XDG_CACHE_HOME", f"{HOME_DIR}/.cache"))
 # RDMA needs to pin (lock) memory for the NIC; IPC_LOCK is the only capability it needs.
 RDMA_CAPABILITY = "IPC_LOCK"
 
@@ -142,7 +134,7 @@ def scratch(job: TrainingJob) -> tuple[list[Any], list[Any]]:
     taken = {v.mount_path.rstrip("/") for v in job.volumes}
     volumes: list[dict[str, Any]] = []
     mounts: list[dict[str, Any]] = []
-    for name, path in ((TMP_VOLUME, "/tmp"), (HOME_VOLUME, HOME_DIR)):
+    for name, path in SCRATCH_VOLUMES:
         if path not in taken:
             volumes.append({"name": name, "emptyDir": {}})
             mounts.append({"name": name, "mountPath": path})
