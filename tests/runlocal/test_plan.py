@@ -200,3 +200,19 @@ def test_shipped_elastic_jobs_do_not_share_the_rendezvous_store() -> None:
         spec = yaml.safe_load(path.read_text())
         if "elastic" in spec:
             assert spec["env"].get("TORCH_DISABLE_SHARE_RDZV_TCP_STORE") == "1", path.name
+
+
+def test_home_and_caches_are_each_replicas_own_directory(tmp_path: Path) -> None:
+    """The read-only root's HOME and XDG_CACHE_HOME (issue 18) point at the home emptyDir:
+    locally one directory per replica, like /tmp, and the process gets those values."""
+    p = plan("resnet50-ddp", tmp_path)
+    homes = []
+    for launch in p.launches:
+        env = dict(launch.pod_env)
+        home = tmp_path / "pods" / launch.name / "volumes" / "home"
+        assert env["HOME"] == launch.env["HOME"] == str(home)
+        assert env["XDG_CACHE_HOME"] == f"{home}/.cache"
+        assert home.is_dir()
+        homes.append(home)
+    assert len(set(homes)) == len(p.launches)
+    assert any("volume tmp at /tmp: an empty directory per replica" in c for c in p.changes)

@@ -17,6 +17,7 @@ from trainops.facts import deepspeed as ds_config
 from trainops.facts.gpus import DEFAULT_GPU_RESOURCE
 from trainops.facts.kubeflow import PYTORCH_CONTAINER
 from trainops.facts.schedulers import VOLCANO_SCHEDULER
+from trainops.facts.scratch import SCRATCH_ENV, SCRATCH_VOLUMES
 from trainops.render import overrides
 from trainops.spec.model import ClusterProfile, GpuProduct, Rdma, Target, TrainingJob
 
@@ -106,7 +107,9 @@ def _env(
     overrides = target.env if target is not None else {}
     values = {k: overrides.get(k, v) for k, v in job.env.items()}
     added = {k: v for k, v in overrides.items() if k not in job.env}
-    env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in values.items()]
+    own = {*values, *added, *(s.name for s in job.secret_env)}
+    env = scratch_env(own)
+    env += [{"name": k, "value": v} for k, v in values.items()]
     env += [
         {"name": s.name, "valueFrom": {"secretKeyRef": {"name": s.secret, "key": s.key}}}
         for s in job.secret_env
@@ -117,6 +120,25 @@ def _env(
         env += [{"name": k, "value": v} for k, v in nccl_env(cluster).items()]
     env += [{"name": k, "value": v} for k, v in added.items()]
     return env
+
+
+def scratch_env(own: set[str]) -> list[dict[str, Any]]:
+    """HOME and XDG_CACHE_HOME on the home emptyDir, first (a job's env may refer to
+    $(HOME)); a name in `own` (the job's or the target's env) is the user's, not ours."""
+    return [{"name": k, "value": v} for k, v in SCRATCH_ENV if k not in own]
+
+
+def scratch(job: TrainingJob) -> tuple[list[Any], list[Any]]:
+    """(emptyDir volumes, mounts) at /tmp and $HOME, in every pod: what programs write when
+    the root filesystem is read-only. A job volume already mounted at the path replaces it."""
+    taken = {v.mount_path.rstrip("/") for v in job.volumes}
+    volumes: list[dict[str, Any]] = []
+    mounts: list[dict[str, Any]] = []
+    for name, path in SCRATCH_VOLUMES:
+        if path not in taken:
+            volumes.append({"name": name, "emptyDir": {}})
+            mounts.append({"name": name, "mountPath": path})
+    return volumes, mounts
 
 
 def nccl_env(cluster: ClusterProfile) -> dict[str, str]:
@@ -195,7 +217,9 @@ def _init_containers(job: TrainingJob) -> list[Any]:
     if sync is None:
         return []
     vol = next(v for v in job.volumes if v.name == sync.volume)
-    env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in sync.env.items()]
+    own = {*sync.env, *(s.name for s in sync.secret_env)}
+    env = scratch_env(own)
+    env += [{"name": k, "value": v} for k, v in sync.env.items()]
     env += [
         {"name": s.name, "valueFrom": {"secretKeyRef": {"name": s.secret, "key": s.key}}}
         for s in sync.secret_env
@@ -205,8 +229,8 @@ def _init_containers(job: TrainingJob) -> list[Any]:
         "image": sync.image,
         "command": list(sync.command),
         "resources": {"limits": {"memory": "2Gi"}, "requests": {"cpu": "1", "memory": "2Gi"}},
-        "securityContext": _container_security(),
-        "volumeMounts": [{"name": vol.name, "mountPath": vol.mount_path}],
+        "securityContext": _container_security(job),
+        "volumeMounts": [{"name": vol.name, "mountPath": vol.mount_path}, *scratch(job)[1]],
     }
     if env:
         container["env"] = env
@@ -230,9 +254,15 @@ def _pod_security(job: TrainingJob) -> dict[str, Any]:
     }
 
 
-def _container_security() -> dict[str, Any]:
-    """No privilege escalation and no capabilities (an RDMA overlay adds IPC_LOCK back)."""
-    return {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+def _container_security(job: TrainingJob | None) -> dict[str, Any]:
+    """No privilege escalation, no capabilities (an RDMA overlay adds IPC_LOCK back) and a
+    read-only root filesystem unless the job opts out (`job` None: a shared runtime's)."""
+    read_only = job is None or job.security.read_only_root_filesystem
+    return {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "readOnlyRootFilesystem": read_only,
+    }
 
 
 def pod_template(
@@ -249,6 +279,9 @@ def pod_template(
         replica = training_replica(job, PYTORCH_CONTAINER, command)
     gpu = _gpu(cluster, target)
     volumes, mounts = _volumes(job) if replica.data else ([], [])
+    scratch_volumes, scratch_mounts = scratch(job)
+    volumes += scratch_volumes
+    mounts += scratch_mounts
     container: dict[str, Any] = {
         "name": replica.container,
         "image": job.image,
@@ -266,7 +299,7 @@ def pod_template(
     resources = _resources(replica, gpu, cluster)
     if resources:
         container["resources"] = resources
-    container["securityContext"] = _container_security()
+    container["securityContext"] = _container_security(job)
     if mounts:
         container["volumeMounts"] = mounts
     spec: dict[str, Any] = {

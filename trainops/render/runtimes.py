@@ -73,7 +73,7 @@ def runtime_spec(
     container: dict[str, Any] = {
         "name": NODE_CONTAINER,
         "ports": [{"name": METRICS_PORT_NAME, "containerPort": port, "protocol": "TCP"}],
-        "securityContext": _container_security(),
+        "securityContext": _container_security(job),
     }
     pod_spec: dict[str, Any] = {"containers": [container], "restartPolicy": "OnFailure"}
     pod_meta: dict[str, Any] = {}
@@ -131,6 +131,7 @@ def needs_own_runtime(job: TrainingJob) -> bool:
         job.data_sync is not None
         or job.run_policy.backoff_limit is not None
         or job.metrics_port != DEFAULT_METRICS_PORT
+        or not job.security.read_only_root_filesystem
     )
 
 

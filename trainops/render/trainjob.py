@@ -35,6 +35,7 @@ from trainops.render.pod import (
     _volumes,
     pod_template,
     program_args,
+    scratch,
     torchrun_command,
     training_replica,
 )
@@ -60,6 +61,9 @@ def _runtime_ref(job: TrainingJob, cluster: ClusterProfile | None, target: Targe
 def _runtime_patch(job: TrainingJob) -> dict[str, Any]:
     """Pod-level settings of the job, in the fields v2.3's runtime patches allow."""
     volumes, mounts = _volumes(job)
+    scratch_volumes, scratch_mounts = scratch(job)
+    volumes += scratch_volumes
+    mounts += scratch_mounts
     template = pod_template(job)
     pod_spec: dict[str, Any] = {
         "containers": [{"name": NODE_CONTAINER, "volumeMounts": mounts}],

@@ -78,20 +78,16 @@ def _gpus_per_pod(job: dict[str, Any]) -> int:
 
 
 def path_rewriter(mounts: list[tuple[str, Path]]) -> Callable[[str], str]:
-    """Replace each pod mount path (a whole path component prefix) by its local directory."""
-    ordered = sorted(mounts, key=lambda m: -len(m[0]))
-    patterns = [
-        (re.compile(r"(?<![\w.~/-])" + re.escape(p.rstrip("/")) + r"(?=/|$|[^\w.-])"), str(d))
-        for p, d in ordered
-        if p.rstrip("/")
-    ]
+    """Replace each pod mount path (a whole path component prefix) by its local directory.
 
-    def rewrite(text: str) -> str:
-        for pattern, local in patterns:
-            text = pattern.sub(local.replace("\\", "\\\\"), text)
-        return text
-
-    return rewrite
+    One pass over the text, longest path first: a local directory is never rewritten again
+    (the work directory is under /tmp, which is itself a pod mount)."""
+    local = {p.rstrip("/"): str(d) for p, d in mounts if p.rstrip("/")}
+    if not local:
+        return lambda text: text
+    paths = sorted(local, key=len, reverse=True)
+    pattern = re.compile(r"(?<![\w.~/-])(" + "|".join(map(re.escape, paths)) + r")(?=/|$|[^\w.-])")
+    return lambda text: pattern.sub(lambda m: local[m.group(1)], text)
 
 
 def host_rewriter(pod_names: list[str]) -> Callable[[str], str]:

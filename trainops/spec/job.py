@@ -9,6 +9,7 @@ from typing import Any
 
 from trainops.core.yamlio import Document
 from trainops.facts import deepspeed as ds_facts
+from trainops.facts.scratch import SCRATCH_VOLUMES
 from trainops.spec import metadata as meta
 from trainops.spec import model, podtemplate, schemas
 from trainops.spec.problems import Collector, dotted, schema_problems
@@ -29,7 +30,12 @@ RESERVED_ENV = frozenset(
         "TF_CONFIG",
     }
 )
-SECURITY_KEYS = {"runAsUser": "run_as_user", "runAsGroup": "run_as_group", "fsGroup": "fs_group"}
+SECURITY_KEYS = {
+    "runAsUser": "run_as_user",
+    "runAsGroup": "run_as_group",
+    "fsGroup": "fs_group",
+    "readOnlyRootFilesystem": "read_only_root_filesystem",
+}
 PYTHON_LAUNCHERS = ("python", "python3")
 SINGLE_NODE_MODES = frozenset({"ReadWriteOnce", "ReadWriteOncePod"})
 DISTRIBUTED_LAUNCHERS = ("torchrun", "deepspeed", "mpirun", "horovodrun")
@@ -43,7 +49,7 @@ FRAMEWORK_REPLICA_TYPES: dict[str, tuple[str, ...]] = {
 }
 # Volumes and containers trainops renders itself: `extraVolumes` and `sidecars` may not reuse
 # their names (change them through `podTemplate`, which merges by name, instead).
-RENDERED_VOLUMES = frozenset({"dshm", "deepspeed-config"})
+RENDERED_VOLUMES = frozenset({"dshm", "deepspeed-config", *(name for name, _ in SCRATCH_VOLUMES)})
 RENDERED_CONTAINERS = frozenset(
     {"pytorch", "tensorflow", "mpi-launcher", "mpi-worker", "data-sync"}
 )
@@ -215,6 +221,8 @@ def _pod_field_checks(d: dict[str, Any], out: Collector) -> None:
         extra[name] = i
     paths_taken = {v.get("mountPath"): f"volumes.{n}" for n, v in job_volumes.items()}
     paths_taken["/dev/shm"] = "sharedMemory"
+    for name, path in SCRATCH_VOLUMES:
+        paths_taken.setdefault(path, f"{name} emptyDir (read-only root filesystem)")
     for i, mount in enumerate(d.get("extraVolumeMounts", ())):
         name, path = mount.get("name"), mount.get("mountPath")
         if name not in extra and name not in job_volumes:

@@ -291,6 +291,9 @@ class PodSecurity:
     fs_group: int = default(JOB, "securityContext.fsGroup")
     """gid the kubelet gives mounted volumes: without it a new claim is root-owned and the
     non-root trainer's first checkpoint write fails with permission denied."""
+    read_only_root_filesystem: bool = default(JOB, "securityContext.readOnlyRootFilesystem")
+    """Every container's root filesystem read-only; what programs write goes to the job's
+    volumes and the /tmp and $HOME emptyDirs (`render.pod.scratch`)."""
 
 
 @dataclass(frozen=True)

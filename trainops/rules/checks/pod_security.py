@@ -6,6 +6,9 @@ the Namespace and it is stricter; the exceptions the profile declares (RDMA's IP
 hostPath under `/dev/infiniband`, hostNetwork where `network.allowHostNetwork`) are
 admitted. Without this, `validate` passes pods the cluster's admission then refuses: the
 job is Created and no pod ever starts.
+
+`readOnlyRootFilesystem` is not a Pod Security control, so this rule does not require it;
+trainops renders it on every container anyway (docs/security.md#read-only-root-filesystem).
 """
 
 from __future__ import annotations
@@ -61,7 +64,9 @@ RULES = (
         why="Pod Security admission refuses the pods, not the job: the PyTorchJob is"
         " accepted, no pod is ever created, and the GitOps sync still looks healthy. A"
         " baseline breach (host namespaces, hostPath, privileged, added capabilities) is"
-        " also a way out of the container onto a node shared with other teams' jobs.",
+        " also a way out of the container onto a node shared with other teams' jobs."
+        " (`readOnlyRootFilesystem` is no Pod Security control and is not checked here:"
+        " trainops renders it true on every container, `securityContext` opts a job out.)",
         fix="Remove the setting, or have the platform team declare the exception in the"
         " cluster profile (`podSecurity.allowCapabilities: [IPC_LOCK]`,"
         " `podSecurity.allowHostPaths: [/dev/infiniband]`).",
