@@ -77,6 +77,16 @@ NORMALISATIONS: list[tuple[str, str, str]] = [
         "the trainer's metrics port",
     ),
     ("trainops guarantees", r"\.terminationGracePeriodSeconds$", "time to checkpoint on SIGTERM"),
+    (
+        "trainops guarantees",
+        r"\.automountServiceAccountToken$",
+        "no API token in training pods (docs/security.md)",
+    ),
+    (
+        "trainops guarantees",
+        r"volumes\[(tmp|home)\]|volumeMounts\[(/tmp|/home/trainops)\]|\.env\[(HOME|XDG_CACHE_HOME)\]",
+        "a read-only root filesystem with writable /tmp and HOME (docs/security.md)",
+    ),
     ("trainops guarantees", r"\.dnsPolicy$", "hostNetwork pods still resolve the master's Service"),
     ("trainops guarantees", r"^spec\.elasticPolicy\.maxRestarts$", "bounded torchrun restarts"),
     ("trainops guarantees", r"\.resources\.limits\.memory$", "a memory limit equal to the request"),
