@@ -14,18 +14,23 @@ import inspect
 
 import pytest
 
-from trainops.spec import model, schemas
+from trainops.spec import model, profile, schemas
 
+# The job's model and the cluster profile's (re-exported by `model`).
+MODULES = (model, profile)
 DATACLASSES = [
     obj
-    for _, obj in inspect.getmembers(model, inspect.isclass)
-    if dataclasses.is_dataclass(obj) and obj.__module__ == model.__name__
+    for module in MODULES
+    for _, obj in inspect.getmembers(module, inspect.isclass)
+    if dataclasses.is_dataclass(obj) and obj.__module__ == module.__name__
 ]
-TREE = ast.parse(inspect.getsource(model))
+TREES = [ast.parse(inspect.getsource(module)) for module in MODULES]
 
 
 def _class_body(name: str) -> list[ast.stmt]:
-    return next(n for n in TREE.body if isinstance(n, ast.ClassDef) and n.name == name).body
+    return next(
+        n for tree in TREES for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name
+    ).body
 
 
 @pytest.mark.parametrize("cls", DATACLASSES, ids=lambda c: c.__name__)

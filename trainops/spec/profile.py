@@ -1,0 +1,188 @@
+"""Typed model of a cluster profile (clusters/*.yaml): `ClusterProfile` and its parts.
+
+Already checked when built (`trainops.spec.cluster`); defaults are the schema's own
+(`trainops.spec.schemas.default`), never restated here. `trainops.spec.model` re-exports it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from trainops.facts import capacity as capacity_facts
+from trainops.facts.trainer import TRAINER
+from trainops.spec.schemas import CLUSTER, default
+
+Transport = Literal["rdma", "tcp"]
+SchedulerKind = Literal["default", "volcano", "kueue"]
+DeliveryTool = Literal["argocd", "flux"]
+OperatorName = Literal["training-operator", "trainer"]
+
+
+@dataclass(frozen=True)
+class Rdma:
+    """RDMA (InfiniBand / RoCE) settings NCCL needs on this cluster."""
+
+    hca: str
+    """NCCL_IB_HCA: the HCA name prefix, e.g. `mlx5`."""
+    gid_index: int
+    """NCCL_IB_GID_INDEX: 3 is RoCE v2 on most ConnectX setups."""
+    gdr_level: str
+    """NCCL_NET_GDR_LEVEL: 0-5 or LOC/PIX/PXB/PHB/SYS (how far GPUDirect RDMA may reach)."""
+    device_resource: str
+    """Extended resource of the RDMA device plugin, e.g. `rdma/rdma_shared_device_a`."""
+    device_count: int = default(CLUSTER, "network.rdma.deviceCount")
+    """How many RDMA devices each pod requests."""
+    multus_network: str | None = None
+    """Multus NetworkAttachmentDefinition for the RDMA interface (pod annotation), if any."""
+
+
+@dataclass(frozen=True)
+class Network:
+    transport: Transport
+    """`rdma`: NCCL over InfiniBand/RoCE; `tcp`: NCCL sockets only (IB disabled)."""
+    socket_interface: str
+    """NCCL_SOCKET_IFNAME: interface NCCL bootstraps (and on tcp, transfers) over."""
+    allow_host_network: bool = default(CLUSTER, "network.allowHostNetwork")
+    """Whether jobs may use `hostNetwork: true` on this cluster."""
+    rdma: Rdma | None = None
+    """Present exactly when transport is `rdma`."""
+
+
+@dataclass(frozen=True)
+class GpuProduct:
+    name: str
+    """Short name jobs use in `targets[].gpuProduct`, e.g. `a100-80gb`."""
+    resource: str
+    """Extended resource name, e.g. `nvidia.com/gpu`."""
+    per_node: int
+    """GPUs on one node: a replica may not ask for more."""
+    node_selector: dict[str, str]
+    """Node labels selecting this product (GPU feature discovery's `nvidia.com/gpu.product`)."""
+    tolerations: tuple[dict[str, Any], ...] = ()
+    """Tolerations for the taints on these nodes."""
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    kind: SchedulerKind
+    """`volcano` (gang scheduling via PodGroup), `kueue` (queueing via LocalQueue) or `default`."""
+    queue: str | None = None
+    """Volcano queue, or Kueue LocalQueue name."""
+    priority_class: str | None = None
+    """Volcano priority class for the job's PodGroup, if any."""
+
+
+@dataclass(frozen=True)
+class Operator:
+    """Which Kubeflow operator runs the cluster's training jobs."""
+
+    name: OperatorName
+    """`training-operator` (v1: PyTorchJob) or `trainer` (v2: TrainJob + runtimes)."""
+    version: str
+    """Its release, `major.minor[.patch]`."""
+
+    @property
+    def trainer_v2(self) -> bool:
+        return self.name == TRAINER
+
+
+@dataclass(frozen=True)
+class Storage:
+    default_class: str
+    """StorageClass used for new claims that name none."""
+    classes: tuple[str, ...]
+    """Every StorageClass jobs may ask for on this cluster."""
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """How the cluster syncs its overlay (Argo CD or Flux)."""
+
+    tool: DeliveryTool
+    """`argocd` or `flux`."""
+    destination_server: str = default(CLUSTER, "delivery.server")
+    """Argo CD destination server (the cluster's API URL as registered in Argo CD)."""
+    destination_name: str | None = None
+    """Argo CD destination cluster name (instead of the server URL)."""
+    self_heal: bool = default(CLUSTER, "delivery.selfHeal")
+    """Argo CD automated self-heal / Flux's periodic re-apply of drifted objects."""
+    prune: bool = default(CLUSTER, "delivery.prune")
+    """Delete objects that were removed from Git."""
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """What a cluster has (`capacity:`), for `trainops capacity`, `gang-unschedulable` and the
+    report; a product or queue missing here is one they cannot judge, not one that fits."""
+
+    nodes: dict[str, int] = field(default_factory=dict)
+    """Nodes per GPU product name (GPUs = nodes x the product's `per_node`)."""
+    queue_gpus: dict[str, int] = field(default_factory=dict)
+    """Nominal GPU quota per queue name (Kueue LocalQueue's ClusterQueue, Volcano queue)."""
+
+
+@dataclass(frozen=True)
+class PodSecurityLevel:
+    """The Pod Security Standards level the cluster's training namespaces enforce."""
+
+    level: Literal["baseline", "restricted"] = default(CLUSTER, "podSecurity.level")
+    """`restricted` or `baseline` (https://kubernetes.io/docs/concepts/security/pod-security-standards/)."""
+    allow_capabilities: tuple[str, ...] = ()
+    """Capabilities admitted beyond the level (RDMA's IPC_LOCK where memlock is limited)."""
+    allow_host_paths: tuple[str, ...] = ()
+    """hostPath directories admitted beyond the level (and everything under them)."""
+
+
+@dataclass(frozen=True)
+class ClusterProfile:
+    name: str
+    """The profile's name, equal to its file name; jobs name it in `targets[].cluster`."""
+    file: str
+    """The clusters/*.yaml file it came from."""
+    kubernetes_version: str
+    """`major.minor`, selects the core JSON Schemas used for validation."""
+    network: Network
+    """How pods talk: RDMA or TCP, the socket interface, hostNetwork."""
+    gpus: tuple[GpuProduct, ...]
+    """The GPU products of this cluster, each with its node selector and tolerations."""
+    scheduler: Scheduler
+    """Who places the pods: Volcano (gang), Kueue (queueing) or kube-scheduler."""
+    storage: Storage
+    """Storage classes for the claims jobs create."""
+    namespaces: tuple[str, ...]
+    """Namespaces training jobs may use on this cluster."""
+    delivery: Delivery
+    """How the overlay reaches the cluster (Argo CD or Flux)."""
+    operator: Operator = field(default_factory=lambda: Operator(**default(CLUSTER, "operator")))
+    """The Kubeflow operator of this cluster: jobs render to PyTorchJob (v1) or TrainJob (v2)."""
+    crds: str | None = None
+    """Optional directory of real CRD YAML to validate against instead of `schemas/`."""
+    policy: dict[str, str] = field(default_factory=dict)
+    """Per-rule severity on this cluster: rule slug -> `error`, `warning` or `off`."""
+    context: str | None = None
+    """Kubeconfig context that reaches this cluster (the cluster-facing commands use it;
+    `--context` overrides it; None: the kubeconfig's current-context). Names a context in
+    the user's own kubeconfig: credentials never live in the repository."""
+    capacity: Capacity = field(default_factory=Capacity)
+    """Declared nodes per GPU product and GPU quota per queue (empty: not declared)."""
+    pod_security: PodSecurityLevel = field(default_factory=PodSecurityLevel)
+    """The Pod Security level (and declared exceptions) the `pod-security` rule checks."""
+    monitoring_namespace: str = default(CLUSTER, "monitoringNamespace")
+    """Where the Prometheus scraping the jobs runs: the only namespace the jobs'
+    NetworkPolicy admits to the metrics port."""
+
+    def gpu(self, name: str) -> GpuProduct | None:
+        return next((g for g in self.gpus if g.name == name), None)
+
+    def capacity_products(self) -> tuple[capacity_facts.Product, ...]:
+        """The GPU products with their declared nodes (None where not declared)."""
+        return tuple(
+            capacity_facts.Product(
+                g.name, g.resource, g.per_node, g.node_selector, self.capacity.nodes.get(g.name)
+            )
+            for g in self.gpus
+        )
+
+
+# ---------------------------------------------------------------- training job
