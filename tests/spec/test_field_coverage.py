@@ -97,6 +97,8 @@ def _to_tensorflow(job: dict[str, Any]) -> None:
 # Values for fields whose generated change would be refused by a cross-field check.
 CHOSEN: dict[str, Any] = {
     "trainingjob:framework": _to_tensorflow,
+    # Unset means true (the schema's default): the change is the opt-out.
+    "trainingjob:securityContext.readOnlyRootFilesystem": False,
     "trainingjob:namespace": "prod-training",
     "trainingjob:resources.cpu": "33",
     "trainingjob:resources.memory": "100Gi",
