@@ -185,8 +185,9 @@ def explained(
     used: dict[str, set[str]] = {}
     unexplained: list[str] = []
     for path, how in diffs(original, built):
-        if path.endswith((".command", ".args")):
-            container = path.rsplit(".", 1)[0]
+        argv = re.search(r"^(.*)\.(command|args)(\[\d+\])?$", path)
+        if argv:
+            container = argv[1]
             if same_launch(_at(original, container), _at(built, container)):
                 used.setdefault("trainops guarantees", set()).add(
                     "the launcher generated around the same program and arguments (torchrun;"

@@ -6,7 +6,9 @@ listed with its reason (EXCEPTIONS).
 
 Beside them, `fixtures/realworld.yaml`: our own minimal PyTorchJob with what real-world
 manifests in public repositories do and the examples do not (a shell command line, the
-downward API, envFrom, restartPolicy Never, a ConfigMap volume, another node selector).
+downward API, envFrom, restartPolicy Never, a ConfigMap volume, another node selector); and
+`fixtures/realworld-tf-mpi.yaml`: a TFJob with every role sized on its own and AllWorkers,
+an Intel MPI MPIJob with Hydra options, the interface option and `python -m`.
 
 The originals are placed in the namespace `training` first where they name none or a system
 namespace (`default`, `kubeflow`): no trainops cluster grants those (spec/cluster.py).
@@ -82,7 +84,8 @@ def _placed(text: str) -> str:
 def _cases() -> list[tuple[str, str, str]]:
     """(source label, manifest text, cluster)."""
     cases = [("seed000", SEED000.read_text(), "roundtrip")]
-    cases += [("realworld", (FIXTURES / "realworld.yaml").read_text(), "roundtrip")]
+    for fixture in ("realworld", "realworld-tf-mpi"):
+        cases += [(fixture, (FIXTURES / f"{fixture}.yaml").read_text(), "roundtrip")]
     blocks = [b for b in yaml_blocks(seed_text("001")) if any(f"kind: {k}" in b for k in KINDS)]
     cases += [("seed001", "\n---\n".join(blocks) + "\n", "onprem-a100")]
     examples = sorted((require_upstream() / "examples").rglob("*.yaml"))
@@ -151,4 +154,4 @@ def test_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert failing == set(EXCEPTIONS), {k: results.get(k) for k in failing ^ set(EXCEPTIONS)}
     counts = {kind: len([k for k in results if kinds[k] == kind]) for kind in KINDS}
     assert counts["PyTorchJob"] >= 10, counts
-    assert counts["TFJob"] >= 6 and counts["MPIJob"] >= 8, counts
+    assert counts["TFJob"] >= 7 and counts["MPIJob"] >= 9, counts
