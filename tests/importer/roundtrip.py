@@ -91,13 +91,18 @@ NORMALISATIONS: list[tuple[str, str, str]] = [
     ("trainops guarantees", r"\.terminationGracePeriodSeconds$", "time to checkpoint on SIGTERM"),
     (
         "trainops guarantees",
-        r"mpiReplicaSpecs\.Launcher\..*\.env\[MASTER_(ADDR|PORT)\]",
-        "the MPI ranks' rendezvous address, Worker 0 (render/mpijob.py)",
+        r"\.automountServiceAccountToken$",
+        "no API token in training pods (docs/security.md)",
     ),
     (
         "trainops guarantees",
-        r"\.automountServiceAccountToken$",
-        "no API token in training pods (README: least privilege)",
+        r"volumes\[(tmp|home)\]|volumeMounts\[(/tmp|/home/trainops)\]|\.env\[(HOME|XDG_CACHE_HOME)\]",
+        "a read-only root filesystem with writable /tmp and HOME (docs/security.md)",
+    ),
+    (
+        "trainops guarantees",
+        r"mpiReplicaSpecs\.Launcher\..*\.env\[MASTER_(ADDR|PORT)\]",
+        "the MPI ranks' rendezvous address, Worker 0 (render/mpijob.py)",
     ),
     ("trainops guarantees", r"\.dnsPolicy$", "hostNetwork pods still resolve the master's Service"),
     ("trainops guarantees", r"^spec\.elasticPolicy\.maxRestarts$", "bounded torchrun restarts"),

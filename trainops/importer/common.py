@@ -50,7 +50,10 @@ def unknown_keys(
     spec: dict[str, Any], known: set[str], kind: str, notes: Notes, where: list[str | int]
 ) -> None:
     for key in sorted(set(spec) - known):
-        notes.add([*where, key], f"{key} is not a {kind} field: the operator ignores it; dropped")
+        notes.add(
+            [*where, key],
+            f"spec.{key} is not carried: trainops renders no such {kind} field; dropped",
+        )
 
 
 def restart_policies(
