@@ -99,14 +99,14 @@ NORMALISATIONS: list[tuple[str, str, str]] = [
         r"volumes\[(tmp|home)\]|volumeMounts\[(/tmp|/home/trainops)\]|\.env\[(HOME|XDG_CACHE_HOME)\]",
         "a read-only root filesystem with writable /tmp and HOME (docs/security.md)",
     ),
+    ("trainops guarantees", r"\.dnsPolicy$", "hostNetwork pods still resolve the master's Service"),
+    ("trainops guarantees", r"^spec\.elasticPolicy\.maxRestarts$", "bounded torchrun restarts"),
+    ("trainops guarantees", r"\.resources\.limits\.memory$", "a memory limit equal to the request"),
     (
         "trainops guarantees",
         r"mpiReplicaSpecs\.Launcher\..*\.env\[MASTER_(ADDR|PORT)\]",
         "the MPI ranks' rendezvous address, Worker 0 (render/mpijob.py)",
     ),
-    ("trainops guarantees", r"\.dnsPolicy$", "hostNetwork pods still resolve the master's Service"),
-    ("trainops guarantees", r"^spec\.elasticPolicy\.maxRestarts$", "bounded torchrun restarts"),
-    ("trainops guarantees", r"\.resources\.limits\.memory$", "a memory limit equal to the request"),
     (
         "cluster profile",
         r"\.env\[NCCL_(IB_DISABLE|IB_HCA|IB_GID_INDEX|NET_GDR_LEVEL|SOCKET_IFNAME)\]",
