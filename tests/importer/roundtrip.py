@@ -9,11 +9,18 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from trainops.importer.launch import read_program
+from trainops.facts.kubeflow import (
+    MPI_LAUNCHER_CONTAINER,
+    MPI_WORKER_CONTAINER,
+    default_restart_policy,
+)
+from trainops.importer.launch import same_launch
 from trainops.importer.pod import default_pull_policy
 
 # trainops's name for the in-memory /dev/shm volume (normalisation: "trainops guarantees").
 SHM_NAME = "dshm"
+# The MPIJob containers trainops renders (a normalisation: the operator takes the first).
+MPI_NAMES = {"Launcher": MPI_LAUNCHER_CONTAINER, "Worker": MPI_WORKER_CONTAINER}
 # Lists whose items Kubernetes identifies by a key: compared by that key, not by position.
 KEYED = {
     "containers": "name",
@@ -47,13 +54,18 @@ NORMALISATIONS: list[tuple[str, str, str]] = [
     ("defaults made explicit", r"^metadata\.namespace$", "namespace `default`"),
     (
         "defaults made explicit",
-        r"ReplicaSpecs\.[A-Za-z]+\.restartPolicy$",
-        "the operator's OnFailure",
+        r"^spec\.successPolicy$",
+        'the TFJob\'s successPolicy "" (the Chief, or worker 0, decides)',
     ),
     (
         "defaults made explicit",
         r"^spec\.runPolicy\.cleanPodPolicy$",
         "the operator's cleanPodPolicy None",
+    ),
+    (
+        "defaults made explicit",
+        r"^spec\.mpiImplementation$",
+        "the MPI Operator's OpenMPI",
     ),
     (
         "defaults made explicit",
@@ -90,6 +102,11 @@ NORMALISATIONS: list[tuple[str, str, str]] = [
     ("trainops guarantees", r"\.dnsPolicy$", "hostNetwork pods still resolve the master's Service"),
     ("trainops guarantees", r"^spec\.elasticPolicy\.maxRestarts$", "bounded torchrun restarts"),
     ("trainops guarantees", r"\.resources\.limits\.memory$", "a memory limit equal to the request"),
+    (
+        "trainops guarantees",
+        r"mpiReplicaSpecs\.Launcher\..*\.env\[MASTER_(ADDR|PORT)\]",
+        "the MPI ranks' rendezvous address, Worker 0 (render/mpijob.py)",
+    ),
     (
         "cluster profile",
         r"\.env\[NCCL_(IB_DISABLE|IB_HCA|IB_GID_INDEX|NET_GDR_LEVEL|SOCKET_IFNAME)\]",
@@ -165,15 +182,6 @@ def _added(value: Any, path: str, key: str | None) -> Iterator[tuple[str, str]]:
         yield path, "added"
 
 
-def _program(container: dict[str, Any]) -> Any:
-    found = read_program(list(container.get("command") or []), list(container.get("args") or []))
-    return (
-        (found.command[1:], found.args)
-        if found
-        else (container.get("command"), container.get("args"))
-    )
-
-
 def explained(
     original: dict[str, Any], built: dict[str, Any]
 ) -> tuple[dict[str, set[str]], list[str]]:
@@ -182,13 +190,28 @@ def explained(
     used: dict[str, set[str]] = {}
     unexplained: list[str] = []
     for path, how in diffs(original, built):
-        if path.endswith((".command", ".args")) and how in {"added", "changed", "missing"}:
-            container = path.rsplit(".", 1)[0]
-            if _program(_at(original, container)) == _program(_at(built, container)):
+        argv = re.search(r"^(.*)\.(command|args)(\[\d+\])?$", path)
+        if argv:
+            container = argv[1]
+            if same_launch(_at(original, container), _at(built, container)):
                 used.setdefault("trainops guarantees", set()).add(
-                    "torchrun generated around the same program and arguments"
+                    "the launcher generated around the same program and arguments (torchrun;"
+                    " mpirun's -np, -x exports and interface options)"
                 )
                 continue
+        restart = re.search(r"ReplicaSpecs\.([A-Za-z]+)\.restartPolicy$", path)
+        if restart and how == "added":
+            default = default_restart_policy(
+                str(original.get("apiVersion")), str(original.get("kind")), restart[1]
+            )
+            if default == _at(built, path):
+                used.setdefault("defaults made explicit", set()).add("the operator's restartPolicy")
+            else:
+                used.setdefault("trainops guarantees", set()).add(
+                    "restartPolicy OnFailure where the operator defaults to Never"
+                    " (render/tfjob.py, render/mpijob.py)"
+                )
+            continue
         if how == "added" or (how == "changed" and re.search(CHANGED, path)):
             match = next(
                 ((c, why) for c, pattern, why in NORMALISATIONS if re.search(pattern, path)), None
@@ -201,12 +224,18 @@ def explained(
 
 
 def _explicit(obj: dict[str, Any]) -> dict[str, Any]:
-    """The original with Kubernetes' own image pull default written out (as the API server
-    stores it), and its /dev/shm volume under trainops's name `dshm` (a normalisation)."""
-    out = copy.deepcopy(obj)
-    for spec in ((out.get("spec") or {}).get("pytorchReplicaSpecs") or {}).values():
-        pod = ((spec or {}).get("template") or {}).get("spec") or {}
+    """The original as the API server stores it (Kubernetes' image pull default written out,
+    null fields gone), its /dev/shm volume under trainops's name `dshm`, and an MPIJob's
+    containers under trainops's names (the MPI Operator takes the first, whatever its name):
+    normalisations."""
+    out = _no_nulls(copy.deepcopy(obj))
+    spec = out.get("spec") or {}
+    key = next((k for k in spec if k.endswith("ReplicaSpecs")), None)
+    for rtype, rspec in ((spec.get(key) if key else None) or {}).items():
+        pod = ((rspec or {}).get("template") or {}).get("spec") or {}
         containers = [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]
+        if out.get("kind") == "MPIJob" and pod.get("containers"):
+            pod["containers"][0]["name"] = MPI_NAMES.get(rtype, pod["containers"][0]["name"])
         for c in containers:
             if "imagePullPolicy" not in c and isinstance(c.get("image"), str):
                 c["imagePullPolicy"] = default_pull_policy(c["image"])
@@ -223,6 +252,14 @@ def _explicit(obj: dict[str, Any]) -> dict[str, Any]:
             if item.get("name") in shm:
                 item["name"] = SHM_NAME
     return out
+
+
+def _no_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _no_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_no_nulls(v) for v in value]
+    return value
 
 
 def _at(obj: Any, path: str) -> Any:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import yaml
 
+from tests.rules.helpers import seed_text, yaml_blocks
 from tests.tools import REPO, copy_inputs, trainops, tree
 
 SEED000 = REPO / "tests" / "rules" / "seeds" / "seed000.yaml"
@@ -16,6 +17,31 @@ apiVersion: kubeflow.org/v1alpha2
 kind: MPIJob
 metadata: {name: old, namespace: ml-vision}
 spec: {}
+"""
+XGBOOSTJOB = """\
+apiVersion: kubeflow.org/v1
+kind: XGBoostJob
+metadata: {name: boosted, namespace: ml-vision}
+spec: {}
+"""
+MPIJOB_PI = """\
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata: {name: pi, namespace: ml-vision}
+spec:
+  mpiReplicaSpecs:
+    Launcher:
+      template:
+        spec:
+          containers:
+            - name: launcher
+              image: example/pi:1.0
+              command: [mpirun, -n, "2", /opt/pi]
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers: [{name: worker, image: example/pi:1.0}]
 """
 PYTORCHJOB = """\
 apiVersion: kubeflow.org/v1
@@ -90,14 +116,24 @@ def test_removed_apis_are_refused_with_file_and_line(tmp_path: Path) -> None:
     assert tree(root) == before, "nothing is written"
 
 
-def test_other_kinds_are_listed_not_dropped(tmp_path: Path) -> None:
+def test_seed_jobs_and_the_objects_beside_them(tmp_path: Path) -> None:
     root = _repo(tmp_path)
+    for job in (root / "jobs").iterdir():
+        job.unlink()
     text = SEED000.read_text().replace("namespace: default", "namespace: ml-vision")
     source = tmp_path / "seed000.yaml"
-    source.write_text(text)
+    source.write_text(text + "---\n" + XGBOOSTJOB)
     result = trainops(root, "import", str(source), "--cluster", "cloud-h100")
-    assert result.returncode == 1, "a TFJob was not imported"
-    assert "TFJob kubeflow.org/v1 not imported" in result.stdout
+    assert result.returncode == 1, "the XGBoostJob was not imported"
+    assert "XGBoostJob kubeflow.org/v1 not imported: not a training job kind" in result.stdout
+    # The TFJob becomes a `framework: tensorflow` job: the Chief and Workers its replicas.
+    tf = yaml.safe_load((root / "jobs" / "tensorflow-distributed.yaml").read_text())
+    assert (tf["framework"], tf["replicas"], tf["tensorflow"]) == (
+        "tensorflow",
+        3,
+        {"chief": True, "successPolicy": "ChiefOrWorker0"},
+    )
+    assert tf["command"] == ["python", "/opt/training/train.py"]
     # The claim beside the job becomes one trainops creates under its own name; the
     # storage class the cluster does not offer is named.
     spec = yaml.safe_load((root / "jobs" / "resnet-distributed-training.yaml").read_text())
@@ -106,6 +142,59 @@ def test_other_kinds_are_listed_not_dropped(tmp_path: Path) -> None:
     assert "storage class `fast-ssd` is not offered by cluster `cloud-h100`" in result.stdout
     assert spec["metricsPort"] == 8000
     assert "Service training-metrics: re-rendered" in result.stdout
+    assert trainops(root, "render").returncode == 0
+
+
+def test_mpijob_launcher_argv_is_read_back(tmp_path: Path) -> None:
+    """The seed's Horovod MPIJob: the program and the author's mpirun options come back as
+    `command`/`args` and `mpi.mpirunArgs`; what trainops generates (-np, the -x exports of
+    the cluster's NCCL env) is removed and named with its line; the seed's `-x NAME=VALUE`
+    elements are split."""
+    root = _repo(tmp_path)
+    (root / "jobs" / "horovod-training.yaml").unlink()
+    blocks = [b for b in yaml_blocks(seed_text("001")) if "kind: MPIJob" in b]
+    source = tmp_path / "horovod.yaml"
+    source.write_text(blocks[0] + "\n")
+    result = trainops(root, "import", str(source), "--cluster", "onprem-a100")
+    assert result.returncode == 0, result.stdout + result.stderr
+    spec = yaml.safe_load((root / "jobs" / "horovod-training.yaml").read_text())
+    assert spec["framework"] == "mpi"
+    assert (spec["command"], spec["args"]) == (["python", "/workspace/train_horovod.py"], [])
+    assert (spec["replicas"], spec["gpusPerReplica"]) == (4, 8)
+    assert spec["mpi"]["apiVersion"] == "kubeflow.org/v1"
+    assert spec["mpi"]["mpirunArgs"] == [
+        "--allow-run-as-root",
+        "-bind-to",
+        "none",
+        "-map-by",
+        "slot",
+        "-x",
+        "NCCL_DEBUG=INFO",
+    ]
+    line = next(i for i, t in enumerate(blocks[0].splitlines(), 1) if "- mpirun" in t) - 1
+    assert f"horovod.yaml:{line}:" in result.stdout
+    assert "-np 32 removed: trainops generates -np 32 (Workers x slots)" in result.stdout
+    assert "-x NCCL_IB_DISABLE=0 -x NCCL_IB_HCA=mlx5 removed" in result.stdout
+    assert "`-x NCCL_DEBUG=INFO`" in result.stdout and "split" in result.stdout
+    assert trainops(root, "render").returncode == 0
+    # Imported as written: validate then names the seed's own mistakes (a moving tag, a
+    # TTL that GitOps undoes), for the author to fix in the spec.
+    validated = trainops(root, "validate")
+    assert validated.returncode == 1
+    assert "[image-unpinned]" in validated.stdout and "[gitops-rerun-risk]" in validated.stdout
+
+
+def test_an_mpi_program_that_is_not_python_is_listed(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    source = tmp_path / "pi.yaml"
+    source.write_text(MPIJOB_PI)
+    before = tree(root)
+    result = trainops(root, "import", str(source), "--cluster", "cloud-h100")
+    assert result.returncode == 1
+    line = next(i for i, t in enumerate(MPIJOB_PI.splitlines(), 1) if "command:" in t)
+    assert f"pi.yaml:{line}:" in result.stdout
+    assert "the ranks run `/opt/pi`, not a python program" in result.stdout
+    assert tree(root) == before
 
 
 def test_refusals_write_nothing(tmp_path: Path) -> None:

@@ -198,3 +198,28 @@ def test_sidecars_need_native_sidecar_support_on_every_target(scratch: Path) -> 
     _job(scratch, "sidecars:\n  - {name: helper, image: busybox:1.36}\n")
     err = _fails(scratch)
     assert "cluster `cloud-h100` runs Kubernetes 1.28: native sidecars need 1.29" in err
+
+
+def test_an_override_of_the_mpi_launcher_argv_wins(scratch: Path) -> None:
+    """The generated mpirun argv is what trainops renders; the hatch is merged after it, so a
+    Launcher that must run another launcher (`horovodrun`) can say so."""
+    require_kustomize()
+    path = scratch / "jobs" / "horovod-training.yaml"
+    argv = "[-np, '32', --host-discovery-script, /etc/mpi/discover_hosts.sh, python, t.py]"
+    path.write_text(
+        path.read_text().replace(
+            "targets:\n",
+            "replicaPodTemplates:\n  Launcher:\n    spec:\n      containers:\n"
+            f"        - {{name: mpi-launcher, command: [horovodrun], args: {argv}}}\n"
+            "targets:\n",
+            1,
+        )
+    )
+    render(scratch)
+    for cluster in ("cloud-h100", "onprem-a100"):
+        job = next(o for o in build_overlay(scratch, cluster) if o["kind"] == "MPIJob")
+        specs = job["spec"]["mpiReplicaSpecs"]
+        (launcher,) = specs["Launcher"]["template"]["spec"]["containers"]
+        assert launcher["command"] == ["horovodrun"]
+        assert launcher["args"][:2] == ["-np", "32"] and launcher["args"][-1] == "t.py"
+        assert "-x" not in launcher["args"], "the generated argv is replaced, not merged"

@@ -1,4 +1,5 @@
-"""Import Kubeflow manifests (PyTorchJob, with their claims, Services and monitors) as job specs.
+"""Import Kubeflow manifests (PyTorchJob, TFJob, MPIJob v2beta1/v1, with their claims, Services
+and monitors) as job specs.
 
 Writes `jobs/<name>.yaml` (or `--out DIR`) targeting `--cluster` (the repository's only
 cluster when there is one), using the high-level fields where they fit and `podTemplate` for

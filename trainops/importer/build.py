@@ -5,6 +5,7 @@ of this repository (schema, file checks, core schemas at the cluster's version).
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,12 +14,13 @@ import yaml
 
 from trainops.core.errors import InputError, Problem
 from trainops.core.yamlio import Document, load_file, load_text
-from trainops.facts.kubeflow import JOB_NAME_LABEL
+from trainops.facts.kubeflow import JOB_NAME_LABEL, REPLICA_TYPES
 from trainops.importer.hatch import template_override
-from trainops.importer.kinds import BESIDE, IMPORTERS, NOT_YET, REMOVED
-from trainops.importer.launch import read_program
+from trainops.importer.kinds import BESIDE, IMPORTERS, REMOVED
+from trainops.importer.launch import same_launch
 from trainops.importer.notes import Notes
 from trainops.importer.pod import normalised_template
+from trainops.render.objects import training_job
 from trainops.render.overrides import merge
 from trainops.render.pod import pod_template
 from trainops.spec.job import build_job
@@ -40,6 +42,8 @@ KEY_ORDER = (
     "gpusPerReplica",
     "resources",
     "elastic",
+    "tensorflow",
+    "mpi",
     "volumes",
     "sharedMemory",
     "env",
@@ -97,7 +101,7 @@ class Result:
     jobs: tuple[Imported, ...]
     """The job specs, by name."""
     skipped: tuple[Problem, ...]
-    """Objects not imported (a kind this build cannot express yet, objects no job uses)."""
+    """Objects not imported (kinds trainops does not render, objects no job uses)."""
 
 
 def _read(paths: list[Path], root: Path) -> list[Document]:
@@ -143,7 +147,39 @@ def _refuse_removed(docs: list[Document]) -> None:
 
 
 def _ordered(spec: dict[str, Any]) -> dict[str, Any]:
-    return {k: spec[k] for k in KEY_ORDER if k in spec}
+    """`spec` in KEY_ORDER (a key it does not list last: never dropped)."""
+    return {
+        **{k: spec[k] for k in KEY_ORDER if k in spec},
+        **{k: v for k, v in spec.items() if k not in KEY_ORDER},
+    }
+
+
+def _templates(model: Any, cluster: ClusterProfile, key: str) -> Callable[[str], dict[str, Any]]:
+    """The pod template trainops renders for each replica type of the job (before the hatch);
+    a PyTorchJob's Worker-only original is compared with the Worker template."""
+    target = model.targets[0]
+    specs = training_job(model, cluster, target)["spec"][key]
+
+    def template(rtype: str) -> dict[str, Any]:
+        if rtype in specs:
+            return copy.deepcopy(specs[rtype]["template"])
+        return pod_template(model, cluster, target, replica_type=rtype)
+
+    return template
+
+
+def _carried(obj: dict[str, Any], key: str, model: Any) -> dict[str, dict[str, Any]]:
+    """The original pod template of every replica type trainops renders (the importers name
+    the types they drop)."""
+    rendered = set(REPLICA_TYPES[str(obj.get("kind"))])
+    out = {
+        t: normalised_template(s.get("template") or {})
+        for t, s in (obj["spec"].get(key) or {}).items()
+        if t in rendered
+    }
+    if model.elastic:
+        out.pop("Master", None)
+    return out
 
 
 def _hatch(
@@ -151,18 +187,13 @@ def _hatch(
 ) -> dict[str, Any]:
     """`job` with the overrides that make each replica type's pod the original's."""
     model = _load(job, cluster, "(import)")
-    target = model.targets[0]
-    originals = {
-        t: normalised_template(s.get("template") or {})
-        for t, s in (obj["spec"].get(key) or {}).items()
-        if t in {"Master", "Worker"}
-    }
-    if model.elastic:
-        originals.pop("Master", None)
+    rendered_for = _templates(model, cluster, key)
+    originals = _carried(obj, key, model)
     overrides: dict[str, dict[str, Any]] = {}
     added: list[str] = []
     for rtype, original in sorted(originals.items()):
-        rendered = pod_template(model, cluster, target, replica_type=rtype)
+        rendered = rendered_for(rtype)
+        _same_container(original, rendered)
         _same_program(original, rendered)
         override, extra = template_override(original, rendered)
         added += [p for p in extra if p not in added]
@@ -173,7 +204,7 @@ def _hatch(
         out["podTemplate"] = shared
     rest: dict[str, dict[str, Any]] = {}
     for rtype, original in sorted(originals.items()):
-        rendered = merge(pod_template(model, cluster, target, replica_type=rtype), shared)
+        rendered = merge(rendered_for(rtype), shared)
         remainder, _ = template_override(original, rendered)
         if remainder:
             rest[rtype] = remainder
@@ -188,24 +219,27 @@ def _hatch(
     return out
 
 
+def _same_container(original: dict[str, Any], rendered: dict[str, Any]) -> None:
+    """The original's training container under trainops's name, where it has another (the
+    importers said so): the operator finds it by that name (the MPI Operator by position)."""
+    ours = [c.get("name") for c in (rendered.get("spec") or {}).get("containers") or []]
+    theirs = (original.get("spec") or {}).get("containers") or []
+    if ours and theirs and ours[0] not in [c.get("name") for c in theirs]:
+        theirs[0]["name"] = ours[0]
+
+
 def _same_program(original: dict[str, Any], rendered: dict[str, Any]) -> None:
-    """Where the original runs the program trainops launches (the same program and arguments,
-    under python, torchrun or `python -m torch.distributed.run`), take trainops's argv: the
-    generated launcher is the point, not a difference to carry in the escape hatch."""
+    """Where the original runs what trainops renders (the same argv split otherwise between
+    command and args; the same program and arguments under python, torchrun or
+    `python -m torch.distributed.run`; the same program and author's options under mpirun),
+    take trainops's argv: the generated launcher is the point, not a difference to carry in
+    the escape hatch."""
     ours = {c.get("name"): c for c in (rendered.get("spec") or {}).get("containers") or []}
     for container in (original.get("spec") or {}).get("containers") or []:
         mine = ours.get(container.get("name"))
         if mine is None or "command" not in mine:
             continue
-        theirs = read_program(
-            list(container.get("command") or []), list(container.get("args") or [])
-        )
-        built = read_program(list(mine.get("command") or []), list(mine.get("args") or []))
-        if (
-            theirs
-            and built
-            and (theirs.command[1:], theirs.args) == (built.command[1:], built.args)
-        ):
+        if same_launch(container, mine):
             for key in ("command", "args"):
                 container.pop(key, None)
                 if key in mine:
@@ -300,18 +334,6 @@ def import_files(paths: list[Path], root: Path, cluster: ClusterProfile) -> Resu
         if gvk is None or gvk in BESIDE:
             continue
         line, column = doc.position(["kind"])
-        if gvk in NOT_YET:
-            skipped.append(
-                Problem(
-                    doc.file,
-                    line,
-                    column,
-                    f"{gvk[1]} {gvk[0]} not imported: import reads PyTorchJobs only so far"
-                    f" (it becomes `{NOT_YET[gvk]}`; its import is one module in"
-                    " trainops/importer/, not written yet)",
-                )
-            )
-            continue
         if gvk not in IMPORTERS:
             skipped.append(
                 Problem(

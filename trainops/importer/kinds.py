@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from trainops.core.yamlio import Document
-from trainops.importer import pytorch
+from trainops.importer import mpi, pytorch, tensorflow
 from trainops.importer.notes import Notes
 from trainops.spec.model import ClusterProfile
 
@@ -19,15 +19,9 @@ Importer = Callable[
 
 # (apiVersion, kind) -> the module importing it, and the replica-spec key.
 IMPORTERS: dict[tuple[str, str], tuple[Importer, str]] = {
-    pytorch.KIND: (pytorch.import_pytorchjob, "pytorchReplicaSpecs"),
-}
-
-# Kinds a job spec can say (`framework: tensorflow`, `framework: mpi`) whose import module is
-# not written yet: import lists them as not imported and carries on.
-NOT_YET: dict[tuple[str, str], str] = {
-    ("kubeflow.org/v1", "TFJob"): "framework: tensorflow",
-    ("kubeflow.org/v1", "MPIJob"): "framework: mpi",
-    ("kubeflow.org/v2beta1", "MPIJob"): "framework: mpi",
+    pytorch.KIND: (pytorch.import_pytorchjob, pytorch.REPLICAS_KEY),
+    tensorflow.KIND: (tensorflow.import_tfjob, tensorflow.REPLICAS_KEY),
+    **{kind: (mpi.import_mpijob, mpi.REPLICAS_KEY) for kind in mpi.KINDS},
 }
 
 # Served by no operator any more: refused, with what to write instead.

@@ -6,6 +6,9 @@ each dropped launcher flag is named, so import can say why it went."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
+
+from trainops.importer.mpirun import same_mpirun
 
 PYTHONS = ("python", "python3")
 LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch")
@@ -78,3 +81,20 @@ def read_program(command: list[str], args: list[str]) -> Program | None:
     command = ["python", "-m", rest[i]] if module else ["python", rest[i]]
     flags = [f for f in flags if f not in {"-m", "--module"}]
     return Program(command, rest[i + 1 :], flags, launcher)
+
+
+def same_launch(original: dict[str, Any], rendered: dict[str, Any]) -> bool:
+    """A container runs what trainops's renders: the same argv split otherwise between
+    `command` and `args`, the same python program and arguments around the generated torchrun,
+    or the same program and author's options around the generated mpirun (whose `-x` exports
+    are the rendered container's env)."""
+    theirs = [*(original.get("command") or []), *(original.get("args") or [])]
+    ours = [*(rendered.get("command") or []), *(rendered.get("args") or [])]
+    if theirs == ours:
+        return True
+    exported = {str(e.get("name")) for e in rendered.get("env") or []}
+    if same_mpirun(theirs, ours, exported):
+        return True
+    a = read_program(list(original.get("command") or []), list(original.get("args") or []))
+    b = read_program(list(rendered.get("command") or []), list(rendered.get("args") or []))
+    return bool(a and b and (a.command[1:], a.args) == (b.command[1:], b.args))

@@ -8,7 +8,6 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from trainops.facts.kubeflow import PYTORCH_CONTAINER
 from trainops.importer.notes import Notes
 from trainops.render.pod import SHM_VOLUME
 from trainops.spec.job import RESERVED_ENV
@@ -50,15 +49,16 @@ def normalised_template(template: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def training_container(pod: dict[str, Any], notes: Notes, where: list[str | int]) -> int:
+def training_container(pod: dict[str, Any], notes: Notes, where: list[str | int], name: str) -> int:
+    """The index of the container named `name` (the one the operator finds), else the first,
+    which import renames to it (`importer.build` renames it in the original too)."""
     containers = pod.get("containers") or [{}]
     names = [c.get("name") for c in containers]
-    if PYTORCH_CONTAINER in names:
-        return names.index(PYTORCH_CONTAINER)
+    if name in names:
+        return names.index(name)
     notes.add(
         where,
-        f"no container named `{PYTORCH_CONTAINER}` (the operator needs one):"
-        f" `{names[0]}` becomes it",
+        f"no container named `{name}` (the one trainops renders): `{names[0]}` becomes it",
     )
     return 0
 

@@ -94,10 +94,13 @@ def mpijob(
         nccl_device=False,
         env=rendezvous_env(job),
     )
+    # The argv exports the Launcher's env (the escape hatch's too): read it from a first
+    # rendering, then render with the argv, so that an override of `args` still wins.
+    first = pod_template(job, cluster, target, launcher, "Launcher")
+    container = next(c for c in first["spec"]["containers"] if c["name"] == MPI_LAUNCHER_CONTAINER)
+    names = [e["name"] for e in container.get("env") or []]
+    launcher = replace(launcher, args=mpirun_args(job, target, cluster, names))
     launcher_template = pod_template(job, cluster, target, launcher, "Launcher")
-    container = launcher_template["spec"]["containers"][0]
-    names = [e["name"] for e in container["env"]]
-    container["args"] = mpirun_args(job, target, cluster, names)
     # The Workers hold the ranks (their GPUs, data and NCCL traffic); the program and its
     # args reach them through the Launcher's mpirun, not their own command.
     command = list(mpi.worker_command) if mpi.worker_command else None

@@ -1,0 +1,252 @@
+"""What every job kind's import shares: the spec's head (name, namespace, image), the training
+pod's fields (size, volumes, env, pod settings, labels), `runPolicy`, the job's labels and the
+cluster target. Each kind's module (`pytorch.py`, `tensorflow.py`, `mpi.py`) maps its own
+replica specs and calls these for the rest."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from trainops.facts.gpus import container_gpus, is_gpu_resource
+from trainops.facts.kubeflow import default_clean_pod_policy, default_restart_policy
+from trainops.facts.schedulers import KUEUE_QUEUE_LABEL, VOLCANO_SCHEDULER
+from trainops.importer.notes import Notes
+from trainops.importer.pod import map_env, map_volumes
+from trainops.render.pod import JOB_LABEL, MULTUS_ANNOTATION, nccl_env
+from trainops.spec.model import ClusterProfile
+
+ISTIO = "sidecar.istio.io/inject"
+# What trainops renders for every replica of every kind (render/tfjob.py, render/mpijob.py).
+RENDERED_RESTART_POLICY = "OnFailure"
+
+
+def head(
+    obj: dict[str, Any], framework: str, image: Any, cluster: ClusterProfile, notes: Notes
+) -> dict[str, Any]:
+    """apiVersion .. image; the namespace must be one the cluster allows (else refused)."""
+    meta = obj.get("metadata") or {}
+    job: dict[str, Any] = {
+        "apiVersion": "trainops.dev/v1alpha1",
+        "kind": "TrainingJob",
+        "name": meta.get("name"),
+        "namespace": meta.get("namespace") or "default",
+        "framework": framework,
+        "image": image,
+    }
+    if not meta.get("namespace"):
+        notes.add(["metadata"], "no namespace: `default` made explicit")
+    if job["namespace"] not in cluster.namespaces:
+        notes.refuse(
+            ["metadata", "namespace"] if meta.get("namespace") else ["metadata"],
+            f"namespace `{job['namespace']}` is not allowed on cluster `{cluster.name}`"
+            f" ({', '.join(cluster.namespaces)}): add it to the profile's `namespaces`"
+            " or import for another --cluster",
+        )
+    return job
+
+
+def unknown_keys(
+    spec: dict[str, Any], known: set[str], kind: str, notes: Notes, where: list[str | int]
+) -> None:
+    for key in sorted(set(spec) - known):
+        notes.add(
+            [*where, key],
+            f"spec.{key} is not carried: trainops renders no such {kind} field; dropped",
+        )
+
+
+def restart_policies(
+    obj: dict[str, Any], key: str, notes: Notes, carried: set[str] | None = None
+) -> None:
+    """trainops renders OnFailure everywhere: name every replica that said otherwise, or whose
+    operator default (unset) is another."""
+    api, kind = str(obj.get("apiVersion")), str(obj.get("kind"))
+    for rtype, rspec in sorted(((obj.get("spec") or {}).get(key) or {}).items()):
+        if carried is not None and rtype not in carried:
+            continue
+        policy = (rspec or {}).get("restartPolicy")
+        default = default_restart_policy(api, kind, rtype)
+        if policy is None and default != RENDERED_RESTART_POLICY:
+            notes.add(
+                ["spec", key, rtype],
+                f"{rtype}: no restartPolicy (the operator's default is {default}): trainops"
+                f" renders {RENDERED_RESTART_POLICY} (a failed pod is restarted, up to"
+                " backoffLimit)",
+            )
+        elif policy is not None and policy != RENDERED_RESTART_POLICY:
+            notes.add(
+                ["spec", key, rtype, "restartPolicy"],
+                f"restartPolicy {policy}: trainops renders {RENDERED_RESTART_POLICY} (a failed"
+                " pod is restarted, up to backoffLimit)",
+            )
+
+
+def size(
+    job: dict[str, Any], main: dict[str, Any], cluster: ClusterProfile, where: list[str | int]
+) -> None:
+    """gpusPerReplica and the cpu/memory requests of the training container."""
+    products = {g.resource for g in cluster.gpus}
+    job["gpusPerReplica"] = container_gpus(main, products)
+    wanted = requests_of(main)
+    if wanted:
+        job["resources"] = wanted
+
+
+def requests_of(container: dict[str, Any]) -> dict[str, str]:
+    """cpu and memory requested (a limit alone is the request, as Kubernetes defaults it)."""
+    resources = container.get("resources") or {}
+    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+    wanted = {k: requests.get(k, limits.get(k)) for k in ("cpu", "memory")}
+    return {k: str(v) for k, v in wanted.items() if v is not None}
+
+
+def pod_fields(
+    job: dict[str, Any],
+    template: dict[str, Any],
+    main: dict[str, Any],
+    *,
+    beside: dict[str, dict[str, Any]],
+    cluster: ClusterProfile,
+    notes: Notes,
+    where: list[str | int],
+) -> None:
+    """Volumes, env and the first-class pod fields of the training pods' template."""
+    pod = template.get("spec") or {}
+    map_volumes(job, pod, main=main, beside=beside, cluster=cluster, notes=notes, where=where)
+    map_env(job, main, cluster=cluster, nccl=nccl_env(cluster), notes=notes, where=where)
+    for key in (
+        "serviceAccountName",
+        "priorityClassName",
+        "terminationGracePeriodSeconds",
+        "affinity",
+    ):
+        if key in pod:
+            job[key] = copy.deepcopy(pod[key])
+    if pod.get("imagePullSecrets"):
+        job["imagePullSecrets"] = [s["name"] for s in pod["imagePullSecrets"] if "name" in s]
+    if pod.get("hostNetwork"):
+        if cluster.network.allow_host_network:
+            job["hostNetwork"] = True
+        else:
+            notes.add(
+                [*where, "hostNetwork"],
+                f"cluster `{cluster.name}` does not allow"
+                " hostNetwork: the job runs on the pod network",
+            )
+    security = {
+        k: v
+        for k, v in (pod.get("securityContext") or {}).items()
+        if k in {"runAsUser", "runAsGroup", "fsGroup"}
+    }
+    if security:
+        job["securityContext"] = security
+    meta = template.get("metadata") or {}
+    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != JOB_LABEL}
+    annotations = dict(meta.get("annotations") or {})
+    if annotations.get(ISTIO) == "false":
+        del annotations[ISTIO]
+    rdma = cluster.network.rdma if cluster.network.transport == "rdma" else None
+    if rdma and annotations.get(MULTUS_ANNOTATION) == rdma.multus_network:
+        del annotations[MULTUS_ANNOTATION]
+    if labels:
+        job["podLabels"] = labels
+    if annotations:
+        job["podAnnotations"] = annotations
+
+
+def run_policy(
+    job: dict[str, Any],
+    obj: dict[str, Any],
+    policy: dict[str, Any],
+    *,
+    cluster: ClusterProfile,
+    notes: Notes,
+    where: list[str | int],
+) -> None:
+    """`runPolicy`: the operator's clean-up default made explicit; the gang from the cluster."""
+    default = default_clean_pod_policy(str(obj.get("apiVersion")))
+    out: dict[str, Any] = {"cleanPodPolicy": policy.get("cleanPodPolicy", default)}
+    if "cleanPodPolicy" not in policy:
+        notes.add(
+            ["spec"],
+            f"runPolicy.cleanPodPolicy unset: the operator's default `{default}` made"
+            " explicit (trainops recommends `All`)",
+        )
+    for key in ("backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished"):
+        if key in policy:
+            out[key] = policy[key]
+    gang = policy.get("schedulingPolicy")
+    if gang is not None and not (
+        cluster.scheduler.kind == VOLCANO_SCHEDULER
+        and gang.get("queue") in (None, cluster.scheduler.queue)
+    ):
+        notes.add(
+            [*where, "schedulingPolicy"],
+            "schedulingPolicy is rendered from"
+            f" cluster `{cluster.name}`'s scheduler ({cluster.scheduler.kind}): dropped",
+        )
+    if policy.get("suspend"):
+        notes.add([*where, "suspend"], "suspend is never set from Git (Kueue owns it): dropped")
+    for key in sorted(
+        set(policy)
+        - {
+            "cleanPodPolicy",
+            "backoffLimit",
+            "activeDeadlineSeconds",
+            "ttlSecondsAfterFinished",
+            "schedulingPolicy",
+            "suspend",
+        }
+    ):
+        notes.add([*where, key], f"runPolicy.{key} is not carried: trainops does not render it")
+    job["runPolicy"] = out
+
+
+def finish(
+    job: dict[str, Any],
+    obj: dict[str, Any],
+    pod: dict[str, Any],
+    main: dict[str, Any],
+    *,
+    cluster: ClusterProfile,
+    notes: Notes,
+    where: list[str | int],
+) -> dict[str, Any]:
+    """The job's own labels and annotations, and its one target (the GPU product named by the
+    training pods' node selector)."""
+    meta = obj.get("metadata") or {}
+    job_labels = dict(meta.get("labels") or {})
+    if (
+        cluster.scheduler.kind == "kueue"
+        and job_labels.get(KUEUE_QUEUE_LABEL) == cluster.scheduler.queue
+    ):
+        del job_labels[KUEUE_QUEUE_LABEL]
+    if job_labels:
+        job["labels"] = job_labels
+    if meta.get("annotations"):
+        job["annotations"] = dict(meta["annotations"])
+    gpu = next(
+        (
+            g
+            for g in cluster.gpus
+            if g.node_selector.items() <= (pod.get("nodeSelector") or {}).items()
+        ),
+        None,
+    )
+    target: dict[str, Any] = {"cluster": cluster.name}
+    if gpu is not None and len(cluster.gpus) > 1:
+        target["gpuProduct"] = gpu.name
+    elif len(cluster.gpus) > 1 and job["gpusPerReplica"]:
+        target["gpuProduct"] = cluster.gpus[0].name
+        notes.add(
+            [*where],
+            f"no node selector names one of `{cluster.name}`'s GPU products:"
+            f" `{cluster.gpus[0].name}` chosen",
+        )
+    job["targets"] = [target]
+    products = {g.resource for g in cluster.gpus}
+    limits = (main.get("resources") or {}).get("limits") or {}
+    if any(is_gpu_resource(k, products) for k in limits) and not job["gpusPerReplica"]:
+        notes.add([*where, "containers"], "GPU limits without a count")
+    return job

@@ -1,0 +1,227 @@
+"""MPIJob (the MPI Operator's kubeflow.org/v2beta1, the Training Operator's kubeflow.org/v1)
+to a `framework: mpi` job spec: the Workers become `replicas`, the Launcher its role, and
+the Launcher's `mpirun` argv is read back (`mpirun.py`) into the program (`command`/`args`)
+and the author's options (`mpi.mpirunArgs`); what trainops generates itself (`-np`, the `-x`
+exports of the Launcher's env, the socket interface options) is removed and named. The
+escape hatch carries the rest of each pod (`importer.build`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainops.core.yamlio import Document
+from trainops.facts.gpus import container_gpus
+from trainops.facts.kubeflow import (
+    MPI_LAUNCHER_CONTAINER,
+    MPI_WORKER_CONTAINER,
+    MPIJOB_V1,
+    MPIJOB_V2BETA1,
+)
+from trainops.importer import common
+from trainops.importer.launch import PYTHONS
+from trainops.importer.mpirun import ALLOW_ROOT, MpiRun, read_mpirun
+from trainops.importer.notes import Notes
+from trainops.importer.pod import normalised_template
+from trainops.render.pod import METRICS_PORT_ENV, nccl_env
+from trainops.spec.model import ClusterProfile
+
+KINDS = ((MPIJOB_V2BETA1, "MPIJob"), (MPIJOB_V1, "MPIJob"))
+REPLICAS_KEY = "mpiReplicaSpecs"
+SPEC_KEYS = {
+    MPIJOB_V2BETA1: {
+        REPLICAS_KEY,
+        "runPolicy",
+        "slotsPerWorker",
+        "mpiImplementation",
+        "sshAuthMountPath",
+    },
+    MPIJOB_V1: {REPLICAS_KEY, "runPolicy", "slotsPerWorker", "cleanPodPolicy"},
+}
+# render/mpijob.py rendezvous_env: the MPI Operator's v2beta1 Launcher only.
+RENDEZVOUS_ENV = ("MASTER_ADDR", "MASTER_PORT")
+
+
+def import_mpijob(
+    obj: dict[str, Any],
+    doc: Document,
+    beside: dict[str, dict[str, Any]],
+    cluster: ClusterProfile,
+    notes: Notes,
+) -> dict[str, Any] | None:
+    """The job spec for `obj` (before the escape hatch: `importer.build` adds it)."""
+    api = str(obj.get("apiVersion"))
+    spec = obj.get("spec") or {}
+    common.unknown_keys(spec, SPEC_KEYS[api], f"MPIJob {api}", notes, ["spec"])
+    specs = spec.get(REPLICAS_KEY) or {}
+    for rtype in sorted(set(specs) - {"Launcher", "Worker"}):
+        notes.add(
+            ["spec", REPLICAS_KEY, rtype], f"replica type {rtype} is not an MPIJob type: dropped"
+        )
+    launcher, worker = specs.get("Launcher") or {}, specs.get("Worker") or {}
+    if launcher.get("template") is None or worker.get("template") is None:
+        notes.add(["spec", REPLICAS_KEY], "no Launcher and Worker templates: nothing to import")
+        return None
+    if int(launcher.get("replicas", 1)) != 1:
+        notes.add(["spec", REPLICAS_KEY, "Launcher", "replicas"], "an MPIJob has one Launcher")
+    common.restart_policies(obj, REPLICAS_KEY, notes, {"Launcher", "Worker"})
+    where: list[str | int] = ["spec", REPLICAS_KEY, "Worker", "template", "spec"]
+    template = normalised_template(worker["template"])
+    pod = template.get("spec") or {}
+    main = _first(pod, MPI_WORKER_CONTAINER, notes, where)
+    at_launcher: list[str | int] = ["spec", REPLICAS_KEY, "Launcher", "template", "spec"]
+    launcher_pod = (launcher.get("template") or {}).get("spec") or {}
+    first = _first(launcher_pod, MPI_LAUNCHER_CONTAINER, notes, at_launcher)
+    job = common.head(obj, "mpi", main.get("image"), cluster, notes)
+    job["replicas"] = int(worker.get("replicas", 1))
+    common.size(job, main, cluster, where)
+    slots = int(spec.get("slotsPerWorker", 1))
+    if slots != max(job["gpusPerReplica"], 1):
+        notes.add(
+            ["spec", "slotsPerWorker"],
+            f"slotsPerWorker {slots}: trainops runs one rank per GPU"
+            f" ({max(job['gpusPerReplica'], 1)})",
+        )
+    mpi: dict[str, Any] = {}
+    if api == MPIJOB_V1:
+        mpi["apiVersion"] = MPIJOB_V1
+    else:
+        mpi["implementation"] = spec.get("mpiImplementation", "OpenMPI")
+    mpi["launcher"] = _launcher(first, job, cluster)
+    common.pod_fields(job, template, main, beside=beside, cluster=cluster, notes=notes, where=where)
+    worker_argv = [*(main.get("command") or []), *(main.get("args") or [])]
+    if main.get("command"):
+        mpi["workerCommand"] = worker_argv
+    if api == MPIJOB_V2BETA1 and "sshAuthMountPath" in spec:
+        mpi["sshAuthMountPath"] = spec["sshAuthMountPath"]
+    exported = _exported(job, cluster, api)
+    argv = [*(first.get("command") or []), *(first.get("args") or [])]
+    at_argv: list[str | int] = [
+        *at_launcher,
+        "containers",
+        0,
+        "args" if "args" in first else "command",
+    ]
+    run = read_mpirun(argv, exported)
+    program = run.program if run is not None else _python_program(argv)
+    if run is None:
+        notes.add(
+            at_argv,
+            f"the Launcher runs `{argv[0] if argv else '(the image)'}`, not mpirun: its"
+            " command is kept as it is in `replicaPodTemplates.Launcher`",
+        )
+    if not program or program[0] not in PYTHONS or len(program) < 2:
+        notes.add(
+            at_argv,
+            f"the ranks run `{program[0] if program else '(nothing)'}`, not a python program:"
+            " a job's `command` is the python program mpirun starts; not imported",
+        )
+        return None
+    job["command"], job["args"] = _split(program)
+    if run is not None:
+        root = (job.get("securityContext") or {}).get("runAsUser") == 0
+        mpi["mpirunArgs"] = [
+            o
+            for o in run.options
+            if not (root and mpi.get("implementation", "OpenMPI") == "OpenMPI" and o == ALLOW_ROOT)
+        ]
+        _generated(run, job, cluster=cluster, notes=notes, where=at_argv)
+    job["mpi"] = mpi
+    policy = dict(spec.get("runPolicy") or {})
+    if api == MPIJOB_V1 and "cleanPodPolicy" in spec:
+        if "cleanPodPolicy" not in policy:
+            policy["cleanPodPolicy"] = spec["cleanPodPolicy"]
+        notes.add(
+            ["spec", "cleanPodPolicy"],
+            "spec.cleanPodPolicy (deprecated) is written as runPolicy.cleanPodPolicy",
+        )
+    common.run_policy(job, obj, policy, cluster=cluster, notes=notes, where=["spec", "runPolicy"])
+    return common.finish(job, obj, pod, main, cluster=cluster, notes=notes, where=where)
+
+
+def _first(pod: dict[str, Any], name: str, notes: Notes, where: list[str | int]) -> dict[str, Any]:
+    """The first container (the MPI Operator's), renamed to trainops's name."""
+    containers = pod.get("containers") or [{}]
+    if containers[0].get("name") != name:
+        notes.add(
+            [*where, "containers", 0],
+            f"container `{containers[0].get('name')}` is rendered as `{name}` (the MPI"
+            " Operator takes the first container, whatever its name)",
+        )
+    return dict(containers[0])
+
+
+def _launcher(
+    container: dict[str, Any], job: dict[str, Any], cluster: ClusterProfile
+) -> dict[str, Any]:
+    """`mpi.launcher`: its GPUs and size (the spec's defaults where it names none)."""
+    out: dict[str, Any] = {}
+    gpus = container_gpus(container, {g.resource for g in cluster.gpus})
+    if gpus:
+        out["gpus"] = gpus
+    wanted = common.requests_of(container)
+    if set(wanted) == {"cpu", "memory"}:
+        out["resources"] = wanted
+    return out
+
+
+def _exported(job: dict[str, Any], cluster: ClusterProfile, api: str) -> set[str]:
+    """The variables trainops's Launcher exports to the ranks (render/mpijob.py `-x NAME`)."""
+    names = {*(job.get("env") or {}), *(job.get("secretEnv") or {}), METRICS_PORT_ENV}
+    names |= set(nccl_env(cluster))
+    if api == MPIJOB_V2BETA1:
+        names |= set(RENDEZVOUS_ENV)
+    return names
+
+
+def _split(program: list[str]) -> tuple[list[str], list[str]]:
+    """`[python, (flags,) script | -m module]` and the program's arguments."""
+    i = 1
+    while i < len(program) - 1 and program[i].startswith("-"):
+        if program[i] == "-m":
+            i += 1
+            break
+        i += 1
+    return program[: i + 1], program[i + 1 :]
+
+
+def _python_program(argv: list[str]) -> list[str]:
+    """The python program inside another launcher's argv (`horovodrun ... python x.py`)."""
+    starts = [i for i, word in enumerate(argv) if word.rsplit("/", 1)[-1] in PYTHONS]
+    return argv[starts[0] :] if starts else []
+
+
+def _generated(
+    run: MpiRun,
+    job: dict[str, Any],
+    *,
+    cluster: ClusterProfile,
+    notes: Notes,
+    where: list[str | int],
+) -> None:
+    """Name every option removed because trainops generates it."""
+    ranks = job["replicas"] * max(job["gpusPerReplica"], 1)
+    if run.split:
+        notes.add(
+            where,
+            f"{', '.join(f'`{w}`' for w in run.split)}: an option and its value in one argv"
+            " element (mpirun reads one word): split",
+        )
+    if run.processes is not None:
+        same = run.processes == str(ranks)
+        notes.add(
+            where,
+            f"-np {run.processes} removed: trainops generates -np {ranks} (Workers x slots)"
+            + ("" if same else f", not {run.processes}"),
+        )
+    if run.exported:
+        notes.add(
+            where,
+            f"-x {' -x '.join(run.exported)} removed: trainops exports every variable of the"
+            " Launcher's env (a value given here is the env's, or the cluster's NCCL setting)",
+        )
+    if run.interface:
+        notes.add(
+            where,
+            f"{' '.join(run.interface)} removed: trainops generates the interface options for"
+            f" cluster `{cluster.name}`'s socket interface {cluster.network.socket_interface}",
+        )
