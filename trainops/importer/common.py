@@ -56,6 +56,18 @@ def unknown_keys(
         )
 
 
+def unknown_replica_types(
+    specs: dict[str, Any], types: tuple[str, ...], kind: str, key: str, notes: Notes
+) -> None:
+    """Name every replica type trainops does not render for `kind` (it is dropped)."""
+    for rtype in sorted(set(specs) - set(types)):
+        notes.add(
+            ["spec", key, rtype],
+            f"replica type {rtype} is not one trainops renders for a {kind}"
+            f" ({', '.join(types)}): dropped",
+        )
+
+
 def restart_policies(
     obj: dict[str, Any], key: str, notes: Notes, carried: set[str] | None = None
 ) -> None:

@@ -23,6 +23,7 @@ from trainops.importer.mpirun import ALLOW_ROOT, MpiRun, read_mpirun
 from trainops.importer.notes import Notes
 from trainops.importer.pod import normalised_template
 from trainops.render.pod import METRICS_PORT_ENV, nccl_env
+from trainops.spec.job import FRAMEWORK_REPLICA_TYPES
 from trainops.spec.model import ClusterProfile
 
 KINDS = ((MPIJOB_V2BETA1, "MPIJob"), (MPIJOB_V1, "MPIJob"))
@@ -53,10 +54,9 @@ def import_mpijob(
     spec = obj.get("spec") or {}
     common.unknown_keys(spec, SPEC_KEYS[api], f"MPIJob {api}", notes, ["spec"])
     specs = spec.get(REPLICAS_KEY) or {}
-    for rtype in sorted(set(specs) - {"Launcher", "Worker"}):
-        notes.add(
-            ["spec", REPLICAS_KEY, rtype], f"replica type {rtype} is not an MPIJob type: dropped"
-        )
+    common.unknown_replica_types(
+        specs, FRAMEWORK_REPLICA_TYPES["mpi"], "MPIJob", REPLICAS_KEY, notes
+    )
     launcher, worker = specs.get("Launcher") or {}, specs.get("Worker") or {}
     if launcher.get("template") is None or worker.get("template") is None:
         notes.add(["spec", REPLICAS_KEY], "no Launcher and Worker templates: nothing to import")

@@ -12,6 +12,7 @@ from trainops.importer import common
 from trainops.importer.launch import read_program
 from trainops.importer.notes import Notes
 from trainops.importer.pod import normalised_template, training_container
+from trainops.spec.job import FRAMEWORK_REPLICA_TYPES
 from trainops.spec.model import ClusterProfile
 
 KIND = ("kubeflow.org/v1", "PyTorchJob")
@@ -30,11 +31,9 @@ def import_pytorchjob(
     spec = obj.get("spec") or {}
     common.unknown_keys(spec, SPEC_KEYS, "PyTorchJob", notes, ["spec"])
     replicas_specs = spec.get(REPLICAS_KEY) or {}
-    for rtype in sorted(set(replicas_specs) - {"Master", "Worker"}):
-        notes.add(
-            ["spec", REPLICAS_KEY, rtype],
-            f"replica type {rtype} is not a PyTorchJob type: dropped",
-        )
+    common.unknown_replica_types(
+        replicas_specs, FRAMEWORK_REPLICA_TYPES["pytorch"], "PyTorchJob", REPLICAS_KEY, notes
+    )
     elastic = spec.get("elasticPolicy")
     master, worker = replicas_specs.get("Master"), replicas_specs.get("Worker")
     primary = "Worker" if elastic or master is None else "Master"

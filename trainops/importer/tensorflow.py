@@ -15,12 +15,13 @@ from trainops.importer import common
 from trainops.importer.launch import PYTHONS
 from trainops.importer.notes import Notes
 from trainops.importer.pod import normalised_template, training_container
+from trainops.spec.job import FRAMEWORK_REPLICA_TYPES
 from trainops.spec.model import ClusterProfile
 
 KIND = ("kubeflow.org/v1", "TFJob")
 REPLICAS_KEY = "tfReplicaSpecs"
 SPEC_KEYS = {REPLICAS_KEY, "runPolicy", "successPolicy"}
-TYPES = ("Chief", "Worker", "PS", "Evaluator")
+TYPES = FRAMEWORK_REPLICA_TYPES["tensorflow"]
 # TFJob successPolicy -> the spec's (render/tfjob.py SUCCESS_POLICIES, reversed).
 SUCCESS_POLICIES = {"": "ChiefOrWorker0", "AllWorkers": "AllWorkers"}
 
@@ -36,12 +37,7 @@ def import_tfjob(
     spec = obj.get("spec") or {}
     common.unknown_keys(spec, SPEC_KEYS, "TFJob", notes, ["spec"])
     specs = spec.get(REPLICAS_KEY) or {}
-    for rtype in sorted(set(specs) - set(TYPES)):
-        notes.add(
-            ["spec", REPLICAS_KEY, rtype],
-            f"replica type {rtype} is not one trainops renders (Chief, Worker, PS,"
-            " Evaluator): dropped",
-        )
+    common.unknown_replica_types(specs, TYPES, "TFJob", REPLICAS_KEY, notes)
     chief, worker = specs.get("Chief"), specs.get("Worker")
     primary = "Chief" if chief is not None else "Worker"
     if (specs.get(primary) or {}).get("template") is None:
