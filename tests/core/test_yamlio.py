@@ -145,6 +145,8 @@ def test_data_is_what_kubernetes_reads(case: tuple[str, Any], anchor: str) -> No
             " line 2)",
         ),
         ("l: &l [1, [2, *l]]\n", 1, "recursive alias: `*l`"),
+        ("a: 1\nb: !!int x\n", 2, "!!int cannot take 'x'"),
+        ("---\na: 1\n---\nb: [!!bool maybe]\n", 4, "!!bool cannot take 'maybe'"),
     ],
     ids=[
         "dup-quoted",
@@ -155,6 +157,8 @@ def test_data_is_what_kubernetes_reads(case: tuple[str, Any], anchor: str) -> No
         "rec",
         "rec-deep",
         "rec-seq",
+        "int-tag",
+        "bool-tag",
     ],
 )
 def test_not_kubernetes_yaml_names_file_and_line(text: str, line: int, message: str) -> None:

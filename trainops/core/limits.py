@@ -11,11 +11,13 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import yaml
 
 from trainops.core.errors import InputError, Problem
+from trainops.core.yaml_fast import split_documents
 
 # The API server refuses request bodies over 3 MiB (k8s.io/apiserver
 # `MaxRequestBodyBytes` default, 3 * 1024 * 1024), so no single manifest can be larger;
@@ -29,8 +31,6 @@ MAX_FILE_BYTES = 16 * MAX_REQUEST_BYTES
 MAX_DEPTH = 200
 # Seconds one external tool run may take (kustomize build of one overlay, kubeconform).
 TOOL_TIMEOUT_SECONDS = 300.0
-
-_LEADING = re.compile(r"^[ \-?:]*", re.MULTILINE)
 
 
 def read_bounded(path: Path, display: str) -> bytes:
@@ -66,10 +66,12 @@ def _too_large(size: int) -> str:
     )
 
 
-def check_depth(text: str, file: str) -> None:
+def check_depth(text: str, file: str, pieces: Sequence[tuple[int, str]] | None = None) -> None:
     """Refuse YAML nesting deeper than MAX_DEPTH, found from the parser's events (iterative,
-    no recursion) before the loader builds a tree out of it."""
-    if _depth_bound(text) <= MAX_DEPTH:
+    no recursion) before a loader builds a tree out of it (PyYAML's C loader and yaml-rs both
+    overflow their stack on deep enough nesting). `pieces`: `split_documents(text)`, when the
+    caller has it already."""
+    if not _may_nest_too_deep(text, pieces if pieces is not None else split_documents(text)):
         return
     loader_class: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     depth = 0
@@ -93,12 +95,15 @@ def check_depth(text: str, file: str) -> None:
         return  # the loader reports syntax errors with their position
 
 
-def _depth_bound(text: str) -> int:
-    """A cheap upper bound of the nesting depth: each flow bracket opens at most one level,
-    and block style needs one more column of indentation (spaces and `- `) at least every
-    second level (a sequence may sit at its key's column)."""
-    indent = max((len(m.group()) for m in _LEADING.finditer(text)), default=0)
-    return text.count("[") + text.count("{") + 2 * indent + 2
+def _may_nest_too_deep(text: str, pieces: Iterable[tuple[int, str]]) -> bool:
+    """Whether a cheap upper bound of the nesting depth exceeds MAX_DEPTH. Each flow bracket
+    opens at most one level, and block style needs one more column of indentation (spaces and
+    `- `) at least every second level (a sequence may sit at its key's column): the bound is
+    brackets + 2 x indentation + 2. Brackets count per document: each starts at depth 0, and
+    a `---` line cannot sit inside a collection (the parser stops there with an error)."""
+    brackets = max((piece.count("[") + piece.count("{") for _, piece in pieces), default=0)
+    room = (MAX_DEPTH - 2 - brackets) // 2  # the deepest indentation within the bound
+    return room < 0 or re.search(rf"^[ \-?:]{{{room + 1}}}", text, re.MULTILINE) is not None
 
 
 def inside(path: Path, root: Path) -> bool:

@@ -27,12 +27,13 @@ import binascii
 import contextlib
 import gc
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from trainops.core import yaml_fast
 from trainops.core.errors import InputError, Problem
 from trainops.core.limits import check_depth, read_bounded
 from trainops.core.yaml_aliases import (
@@ -105,6 +106,17 @@ class _StrictLoader(_BaseLoader):  # type: ignore[misc, valid-type]
             if type(node) is yaml.SequenceNode and node.tag == _SEQ_TAG:
                 return [self._construct(child, deep) for child in node.value]
         return self.construct_object(node, deep=deep)
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        """PyYAML's, with a value its tag cannot take (`!!int x`, `!!bool maybe`) reported at
+        its place instead of escaping as a bare ValueError or KeyError."""
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, KeyError) as err:
+            tag = str(node.tag).replace("tag:yaml.org,2002:", "!!")
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{tag} cannot take {node.value!r} ({err})", node.start_mark
+            ) from None
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[str, Any]:
         if not isinstance(node, yaml.MappingNode):
@@ -209,12 +221,24 @@ class Document:
     index: int
     """0-based position of the document in its file."""
     data: Any
-    node: yaml.Node
+    tree: yaml.Node | None = None
+    """PyYAML's node tree, when built; else it is composed from `text` on first use."""
+    text: str | None = field(default=None, repr=False)
+    """The document's own text, when its data came from the fast path (`yaml_fast`)."""
+    first_line: int = 0
+    """0-based line of the file where the tree's line 0 is."""
+
+    @property
+    def node(self) -> yaml.Node:
+        """The node tree: positions are only asked for when something is reported."""
+        if self.tree is None:
+            self.tree = _compose(self.text or "")
+        return self.tree
 
     @property
     def line(self) -> int:
         """1-based line where the document starts."""
-        return int(self.node.start_mark.line) + 1
+        return int(self.node.start_mark.line) + 1 + self.first_line
 
     def _walk(self, path: Sequence[str | int]) -> tuple[Any, yaml.Node, bool]:
         """(mark, node) of the deepest node found along `path`, and whether all of it was."""
@@ -243,7 +267,7 @@ class Document:
         For a mapping entry this is the key, which is where a reader looks.
         """
         mark, _, _ = self._walk(path)
-        return int(mark.line) + 1, int(mark.column) + 1
+        return int(mark.line) + 1 + self.first_line, int(mark.column) + 1
 
     def scalar_text(self, path: Sequence[str | int]) -> str | None:
         """The scalar at `path` as written (`2.10`, not the float 2.1), else None."""
@@ -257,7 +281,26 @@ class Document:
         """The node at exactly `path` as a document of its own (same file and index), whose
         positions are relative to it; None when the path is not in the tree."""
         _, node, found = self._walk(path)
-        return Document(self.file, self.index, data, node) if found else None
+        if not found:
+            return None
+        return Document(self.file, self.index, data, node, first_line=self.first_line)
+
+
+def _compose(text: str) -> yaml.Node:
+    """The node tree of one document that yaml-rs has read. The screen in `yaml_fast` sends
+    anything PyYAML would refuse to PyYAML in the first place; should the two still disagree,
+    positions fall back to the document's first line rather than fail the report."""
+    loader = _StrictLoader(text)
+    try:
+        node: yaml.Node | None = loader.get_single_node()
+    except yaml.YAMLError:
+        node = None
+    finally:
+        loader.dispose()
+    if node is None:
+        start = yaml.Mark("", 0, 0, 0, "", 0)
+        node = yaml.ScalarNode("tag:yaml.org,2002:null", "", start, start)
+    return node
 
 
 def _problem(file: str, err: yaml.YAMLError, text: str) -> Problem:
@@ -310,39 +353,95 @@ def load_text(text: str, file: str) -> list[Document]:
 def _load_text(text: str, file: str) -> list[Document]:
     if "\x00" in text:
         raise InputError(Problem(file, None, None, "this is a binary file, not YAML"))
-    check_depth(text, file)
-    loader = _StrictLoader(text)
+    pieces = list(yaml_fast.split_documents(text))
+    check_depth(text, file, pieces)
+    documents = _load_fast(text, pieces, file)
+    if documents is None:
+        documents = _load_pyyaml(text, file)
+    return documents
+
+
+def _load_fast(text: str, pieces: list[tuple[int, str]], file: str) -> list[Document] | None:
+    """Each document through yaml-rs where `yaml_fast` finds it safe, else through PyYAML;
+    None when anything goes wrong, so that PyYAML reads the whole stream and reports the
+    problem at its place in the file."""
+    if "\r" in text:
+        # PyYAML reads `\r\n` as `\n` everywhere: lines, columns and data stay as they are.
+        text = text.replace("\r\n", "\n")
+        pieces = list(yaml_fast.split_documents(text))
+    if yaml_fast.stream_needs_pyyaml(text):
+        return None
     documents: list[Document] = []
+    index = 0
+    screened = yaml_fast.pieces_needing_pyyaml(text, pieces)
+    for (first_line, piece), needs_pyyaml in zip(pieces, screened, strict=True):
+        if not yaml_fast.holds_document(piece):
+            continue
+        if needs_pyyaml:
+            try:
+                ((node, data),) = _pyyaml_documents(piece)
+            except (yaml.YAMLError, RecursiveAlias, RecursionError, _AliasBomb, ValueError):
+                return None
+            document = Document(file, index, data, node, first_line=first_line)
+        else:
+            try:
+                data = yaml_fast.read(piece)
+            except yaml_fast.Refused:
+                return None
+            document = Document(file, index, data, text=piece, first_line=first_line)
+        if data is not None:
+            documents.append(document)
+        index += 1
+    return documents
+
+
+class _AliasBomb(Exception):
+    """A document whose aliases expand past MAX_EXPANDED_NODES; `line` is where it starts."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(line)
+        self.line = line
+
+
+def _pyyaml_documents(text: str) -> list[tuple[yaml.Node, Any]]:
+    """(node tree, data) of every document, strictly; raises what the loader raises."""
+    loader = _StrictLoader(text)
+    documents: list[tuple[yaml.Node, Any]] = []
     try:
-        index = 0
         while loader.check_node():
             node = loader.get_node()
-            if node is None:
-                continue
             if not loader.tree_only and expanded_size(node, {}, set()) > MAX_EXPANDED_NODES:
-                line = node.start_mark.line + 1
-                raise InputError(
-                    Problem(
-                        file,
-                        line,
-                        None,
-                        f"document expands to more than {MAX_EXPANDED_NODES:,} nodes through"
-                        " aliases; refusing to load it (remove the anchors/aliases)",
-                    )
-                )
-            data = loader.construct_document(node)
-            if data is not None:
-                documents.append(Document(file, index, data, node))
-            index += 1
+                raise _AliasBomb(node.start_mark.line + 1)
+            documents.append((node, loader.construct_document(node)))
+    finally:
+        loader.dispose()
+    return documents
+
+
+def _load_pyyaml(text: str, file: str) -> list[Document]:
+    try:
+        documents = _pyyaml_documents(text)
+    except _AliasBomb as bomb:
+        raise InputError(
+            Problem(
+                file,
+                bomb.line,
+                None,
+                f"document expands to more than {MAX_EXPANDED_NODES:,} nodes through aliases;"
+                " refusing to load it (remove the anchors/aliases)",
+            )
+        ) from None
     except yaml.YAMLError as err:
         raise InputError(_problem(file, err, text)) from None
     except RecursiveAlias as found:
         raise InputError(recursive_alias_problem(file, text, found)) from None
     except RecursionError:
         raise InputError(Problem(file, None, None, "YAML nests too deeply to load")) from None
-    finally:
-        loader.dispose()
-    return documents
+    return [
+        Document(file, index, data, node)
+        for index, (node, data) in enumerate(documents)
+        if data is not None
+    ]
 
 
 def load_file(path: Path, display: str | None = None) -> list[Document]:

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Collection
 from typing import Any
@@ -61,4 +62,4 @@ def read_policy(doc: Document, rule_slugs: Collection[str] = ()) -> tuple[Docume
             )
             continue
         read[slug] = OFF if value is False else value
-    return Document(doc.file, doc.index, {**data, "policy": read}, doc.node), problems
+    return dataclasses.replace(doc, data={**data, "policy": read}), problems

@@ -11,6 +11,7 @@ line in the same file.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -105,9 +106,7 @@ def _add_object(
             else:
                 filled = item
             # The data was built from this very node tree, so the item's node is there.
-            part = doc.part(["items", index], filled) or yamlio.Document(
-                doc.file, doc.index, filled, doc.node
-            )
+            part = doc.part(["items", index], filled) or dataclasses.replace(doc, data=filled)
             _add_object(part, f"{data['kind']} item {index + 1}", cluster, manifests, problems)
         return
     manifests.append(Manifest(data=data, file=doc.file, document=doc, cluster=cluster))
