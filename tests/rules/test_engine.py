@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -9,8 +10,9 @@ import pytest
 
 from tests.rules.conftest import make_cluster
 from tests.rules.helpers import FIXTURES, manifests_from_file, manifests_from_text, run
+from tests.tools import REPO, require_upstream
 from trainops.cli import main
-from trainops.rules import RULES
+from trainops.rules import RULES, check
 from trainops.rules.docs import as_markdown
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
@@ -88,3 +90,19 @@ def test_cli_lists_every_rule(fmt: str, capsys: pytest.CaptureFixture[str]) -> N
         assert rule.slug in out
     if fmt == "json":
         assert [r["rule"] for r in json.loads(out)["rules"]] == [r.slug for r in RULES]
+
+
+def test_skipping_pods_only_rules_on_objects_without_pods_changes_no_finding() -> None:
+    """`pods_only` is a speed-up, never a filter: with every rule run on every object (the
+    flag cleared), each fixture, upstream example and shipped rendered file gives the same
+    findings, with and without a cluster."""
+    files = sorted(FIXTURES.rglob("*.yaml"))
+    files += sorted((require_upstream() / "examples").rglob("*.yaml"))
+    files += [p for d in ("base", "overlays") for p in sorted((REPO / d).rglob("*.yaml"))]
+    unskipped = [dataclasses.replace(rule, pods_only=False) for rule in RULES]
+    assert any(rule.pods_only for rule in RULES)
+    cluster = make_cluster()
+    for path in files:
+        manifests = [m for m in manifests_from_file(path) if m.kind != "Kustomization"]
+        for profile in (None, cluster):
+            assert check(manifests, profile) == check(manifests, profile, unskipped), path

@@ -74,11 +74,8 @@ class Context:
                 obj.runtime = next(
                     (
                         o
-                        for o in self.objects
-                        if o.kind == kind
-                        and o.group == TRAINER_GROUP
-                        and o.name == name
-                        and same_namespace(o.namespace, namespace)
+                        for o in self._by_kind_name.get((kind, name), [])
+                        if o.group == TRAINER_GROUP and same_namespace(o.namespace, namespace)
                     ),
                     None,
                 )

@@ -50,11 +50,13 @@ def check(
     per-rule severity overrides.
     """
     ctx = Context([Object(m) for m in manifests], cluster, frozenset(RULES_BY_SLUG))
+    with_pods = [rule for rule in rules if cluster is not None or not rule.needs_cluster]
+    without_pods = [rule for rule in with_pods if not rule.pods_only]
     findings: list[Finding] = []
     for obj in ctx.objects:
-        waived = _waived(obj)
-        for rule in rules:
-            if (rule.needs_cluster and cluster is None) or rule.slug in waived:
+        waived = _waived(obj) if obj.annotations else set()
+        for rule in with_pods if obj.pods else without_pods:
+            if rule.slug in waived:
                 continue
             for violation in rule.check(obj, ctx):
                 severity = _severity(rule, violation.severity or rule.severity, cluster)

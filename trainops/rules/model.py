@@ -57,5 +57,8 @@ class Rule:
     check: CheckFn
     needs_cluster: bool = False
     """Only runs when a cluster profile is known (`--cluster`, or rendered output)."""
+    pods_only: bool = False
+    """Finds nothing in an object without pod templates (a Service, a ConfigMap): the engine
+    skips it there. Most objects of a repository have none, and most rules look at pods."""
     references: Sequence[str] = field(default_factory=tuple)
     """Links to the upstream documentation the rule relies on."""

@@ -134,5 +134,6 @@ RULES = (
         example="elasticPolicy: {minReplicas: 1, maxReplicas: 4}\n"
         "command: [torchrun, train.py, --checkpoint_dir=./checkpoints]",
         check=_checkpoint_ephemeral,
+        pods_only=True,
     ),
 )

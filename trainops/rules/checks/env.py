@@ -163,5 +163,6 @@ RULES = (
         fix="Store it in a Secret and use `valueFrom.secretKeyRef`.",
         example="env:\n- {name: HF_TOKEN, value: hf_abc123}",
         check=_plain_secret,
+        pods_only=True,
     ),
 )

@@ -178,10 +178,10 @@ def _service(obj: Object, ctx: Context) -> Iterator[Violation]:
                     ("spec", "selector", key),
                 )
         return
+    declared = [(p, c.name) for pod in pods for c in pod.containers() for p in c.ports()]
     for i, raw in enumerate(as_list(obj.spec.get("ports"))):
         port = as_dict(raw)
         target = port.get("targetPort", port.get("port"))
-        declared = [(p, c.name) for pod in pods for c in pod.containers() for p in c.ports()]
         if isinstance(target, str) and not target.isdigit():
             if not any(p.get("name") == target for p, _ in declared):
                 yield Violation(

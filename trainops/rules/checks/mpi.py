@@ -82,5 +82,6 @@ RULES = (
         fix="Split option and value into two elements: `- -x` and `- NCCL_DEBUG=INFO`.",
         example='command: [mpirun, "-x NCCL_DEBUG=INFO", python, train.py]',
         check=_has_space,
+        pods_only=True,
     ),
 )

@@ -247,6 +247,7 @@ RULES = (
         example='env:\n- {name: NCCL_MIN_NRINGS, value: "4"}\n'
         '- {name: NCCL_TREE_THRESHOLD, value: "0"}',
         check=_deprecated,
+        pods_only=True,
         references=("https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html",),
     ),
     Rule(
@@ -259,6 +260,7 @@ RULES = (
         " in torch), or fix the spelling.",
         example='env:\n- {name: NCCL_TIMEOUT, value: "3600"}',
         check=_unknown,
+        pods_only=True,
         references=("https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html",),
     ),
     Rule(

@@ -106,6 +106,7 @@ RULES = (
         " gives RDMA through Multus instead.",
         example="spec:\n  hostNetwork: true",
         check=_host_network,
+        pods_only=True,
         references=(
             "https://kubernetes.io/docs/concepts/services-networking/dns-pod-service/#pod-s-dns-policy",
         ),
@@ -122,6 +123,7 @@ RULES = (
         fix="Pin a version tag, better a digest (`image@sha256:...`).",
         example="image: horovod/horovod:latest-gpu",
         check=_unpinned,
+        pods_only=True,
     ),
     Rule(
         slug="privileged",
@@ -134,5 +136,6 @@ RULES = (
         fix="Remove privileged; request the RDMA device resource and add only IPC_LOCK.",
         example="securityContext: {privileged: true}",
         check=_privileged,
+        pods_only=True,
     ),
 )

@@ -203,6 +203,7 @@ RULES = (
         " /dev/infiniband hostPath); or drop the IB settings where the cluster has no RDMA.",
         example="env: [{name: NCCL_NET, value: IB}]\nresources: {limits: {nvidia.com/gpu: 8}}",
         check=_rdma_incomplete,
+        pods_only=True,
         references=("https://github.com/Mellanox/k8s-rdma-shared-dev-plugin",),
     ),
 )

@@ -243,6 +243,7 @@ RULES = (
         fix="Set the GPU count in `limits` (requests default to it), or the same number in both.",
         example="resources:\n  requests: {nvidia.com/gpu: 8}\n  limits: {nvidia.com/gpu: 4}",
         check=_gpu_request_limit,
+        pods_only=True,
         references=("https://kubernetes.io/docs/tasks/manage-gpus/scheduling-gpus/",),
     ),
     Rule(
@@ -260,6 +261,7 @@ RULES = (
         " (or `limits.cpu`, which the request defaults to); give launchers small requests.",
         example="resources:\n  limits: {nvidia.com/gpu: 8}",
         check=_unbounded,
+        pods_only=True,
     ),
     Rule(
         slug="nproc-gpu-mismatch",
@@ -275,6 +277,7 @@ RULES = (
         example="command: [torchrun, --nproc_per_node=8, train.py]\n"
         "resources: {limits: {nvidia.com/gpu: 4}}",
         check=_nproc_gpu,
+        pods_only=True,
     ),
     Rule(
         slug="shm-missing",
@@ -288,6 +291,7 @@ RULES = (
         " node's /dev/shm through a hostPath).",
         example="resources: {limits: {nvidia.com/gpu: 8}}  # and no /dev/shm volume",
         check=_shm,
+        pods_only=True,
         references=(
             "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html",
         ),

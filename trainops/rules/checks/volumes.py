@@ -207,6 +207,7 @@ RULES = (
         " what they only read.",
         example="accessModes: [ReadWriteOnce]  # claim mounted by 4 workers",
         check=_single_node,
+        pods_only=True,
         references=(
             "https://kubernetes.io/docs/concepts/storage/persistent-volumes/#access-modes",
         ),
@@ -224,6 +225,7 @@ RULES = (
         " mount them read-only for training.",
         example="initContainers: [{command: [aws, s3, sync, s3://b/ds, /data]}]  # /data readOnly",
         check=_write_read_only,
+        pods_only=True,
     ),
     Rule(
         slug="dataset-writable",
@@ -240,5 +242,6 @@ RULES = (
         example="volumeMounts: [{name: ds, mountPath: /data}]  # no readOnly\n"
         "command: [torchrun, train.py, --data_dir=/data/imagenet, --output_dir=/ckpt]",
         check=_dataset_writable,
+        pods_only=True,
     ),
 )
