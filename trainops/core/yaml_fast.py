@@ -75,7 +75,9 @@ _TOKEN = (
     r"|[|>](?![-+0-9]*[ \t]*(?:#[^\n]*)?$)"
     rf"|(?:yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF|=|<<){_END}"
     rf"|(?:[Tt]rue|TRUE|[Ff]alse|FALSE|[Nn]ull|NULL|~){_KEY_END}"  # keys 1.2 types
-    rf"|(?!{_SAME_NUMBER})[-+]?\.?[0-9][0-9a-fA-F_.:+xXoO-]*{_END}"
+    # Number characters; a `-` or `+` inside only after an exponent's `e` (a UID or a date
+    # is text to both).
+    rf"|(?!{_SAME_NUMBER})[-+]?\.?[0-9](?:[0-9a-fA-F_.:xXoO]|[eE][-+])*{_END}"
     rf"|[-+]?\.(?:inf|Inf|INF|nan|NaN|NAN){_END}"
     r")"
 )
