@@ -5,8 +5,9 @@ Kubernetes API server is strict and PyYAML is not: duplicate keys are an error
 (PyYAML silently keeps the last), alias expansion is bounded (a "billion laughs"
 document is tiny on disk and huge in memory), a recursive alias is an error, and
 every problem becomes an `InputError` naming file, line and column. Each document
-keeps its node tree, so any later finding can be mapped back to the line of the
-offending key.
+has its node tree, so any later finding can be mapped back to the line of the
+offending key; for the documents that yaml-rs reads (`trainops.core.yaml_fast`: those
+it provably reads as PyYAML does) the tree is composed when first asked for.
 
 The data is what Kubernetes reads (sigs.k8s.io/yaml turns YAML into JSON), so it
 is always JSON: every mapping key is a string (a scalar key's text: `1` and `"1"`
