@@ -23,7 +23,7 @@ from trainops.importer.mpirun import ALLOW_ROOT, MpiRun, read_mpirun
 from trainops.importer.notes import Notes
 from trainops.importer.pod import normalised_template
 from trainops.render.pod import METRICS_PORT_ENV, nccl_env
-from trainops.spec.job import FRAMEWORK_REPLICA_TYPES
+from trainops.spec.job_checks import FRAMEWORK_REPLICA_TYPES
 from trainops.spec.model import ClusterProfile
 
 KINDS = ((MPIJOB_V2BETA1, "MPIJob"), (MPIJOB_V1, "MPIJob"))

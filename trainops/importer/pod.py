@@ -10,7 +10,7 @@ from typing import Any
 
 from trainops.importer.notes import Notes
 from trainops.render.pod import SHM_VOLUME
-from trainops.spec.job import RESERVED_ENV
+from trainops.spec.job_checks import RESERVED_ENV
 from trainops.spec.model import ClusterProfile
 
 SHM_PATH = "/dev/shm"

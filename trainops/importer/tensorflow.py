@@ -15,7 +15,7 @@ from trainops.importer import common
 from trainops.importer.launch import PYTHONS
 from trainops.importer.notes import Notes
 from trainops.importer.pod import normalised_template, training_container
-from trainops.spec.job import FRAMEWORK_REPLICA_TYPES
+from trainops.spec.job_checks import FRAMEWORK_REPLICA_TYPES
 from trainops.spec.model import ClusterProfile
 
 KIND = ("kubeflow.org/v1", "TFJob")

@@ -1,6 +1,6 @@
-"""A training job spec (`jobs/<name>.yaml`): its schema, the checks within the file the
-schema cannot say (elastic bounds, volumes, env, DeepSpeed settings against the program's
-flags), and the typed `TrainingJob` built from it with the schema's defaults filled in."""
+"""A training job spec (`jobs/<name>.yaml`): its schema, the checks within the file that
+the schema cannot say (`trainops.spec.job_checks`), and the typed `TrainingJob` built from it
+with the schema's defaults filled in."""
 
 from __future__ import annotations
 
@@ -8,51 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from trainops.core.yamlio import Document
-from trainops.facts import deepspeed as ds_facts
-from trainops.facts.scratch import SCRATCH_VOLUMES
-from trainops.spec import metadata as meta
-from trainops.spec import model, podtemplate, schemas
-from trainops.spec.problems import Collector, dotted, schema_problems
+from trainops.spec import model, schemas
+from trainops.spec.job_checks import check_job
+from trainops.spec.problems import Collector, schema_problems
 
-RESERVED_ENV = frozenset(
-    {
-        "MASTER_ADDR",
-        "MASTER_PORT",
-        "WORLD_SIZE",
-        "RANK",
-        "LOCAL_RANK",
-        "NCCL_IB_DISABLE",
-        "NCCL_IB_HCA",
-        "NCCL_IB_GID_INDEX",
-        "NCCL_NET_GDR_LEVEL",
-        "NCCL_SOCKET_IFNAME",
-        "TRAINOPS_METRICS_PORT",
-        "TF_CONFIG",
-    }
-)
 SECURITY_KEYS = {
     "runAsUser": "run_as_user",
     "runAsGroup": "run_as_group",
     "fsGroup": "fs_group",
     "readOnlyRootFilesystem": "read_only_root_filesystem",
 }
-PYTHON_LAUNCHERS = ("python", "python3")
-SINGLE_NODE_MODES = frozenset({"ReadWriteOnce", "ReadWriteOncePod"})
-DISTRIBUTED_LAUNCHERS = ("torchrun", "deepspeed", "mpirun", "horovodrun")
-# overlays/<cluster>/platform/ holds the cluster's platform manifests, beside the job directories.
-RESERVED_JOB_NAME = "platform"
-# The replica types each framework's job kind can have (`replicaPodTemplates` keys).
-FRAMEWORK_REPLICA_TYPES: dict[str, tuple[str, ...]] = {
-    "pytorch": ("Master", "Worker"),
-    "tensorflow": ("Chief", "Worker", "PS", "Evaluator"),
-    "mpi": ("Launcher", "Worker"),
-}
-# Volumes and containers trainops renders itself: `extraVolumes` and `sidecars` may not reuse
-# their names (change them through `podTemplate`, which merges by name, instead).
-RENDERED_VOLUMES = frozenset({"dshm", "deepspeed-config", *(name for name, _ in SCRATCH_VOLUMES)})
-RENDERED_CONTAINERS = frozenset(
-    {"pytorch", "tensorflow", "mpi-launcher", "mpi-worker", "data-sync"}
-)
 
 
 def _secret_env(raw: dict[str, Any]) -> tuple[model.SecretEnv, ...]:
@@ -76,281 +41,8 @@ def _env(doc: Document, path: list[str | int]) -> dict[str, str]:
     }
 
 
-def _metadata_checks(d: dict[str, Any], out: Collector) -> None:
-    """Labels and annotations: Kubernetes syntax, and no control surface (spec/metadata.py)."""
-    for field in ("labels", "annotations"):
-        values = d.get(field, {})
-        for key, value in values.items():
-            problem = meta.key_problem(str(key))
-            if problem:
-                out.add([field, key], f"`{field}` key {key!r} is invalid: {problem}")
-                continue
-            who = meta.owner(str(key))
-            if who:
-                out.add(
-                    [field, key],
-                    f"`{field}` key {key!r} is a control surface set by {who}, not by a job:"
-                    " remove it",
-                )
-            if field == "labels":
-                value_problem = meta.label_value_problem(str(value))
-                if value_problem:
-                    out.add([field, key], f"label {key!r}: {value_problem}, got {value!r}")
-        size = sum(len(str(k)) + len(str(v)) for k, v in values.items())
-        if field == "annotations" and size > meta.MAX_ANNOTATIONS_BYTES:
-            out.add([field], f"annotations total {size} bytes, over Kubernetes' 256 KiB")
-
-
 def _quantity(value: Any) -> str | None:
     return None if value is None else str(value)
-
-
-def _command_checks(cmd: list[str], framework: str, out: Collector) -> None:
-    """`command` is the program, started by python: trainops generates its launcher."""
-    if cmd[0] in DISTRIBUTED_LAUNCHERS or any("torch.distributed" in c for c in cmd):
-        out.add(
-            ["command", 0],
-            f"`command` is the training program, not its launcher: {LAUNCHED_BY[framework]};"
-            " write e.g. [python, -m, trainer]",
-        )
-    elif cmd[0] not in PYTHON_LAUNCHERS:
-        out.add(["command", 0], f"`command` must start with python, got {cmd[0]!r}")
-    elif cmd[1] == "-m" and len(cmd) < 3:
-        out.add(["command"], "`python -m` needs a module name")
-
-
-def _job_checks(d: dict[str, Any], out: Collector, stem: str) -> None:
-    """Checks within one job file, on the spec as written (before defaults: some checks are
-    about what the author set, e.g. `zeroStage` next to a config that sets the stage)."""
-    _metadata_checks(d, out)
-    if d["name"] != stem:
-        out.add(["name"], f"`name` must equal the file name `{stem}`, got {d['name']!r}")
-    if d["name"] == RESERVED_JOB_NAME:
-        out.add(
-            ["name"],
-            f"`{RESERVED_JOB_NAME}` is reserved: overlays/<cluster>/{RESERVED_JOB_NAME}/ holds"
-            " the cluster's platform manifests; rename the job (and its file)",
-        )
-    cmd = d.get("command")
-    if cmd:
-        _command_checks(cmd, d["framework"], out)
-    elif d["framework"] == "mpi":
-        out.add(["command"], "an MPI job needs `command`: what each rank runs after `mpirun`")
-    _framework_checks(d, out)
-    elastic = d.get("elastic")
-    if elastic:
-        lo, hi = elastic["minReplicas"], elastic["maxReplicas"]
-        if lo > hi:
-            out.add(["elastic", "minReplicas"], f"`minReplicas` ({lo}) > `maxReplicas` ({hi})")
-        if not lo <= d["replicas"] <= hi:
-            out.add(["replicas"], f"`replicas` must be within elastic [{lo}, {hi}]")
-        for i, t in enumerate(d["targets"]):
-            if "replicas" in t and not lo <= t["replicas"] <= hi:
-                out.add(
-                    ["targets", i, "replicas"],
-                    f"`targets[{i}].replicas` must be within elastic [{lo}, {hi}],"
-                    f" got {t['replicas']}",
-                )
-    volumes = d.get("volumes", {})
-    for name, vol in volumes.items():
-        has_claim, has_size = "claimName" in vol, "size" in vol
-        if not has_claim and not has_size:
-            out.add(
-                ["volumes", name],
-                "give `claimName` (an existing claim), `size` (a new claim) or both (a new"
-                " claim of that name)",
-            )
-        if not has_size and ("storageClass" in vol or "accessMode" in vol):
-            out.add(["volumes", name], "`storageClass`/`accessMode` only apply to a new claim")
-        most_pods = max(d["replicas"], (d.get("elastic") or {}).get("maxReplicas", 0))
-        for t in d["targets"]:
-            most_pods = max(most_pods, t.get("replicas", 0))
-        if vol.get("accessMode") in SINGLE_NODE_MODES and most_pods > 1:
-            out.add(
-                ["volumes", name, "accessMode"],
-                f"`{vol['accessMode']}` mounts on one node, but this job runs up to {most_pods}"
-                " pods on different nodes: the others never start; use ReadWriteMany"
-                " (or ReadOnlyMany for a dataset)",
-            )
-    sync = d.get("dataSync")
-    if sync and sync["volume"] not in volumes:
-        out.add(["dataSync", "volume"], f"no volume named {sync['volume']!r} in `volumes`")
-    secret_env = d.get("secretEnv", {})
-    env_blocks: list[tuple[list[str | int], dict[str, Any]]] = [(["env"], d.get("env", {}))]
-    env_blocks += [(["targets", i, "env"], t.get("env", {})) for i, t in enumerate(d["targets"])]
-    for where, env in env_blocks:
-        name = dotted(where)
-        for key in env:
-            if key in RESERVED_ENV:
-                out.add([*where, key], f"`{name}.{key}` is set by trainops/the operator: remove it")
-            if key in secret_env:
-                out.add([*where, key], f"`{name}.{key}` is also in `secretEnv`: keep one")
-    port = d.get("metricsPort", schemas.default(schemas.JOB, "metricsPort"))
-    if port in {23456, 29400, 29500}:
-        out.add(["metricsPort"], f"port {port} is used by the torch rendezvous: pick another")
-    ds = d.get("deepspeed")
-    if ds:
-        _deepspeed_settings(ds, [str(a) for a in d.get("args", ())], out)
-    _pod_field_checks(d, out)
-
-
-def _pod_field_checks(d: dict[str, Any], out: Collector) -> None:
-    """The first-class pod fields and the escape hatch against what trainops renders."""
-    podtemplate.check_metadata(d, out)
-    framework = d["framework"]
-    types = FRAMEWORK_REPLICA_TYPES.get(framework, ())
-    if d.get("elastic") and framework == "pytorch":
-        types = ("Worker",)
-    for rtype in sorted(d.get("replicaPodTemplates", {})):
-        if rtype not in types:
-            out.add(
-                ["replicaPodTemplates", rtype],
-                f"this job renders no `{rtype}` replicas (it has: {', '.join(types)})",
-            )
-    job_volumes = d.get("volumes", {})
-    taken = set(job_volumes) | RENDERED_VOLUMES
-    extra = {}
-    for i, vol in enumerate(d.get("extraVolumes", ())):
-        name = vol.get("name")
-        if name in taken or name in extra:
-            out.add(
-                ["extraVolumes", i, "name"],
-                f"volume `{name}` is already in the pod: pick another name (or change that"
-                " volume with `podTemplate`)",
-            )
-        extra[name] = i
-    paths_taken = {v.get("mountPath"): f"volumes.{n}" for n, v in job_volumes.items()}
-    paths_taken["/dev/shm"] = "sharedMemory"
-    for name, path in SCRATCH_VOLUMES:
-        paths_taken.setdefault(path, f"{name} emptyDir (read-only root filesystem)")
-    for i, mount in enumerate(d.get("extraVolumeMounts", ())):
-        name, path = mount.get("name"), mount.get("mountPath")
-        if name not in extra and name not in job_volumes:
-            out.add(
-                ["extraVolumeMounts", i, "name"],
-                f"no volume `{name}` in `extraVolumes` or `volumes`",
-            )
-        if path in paths_taken:
-            out.add(
-                ["extraVolumeMounts", i, "mountPath"],
-                f"`{path}` is already mounted by `{paths_taken[path]}`",
-            )
-        paths_taken[path] = f"extraVolumeMounts[{i}]"
-    names: set[str] = set()
-    for i, sidecar in enumerate(d.get("sidecars", ())):
-        name = sidecar.get("name")
-        if name in RENDERED_CONTAINERS or name in names:
-            out.add(["sidecars", i, "name"], f"container `{name}` is already in the pod")
-        names.add(name)
-        if sidecar.get("restartPolicy", "Always") != "Always":
-            out.add(
-                ["sidecars", i, "restartPolicy"],
-                "a sidecar is a native sidecar (`restartPolicy: Always`): leave it out; an"
-                " init container that must finish goes in `podTemplate.spec.initContainers`",
-            )
-
-
-LAUNCHED_BY = {
-    "pytorch": "trainops generates torchrun around it from the operator's PET_* variables",
-    "tensorflow": "a TFJob runs it in every replica and the operator writes TF_CONFIG",
-    "mpi": "trainops generates the Launcher's mpirun around it",
-}
-# The blocks that belong to one framework, and the framework they need.
-FRAMEWORK_BLOCKS = {
-    "elastic": "pytorch",
-    "deepspeed": "pytorch",
-    "tensorflow": "tensorflow",
-    "mpi": "mpi",
-}
-
-
-def _framework_checks(d: dict[str, Any], out: Collector) -> None:
-    """The framework's own blocks only, and their settings that the schema cannot relate."""
-    framework = d["framework"]
-    for block, needs in FRAMEWORK_BLOCKS.items():
-        if block in d and framework != needs:
-            out.add([block], f"`{block}` needs `framework: {needs}`, this job is `{framework}`")
-    evaluator = (d.get("tensorflow") or {}).get("evaluator") or {}
-    if evaluator.get("replicas", 1) != 1:
-        out.add(
-            ["tensorflow", "evaluator", "replicas"],
-            f"TensorFlow runs one Evaluator, got `replicas: {evaluator['replicas']}`",
-        )
-    mpi = d.get("mpi") or {}
-    if mpi.get("apiVersion") == "kubeflow.org/v1":
-        for key in ("implementation", "sshAuthMountPath"):
-            if key in mpi and (key, mpi[key]) != ("implementation", "OpenMPI"):
-                out.add(
-                    ["mpi", key],
-                    f"`mpi.{key}` needs `apiVersion: kubeflow.org/v2beta1`: the Training"
-                    " Operator's v1 MPIJob runs Open MPI over kubectl exec",
-                )
-    for i, arg in enumerate(mpi.get("mpirunArgs", ())):
-        if arg.startswith("-") and len(arg.split()) > 1:
-            option, _, rest = arg.partition(" ")
-            out.add(
-                ["mpi", "mpirunArgs", i],
-                f"`{arg}` is an option and its value in one argv element: mpirun gets one word;"
-                f" write them as two items, `{option}` and `{rest.strip()}`",
-            )
-
-
-# What a program's precision flag says, in the spellings trainers use (ours, Lightning, HF).
-PRECISION_WORDS = {
-    "bf16": "bf16", "bf16-mixed": "bf16", "bfloat16": "bf16",
-    "fp16": "fp16", "16": "fp16", "16-mixed": "fp16", "float16": "fp16",
-    "fp32": "fp32", "32": "fp32", "float32": "fp32",
-}  # fmt: skip
-
-
-_DEFAULT_PRECISION = schemas.default(schemas.JOB, "deepspeed.precision")
-
-
-def _deepspeed_settings(ds: dict[str, Any], args: list[str], out: Collector) -> None:
-    """The DeepSpeed fields, the full `config` and the program's flags must say one thing:
-    the trainer refuses to start on a contradiction, and DeepSpeed itself on bf16 + fp16."""
-    config = ds.get("config") or {}
-    for key, name in (
-        (ds_facts.MICRO_BATCH, "microBatchPerGpu"),
-        (ds_facts.GRAD_ACCUM, "gradientAccumulation"),
-    ):
-        if key in config and name in ds:
-            out.add(["deepspeed", name], f"`{name}` and config `{key}` both set: keep one")
-    stage = (config.get("zero_optimization") or {}).get("stage")
-    if "zeroStage" in ds and stage is not None and stage != ds["zeroStage"]:
-        out.add(
-            ["deepspeed", "config", "zero_optimization", "stage"],
-            f"config `zero_optimization.stage` ({stage}) contradicts `zeroStage`"
-            f" ({ds['zeroStage']}): keep one",
-        )
-    enabled = [
-        mode
-        for mode, keys in (("bf16", ("bf16", "bfloat16")), ("fp16", ("fp16",)))
-        if any((config.get(k) or {}).get("enabled") for k in keys)
-    ]
-    if len(enabled) == 2:
-        out.add(["deepspeed", "config"], "config enables both bf16 and fp16: DeepSpeed refuses")
-    elif enabled and "precision" in ds and ds["precision"] != enabled[0]:
-        out.add(
-            ["deepspeed", "precision"],
-            f"`precision: {ds['precision']}` contradicts the config, which enables"
-            f" {enabled[0]}: keep one",
-        )
-    effective = enabled[0] if enabled else ds.get("precision", _DEFAULT_PRECISION)
-    for i, arg in enumerate(args):
-        value = None
-        if arg.startswith("--precision="):
-            value = arg.split("=", 1)[1]
-        elif arg == "--precision" and i + 1 < len(args):
-            value = args[i + 1]
-        said = PRECISION_WORDS.get((value or "").lower())
-        if said and said != effective:
-            out.add(
-                ["args", i],
-                f"`{arg}` contradicts the DeepSpeed precision ({effective}): the trainer"
-                " refuses to start; drop the flag (the DeepSpeed config decides) or change"
-                " `deepspeed.precision`",
-            )
 
 
 def build_job(doc: Document, out: Collector) -> model.TrainingJob | None:
@@ -358,7 +50,7 @@ def build_job(doc: Document, out: Collector) -> model.TrainingJob | None:
     schema_problems(doc, schemas.JOB, out)
     if out.problems:
         return None
-    _job_checks(doc.data, out, Path(doc.file).stem)
+    check_job(doc.data, out, Path(doc.file).stem)
     if out.problems:
         return None
     d = schemas.with_defaults(schemas.JOB, doc.data)
