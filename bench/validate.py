@@ -85,17 +85,19 @@ from pathlib import Path
 from bench.validate import cli_seconds, kubernetes_validate_seconds
 tool, path, runs = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 if tool == "trainops":
-    seconds = min(cli_seconds(path)[0] for _ in range(runs))
+    timings = [cli_seconds(path) for _ in range(runs)]
 else:
     text = path.read_text()
-    seconds = min(kubernetes_validate_seconds(text)[0] for _ in range(runs))
-print(json.dumps({"seconds": seconds}))
+    timings = [kubernetes_validate_seconds(text) for _ in range(runs)]
+print(json.dumps({"seconds": min(t[0] for t in timings), "detail": timings[-1][1]}))
 """
 
 
-def fresh_process_seconds(path: Path, tool: str = "trainops", runs: int = 1) -> float:
+def fresh_process_run(path: Path, tool: str = "trainops", runs: int = 1) -> tuple[float, Any]:
     """Best of `runs` timings of `tool` on `path` in a fresh interpreter (imports done, no
-    heap, cache or garbage-collector state left by the other tool or by an earlier size)."""
+    heap, cache or garbage-collector state left by the other tool or by an earlier size), and
+    what the tool reported (our summary; kubernetes-validate's count of kinds without a
+    schema)."""
     done = subprocess.run(
         [sys.executable, "-c", _CHILD, tool, str(path), str(runs)],
         cwd=ROOT,
@@ -104,7 +106,8 @@ def fresh_process_seconds(path: Path, tool: str = "trainops", runs: int = 1) -> 
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
-    return float(json.loads(done.stdout.strip().splitlines()[-1])["seconds"])
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return float(result["seconds"]), result["detail"]
 
 
 def kubernetes_validate_seconds(text: str) -> tuple[float, int]:
@@ -129,10 +132,8 @@ def measure_throughput(tmp: Path) -> dict[str, Any]:
     path.write_text(mixed_documents(DOCUMENTS))
     sample = tmp / "mix-sample.yaml"
     sample.write_text(mixed_documents(BASELINE_SAMPLE))
-    ours = fresh_process_seconds(path, "trainops", runs=2)
-    kv = fresh_process_seconds(sample, "kubernetes-validate", runs=2)
-    _, summary = cli_seconds(path)
-    _, unknown = kubernetes_validate_seconds(sample.read_text())
+    ours, summary = fresh_process_run(path, "trainops", runs=2)
+    kv, unknown = fresh_process_run(sample, "kubernetes-validate", runs=2)
     start = time.perf_counter()
     subprocess.run(
         [sys.executable, "-m", "trainops", "validate", "--manifests", str(path), "--format",
@@ -166,7 +167,7 @@ def measure_scaling(tmp: Path) -> dict[str, Any]:
     for size in SIZES:
         path = tmp / f"mix-{size}.yaml"
         path.write_text(mixed_documents(size))
-        best = min(fresh_process_seconds(path) for _ in range(2))
+        best = min(fresh_process_run(path)[0] for _ in range(2))
         per_doc[str(size)] = round(best / size * 1e6, 1)
         path.unlink()
     values = list(per_doc.values())

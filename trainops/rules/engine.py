@@ -54,7 +54,7 @@ def check(
     without_pods = [rule for rule in with_pods if not rule.pods_only]
     findings: list[Finding] = []
     for obj in ctx.objects:
-        waived = _waived(obj) if obj.annotations else set()
+        waived = _waived(obj)
         for rule in with_pods if obj.pods else without_pods:
             if rule.slug in waived:
                 continue
