@@ -12,6 +12,7 @@ from tests.render.gitops.fixtures import SETTINGS
 from tests.tools import require_module
 from trainops.facts.kubeflow import KUBEFLOW_GROUP, TRAINING_JOB_KINDS
 from trainops.render.gitops.health import (
+    JOB_HEALTH_SCRIPT,
     TRAINJOB_HEALTH_SCRIPT,
     argocd_cm_patch,
     health_key,
@@ -190,3 +191,13 @@ def test_configmap_embeds_the_same_script_for_every_kind() -> None:
     for script in data.values():
         assert script == lua_source()
         assert run_health(script, job("TFJob", [condition("Succeeded")]))["status"] == "Healthy"
+
+
+@pytest.mark.parametrize("name", [JOB_HEALTH_SCRIPT, TRAINJOB_HEALTH_SCRIPT])
+def test_shared_helpers_are_expanded_once(name: str) -> None:
+    """Argo CD runs each script as one chunk: the shared helpers are inlined, once each."""
+    script = lua_source(name)
+    assert "--#include" not in script
+    assert "--#body" not in script
+    for helper in ("local function true_condition(", "local function describe("):
+        assert script.count(helper) == 1, (name, helper)

@@ -24,9 +24,27 @@ TRAINJOB_HEALTH_SCRIPT = "trainjob-health.lua"
 ARGOCD_CM = "argocd-cm"
 
 
-def lua_source(name: str = JOB_HEALTH_SCRIPT) -> str:
-    """Text of a packaged Lua script."""
+# A script's line `--#include <file>` is replaced with that file's text after its `--#body` line:
+# the condition helpers both scripts use are written once (`lua/conditions.lua`), and Argo CD
+# still gets one self-contained chunk per kind (it has no `require` for health scripts).
+INCLUDE = "--#include "
+BODY = "--#body\n"
+
+
+def _packaged(name: str) -> str:
     return resources.files("trainops.render.gitops").joinpath("lua", name).read_text("utf-8")
+
+
+def lua_source(name: str = JOB_HEALTH_SCRIPT) -> str:
+    """Text of a packaged Lua health script, its includes expanded: what Argo CD runs."""
+    lines = []
+    for line in _packaged(name).splitlines(keepends=True):
+        if line.startswith(INCLUDE):
+            included = _packaged(line.removeprefix(INCLUDE).strip())
+            lines.append(included.split(BODY, 1)[1])
+        else:
+            lines.append(line)
+    return "".join(lines)
 
 
 def health_key(group: str, kind: str) -> str:

@@ -17,24 +17,7 @@
 --   Created    -> Progressing  accepted, pods not yet all running (image pull, gang scheduling)
 --   none       -> Progressing  the operator has not seen the job yet
 
-local function true_condition(conditions, wanted)
-  for _, condition in ipairs(conditions) do
-    if condition.type == wanted and condition.status == "True" then
-      return condition
-    end
-  end
-  return nil
-end
-
-local function describe(condition, fallback)
-  if condition.message ~= nil and condition.message ~= "" then
-    return condition.message
-  end
-  if condition.reason ~= nil and condition.reason ~= "" then
-    return condition.reason
-  end
-  return fallback
-end
+--#include conditions.lua
 
 local precedence = {
   { type = "Failed", health = "Degraded", fallback = "Job failed" },

@@ -14,24 +14,7 @@
 --   active pods     -> Progressing  training
 --   otherwise       -> Progressing  the Trainer or JobSet has not started pods yet
 
-local function true_condition(conditions, wanted)
-  for _, condition in ipairs(conditions) do
-    if condition.type == wanted and condition.status == "True" then
-      return condition
-    end
-  end
-  return nil
-end
-
-local function describe(condition, fallback)
-  if condition.message ~= nil and condition.message ~= "" then
-    return condition.message
-  end
-  if condition.reason ~= nil and condition.reason ~= "" then
-    return condition.reason
-  end
-  return fallback
-end
+--#include conditions.lua
 
 local precedence = {
   { type = "Failed", health = "Degraded", fallback = "TrainJob failed" },
