@@ -140,8 +140,16 @@ def _spec_text(root: Path, job: TrainingJob) -> str:
 
 
 def _names_of(job: TrainingJob) -> set[str]:
-    """The names the job's rendered objects carry: its own and its claims'."""
-    return {job.name} | {v.claim_name for v in job.volumes}
+    """The names the job's rendered objects carry: its own and the claims it creates."""
+    return {job.name} | {v.claim_name for v in job.volumes if v.create}
+
+
+def _old_names(data: dict[str, Any]) -> set[str]:
+    """The same for a spec as it was at the base (every claim it names: a superset)."""
+    volumes = data.get("volumes")
+    entries = volumes.values() if isinstance(volumes, dict) else []
+    claims = {str(v["claimName"]) for v in entries if isinstance(v, dict) and "claimName" in v}
+    return ({str(data["name"])} if data.get("name") else set()) | claims
 
 
 def _mentions(text: str, names: Iterable[str]) -> bool:
@@ -190,6 +198,7 @@ def affected(root: Path, repo: Repository, base: str, cluster: str | None = None
     profiles = {c.file: name for name, c in repo.clusters.items()}
     wide: dict[str, str] = {}  # cluster -> why all its jobs
     touched: dict[str, set[str]] = {}  # cluster -> changed job names (old or new)
+    exported: dict[str, set[str]] = {}  # cluster -> the names their objects carry
     namespaces: dict[str, set[str]] = {}  # cluster -> their namespaces
     for rel in scope.changed:
         if rel.startswith(GENERATED):
@@ -199,14 +208,15 @@ def affected(root: Path, repo: Repository, base: str, cluster: str | None = None
         elif _JOB.match(rel):
             old = _at_base(root, commit, rel)
             now = jobs_by_file.get(rel)
-            for name, namespace, clusters in (
-                (str(old.get("name", "")), str(old.get("namespace", "")), _targets(old)),
-                *([(now.name, now.namespace, {t.cluster for t in now.targets})] if now else []),
-            ):
-                for c in clusters & set(repo.clusters):
-                    if name:
-                        touched.setdefault(c, set()).add(name)
-                        namespaces.setdefault(c, set()).add(namespace)
+            sides = [(old.get("name"), old.get("namespace"), _targets(old), _old_names(old))]
+            if now:
+                targets = {t.cluster for t in now.targets}
+                sides.append((now.name, now.namespace, targets, _names_of(now)))
+            for name, namespace, clusters, names in sides:
+                for c in clusters & set(repo.clusters) if name else ():
+                    touched.setdefault(c, set()).add(str(name))
+                    exported.setdefault(c, set()).update(names)
+                    namespaces.setdefault(c, set()).add(str(namespace))
             scope.reasons.append(f"{rel}: the job, on each cluster it targets or targeted")
         elif (found := _PLATFORM.match(rel)) and found.group(1) in repo.clusters:
             wide.setdefault(found.group(1), f"{rel}: platform objects every job there looks up")
@@ -233,7 +243,8 @@ def affected(root: Path, repo: Repository, base: str, cluster: str | None = None
         if name in wide:
             continue
         widener = _Widener(root, repo, name)
-        checked = (changed & set(widener.jobs)) | widener.naming(changed, namespaces[name])
+        named = widener.naming(exported[name], namespaces[name])
+        checked = (changed & set(widener.jobs)) | named
         neighbours = checked - changed
         if neighbours:
             scope.reasons.append(
