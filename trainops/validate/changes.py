@@ -159,9 +159,9 @@ def _mentions(text: str, names: Iterable[str]) -> bool:
 class _Widener:
     """Jobs on one cluster, and who names whom (by spec text, within a namespace)."""
 
-    def __init__(self, root: Path, repo: Repository, cluster: str) -> None:
+    def __init__(self, root: Path, repo: Repository, cluster: str, texts: dict[str, str]) -> None:
         self.jobs = {job.name: job for job, _ in targets_on(repo, repo.clusters[cluster])}
-        self._texts: dict[str, str] = {}
+        self._texts = texts  # job name -> spec text, shared by every cluster's widener
         self._root = root
 
     def text(self, name: str) -> str:
@@ -200,6 +200,7 @@ def affected(root: Path, repo: Repository, base: str, cluster: str | None = None
     touched: dict[str, set[str]] = {}  # cluster -> changed job names (old or new)
     exported: dict[str, set[str]] = {}  # cluster -> the names their objects carry
     namespaces: dict[str, set[str]] = {}  # cluster -> their namespaces
+    texts: dict[str, str] = {}
     for rel in scope.changed:
         if rel.startswith(GENERATED):
             scope.generated.append(rel)
@@ -236,13 +237,13 @@ def affected(root: Path, repo: Repository, base: str, cluster: str | None = None
         touched = {c: v for c, v in touched.items() if c == cluster}
         wide = {c: v for c, v in wide.items() if c == cluster}
     for name, why in sorted(wide.items()):
-        widener = _Widener(root, repo, name)
+        widener = _Widener(root, repo, name, texts)
         scope.checked[name] = set(widener.jobs)
         scope.reasons.append(f"{why}: all {len(widener.jobs)} job(s) on {name}")
     for name, changed in sorted(touched.items()):
         if name in wide:
             continue
-        widener = _Widener(root, repo, name)
+        widener = _Widener(root, repo, name, texts)
         named = widener.naming(exported[name], namespaces[name])
         checked = (changed & set(widener.jobs)) | named
         neighbours = checked - changed
