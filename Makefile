@@ -73,6 +73,7 @@ test-fast: setup
 
 bench: setup
 	$(PY) -m bench.validate
+	$(PY) -m bench.changed --quick
 
 bench-trainer: setup
 	$(PY) -m bench.trainer

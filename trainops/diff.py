@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import difflib
 import io
-import subprocess
 import tarfile
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from trainops import build
-from trainops.core.errors import InputError, Problem
+from trainops.core.git import commit_of, git
 from trainops.core.yaml_dump import dump
 from trainops.core.yamlio import load_text
 from trainops.facts import kustomize as kustomize_facts
@@ -31,7 +30,6 @@ from trainops.facts.trainer import TRAINJOB
 
 OVERLAYS = "overlays"
 BUILD_INPUTS = ("base", OVERLAYS)
-DEFAULT_MAIN = ("main", "origin/main")
 
 # Trainer v2's TrainJob too: its runtimeRef and trainer are immutable (CEL self == oldSelf),
 # so a changed TrainJob does not even apply; a new name is the only way to run the change.
@@ -47,44 +45,10 @@ MARKDOWN_DIFF_BUDGET = 60_000
 COMMENT_MARKER = "<!-- trainops-diff -->"
 
 
-class GitError(Exception):
-    """git failed or the ref is unknown (the message is git's own)."""
-
-
-def git(root: Path, *args: str) -> bytes:
-    proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, check=False)
-    if proc.returncode != 0:
-        raise GitError(proc.stderr.decode("utf-8", "replace").strip() or f"git {args[0]} failed")
-    return proc.stdout
-
-
-def default_base(root: Path) -> str:
-    """The merge base of HEAD with `main` (or `origin/main` in a CI checkout)."""
-    for branch in DEFAULT_MAIN:
-        try:
-            return git(root, "merge-base", "HEAD", branch).decode().strip()
-        except GitError:
-            continue
-    raise InputError(
-        Problem(
-            str(root),
-            None,
-            None,
-            "no merge base with `main` or `origin/main`: pass --base REF"
-            " (fetch the base branch first in a shallow CI clone)",
-        )
-    )
-
-
 def extract_ref(root: Path, ref: str, dest: Path, inputs: Sequence[str] = BUILD_INPUTS) -> None:
     """Write the committed `inputs` (default base/ and overlays/) at `ref` under `dest`
     (none there: nothing)."""
-    try:
-        commit = git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").decode().strip()
-    except GitError:
-        raise InputError(
-            Problem(str(root), None, None, f"unknown git ref `{ref}`: pass a branch, tag or commit")
-        ) from None
+    commit = commit_of(root, ref)
     prefix = git(root, "rev-parse", "--show-prefix").decode().strip()
     tree = f"{commit}:{prefix}"
     present = git(root, "ls-tree", "--name-only", tree).decode().split()

@@ -10,6 +10,7 @@ from tests.tools import REPO, require_tool, require_upstream
 from trainops.cli import main
 
 
+@pytest.mark.slow  # converts every upstream CRD: 153 s of `make test-fast` on a busy day
 def test_in_repo_mode_builds_each_overlay(capsys: pytest.CaptureFixture[str]) -> None:
     """Rendered repo, real kustomize, checked against the converted upstream CRDs (`--crds`)
     for every kind they cover; our own schemas alone: test_gitops_kinds.py."""

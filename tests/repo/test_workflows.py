@@ -205,3 +205,24 @@ def test_pre_commit_config_and_hooks_validate() -> None:
     ):
         proc = subprocess.run([exe, *args], cwd=REPO, capture_output=True, text=True, check=False)
         assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_pull_requests_validate_what_they_change_and_main_everything() -> None:
+    """Issue 28: on a pull request the validate job passes `--changed --base <the PR's base
+    sha>` to render --check and validate (with the history that sha needs); on a push the
+    scope step leaves it empty, so main validates everything."""
+    job = load(WORKFLOWS[0])["jobs"]["validate"]
+    checkout = next(s for s in job["steps"] if "actions/checkout" in s.get("uses", ""))
+    assert checkout["with"]["fetch-depth"] == 0
+    scope = next(s for s in job["steps"] if s.get("id") == "scope")
+    assert scope["env"]["BASE_SHA"] == "${{ github.event.pull_request.base.sha }}"
+    script = scope["run"]
+    pr_branch, _, push_branch = script.partition("else")
+    assert '"$EVENT" = pull_request' in pr_branch and "--changed --base $BASE_SHA" in pr_branch
+    assert "changed=" in push_branch and "--changed" not in push_branch
+    uses_scope = [
+        s["run"] for s in job["steps"] if "steps.scope.outputs.changed" in str(s.get("env", {}))
+    ]
+    assert any(r.startswith("trainops render --check $CHANGED") for r in uses_scope)
+    assert any("trainops validate $CHANGED --format sarif" in r for r in uses_scope)
+    assert any("trainops validate $CHANGED --format github" in r for r in uses_scope)

@@ -16,6 +16,7 @@ from pathlib import Path
 from trainops import diff
 from trainops.cli.load import load
 from trainops.core.errors import InputError, Problem
+from trainops.core.git import GitError
 from trainops.report import capacity, capacity_view
 from trainops.spec.model import Repository
 
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         with tempfile.TemporaryDirectory(prefix="trainops-capacity-") as tmp:
             try:
                 base = repository_at(args.root, args.base, Path(tmp))
-            except diff.GitError as err:
+            except GitError as err:
                 raise InputError(Problem(str(args.root), None, None, f"git: {err}")) from None
             only = args.cluster if args.cluster in base.clusters else None
             before = capacity.repository_fleet(base, only)

@@ -17,6 +17,7 @@ from trainops.build import KustomizeError
 from trainops.cli import progress
 from trainops.cli.load import load
 from trainops.core.errors import InputError, Problem
+from trainops.core.git import GitError, default_base
 from trainops.render import render_repository
 from trainops.report import capacity, capacity_view
 from trainops.spec.model import ClusterProfile
@@ -53,7 +54,7 @@ def _clusters_at(
 def run(args: argparse.Namespace) -> int:
     root: Path = args.root
     try:
-        base_ref = args.base or diff.default_base(root)
+        base_ref = args.base or default_base(root)
         repo = load(root)
         files = render_repository(repo)
         with tempfile.TemporaryDirectory(prefix="trainops-diff-") as tmp:
@@ -79,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
             if failed is not None:
                 print(f"error: kustomize build failed {where}: {failed}", file=sys.stderr)
                 return 1
-    except diff.GitError as err:
+    except GitError as err:
         raise InputError(Problem(str(root), None, None, f"git: {err}")) from None
     products = {name: {g.resource for g in c.gpus} for name, c in repo.clusters.items()}
     changes = diff.compare(base, head, products)

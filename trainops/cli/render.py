@@ -8,8 +8,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from trainops.cli import validate
 from trainops.cli.load import load
+from trainops.core.errors import InputError, Problem
 from trainops.render import render_repository, write
+from trainops.validate import changes
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,13 +21,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="write nothing; exit 1 if the committed output is not what render would write",
     )
+    validate.add_changed_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     repo = load(args.root)
-    files = render_repository(repo)
+    if args.changed and not args.check:
+        raise InputError(Problem("--changed", None, None, "only applies with --check"))
+    scope = validate.changed_scope(args, repo)
     if args.check:
-        drift = write.check(args.root, files)
+        if scope is None:
+            files = render_repository(repo)
+            compared, drift = len(files), write.check(args.root, files)
+        else:
+            compared, drift = changes.check_changed(args.root, repo, scope)
         for item in drift:
             print(f"{item.path}: {item.reason}", file=sys.stderr)
         if drift:
@@ -33,14 +43,15 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
-        print(f"{len(files)} generated files are current")
+        print(f"{compared} generated files are current")
         return 0
-    changes = write.write(args.root, files)
-    for item in changes:
+    files = render_repository(repo)
+    written = write.write(args.root, files)
+    for item in written:
         verb = {"missing": "created", "stale": "updated", "extra": "removed"}[item.reason]
         print(f"{verb}: {item.path}")
     print(
         f"rendered {len(repo.jobs)} job(s) for {len(repo.clusters)} cluster(s):"
-        f" {len(files)} files, {len(changes)} changed"
+        f" {len(files)} files, {len(written)} changed"
     )
     return 0

@@ -24,10 +24,11 @@ from trainops.cli import cluster_args, progress, server_side
 from trainops.cli.load import load
 from trainops.core.errors import InputError, Problem
 from trainops.core.findings import Finding, Severity
+from trainops.core.git import default_base
 from trainops.core.limits import read_bounded
 from trainops.report import formats as report
-from trainops.spec.model import ClusterProfile
-from trainops.validate import kubeconform
+from trainops.spec.model import ClusterProfile, Repository
+from trainops.validate import changes, kubeconform
 from trainops.validate.crd import load_crd_dir
 from trainops.validate.load import load_manifests
 from trainops.validate.pipeline import validate_manifests
@@ -79,8 +80,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="ask the cluster of --cluster instead: a server-side dry-run apply of every built"
         " object (admission webhooks, quotas, CEL rules, CRDs); findings have rule `server`",
     )
+    add_changed_arguments(parser)
     cluster_args.add_connection_arguments(parser)
     progress.add_argument(parser)
+
+
+def add_changed_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--changed [--base REF]`, shared with `render --check`."""
+    parser.add_argument(
+        "--changed",
+        action="store_true",
+        help="only what the change from --base to the working tree can reach (untracked files"
+        " included); says on stderr what it skipped and why",
+    )
+    parser.add_argument(
+        "--base",
+        metavar="REF",
+        help="with --changed: the commit to compare with (default: the merge base with main)",
+    )
+
+
+def changed_scope(args: argparse.Namespace, repo: Repository) -> changes.Scope | None:
+    """The scope of `--changed` (None without it), described on stderr."""
+    if not args.changed:
+        if args.base is not None:
+            raise InputError(Problem("--base", None, None, "only applies with --changed"))
+        return None
+    base = args.base if args.base is not None else default_base(args.root)
+    scope = changes.affected(args.root, repo, base, getattr(args, "cluster", None))
+    for line in changes.describe(scope, repo):
+        print(line, file=sys.stderr)
+    return scope
 
 
 def _cluster_profile(args: argparse.Namespace) -> ClusterProfile | None:
@@ -132,6 +162,10 @@ def spec_findings(err: InputError) -> list[Finding]:
 def run(args: argparse.Namespace) -> int:
     if args.server_side:
         return server_side.run(args)
+    if args.changed and (args.manifests or args.server_side):
+        raise InputError(
+            Problem("--changed", None, None, "does not apply with --manifests or --server-side")
+        )
     if args.context or args.kubeconfig:
         raise InputError(
             Problem("--context/--kubeconfig", None, None, "only apply with --server-side")
@@ -171,16 +205,31 @@ def _validate(args: argparse.Namespace) -> tuple[list[Finding], int]:
             findings += _run_kubeconform(texts, version)
     else:
         repo = load(args.root)
+        scope = changed_scope(args, repo)
         total = 1 if args.cluster else len(repo.clusters)
+        if scope is not None and not scope.everything:
+            total = len(scope.checked)
         with progress.Progress.for_args(args, "validate", total) as shown:
-            result = validate_repository(
-                args.root,
-                repo,
-                cluster_name=args.cluster,
-                crds=args.crds,
-                unknown_kind=unknown,
-                run=shown.wrap(build.kustomize),
-            )
+            run = shown.wrap(build.kustomize)
+            if scope is None:
+                result = validate_repository(
+                    args.root,
+                    repo,
+                    cluster_name=args.cluster,
+                    crds=args.crds,
+                    unknown_kind=unknown,
+                    run=run,
+                )
+            else:
+                result = changes.validate_changed(
+                    args.root,
+                    repo,
+                    scope,
+                    cluster_name=args.cluster,
+                    crds=args.crds,
+                    unknown_kind=unknown,
+                    run=run,
+                )
         findings, resources = result.findings, result.resources
         if args.kubeconform:
             for name, text in result.built.items():

@@ -6,6 +6,7 @@ nothing; `trainops.render.write` then swaps the result in.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from trainops.core import paths
@@ -15,7 +16,7 @@ from trainops.facts.trainer import TRAINER_GROUP, TRAINJOB
 from trainops.render import objects, patch, runtimes
 from trainops.render.delivered import cluster_objects, platform_object, targets_on
 from trainops.render.gitops import render_gitops
-from trainops.spec.model import ClusterProfile, Repository, TrainingJob
+from trainops.spec.model import ClusterProfile, Repository, Target, TrainingJob
 
 KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
 KUSTOMIZE_CONFIG = "kustomizeconfig.yaml"
@@ -126,41 +127,66 @@ def _target_ref(obj: dict[str, Any]) -> dict[str, str]:
     return ref
 
 
-def overlay_files(repo: Repository, cluster: ClusterProfile) -> dict[str, str]:
-    """`overlays/<cluster>/`: one sub-kustomization per job (its base plus JSON patches).
+def job_overlay_files(job: TrainingJob, target: Target, cluster: ClusterProfile) -> dict[str, str]:
+    """`overlays/<cluster>/<job>/`: the job's base plus the JSON patches that make it the
+    cluster's.
 
     Patches live beside the one base they patch: kustomize matches every patch
     against every resource in its kustomization, so a single cluster-wide
     kustomization would make the build quadratic in the number of jobs.
     """
+    root = f"{paths.OVERLAYS_DIR}/{cluster.name}/{job.name}"
+    files: dict[str, str] = {}
+    v2 = cluster.operator.trainer_v2
+    source = f"{job.file} and {cluster.file}"
+    patches: list[dict[str, Any]] = []
+    base = objects.job_objects(job, trainer_v2=v2)
+    wanted = objects.job_objects(job, cluster, target)
+    for before, after in zip(base, wanted, strict=True):
+        ops = patch.diff(before, after)
+        if not ops:
+            continue
+        path = _object_file(before)
+        files[f"{root}/{path}"] = _yaml_file(source, [ops])
+        patches.append({"path": path, "target": _target_ref(before)})
+    job_kustomization = {
+        "apiVersion": KUSTOMIZE_API,
+        "kind": "Kustomization",
+        "patches": patches,
+        "resources": [f"../../../{base_dir(job, v2)}"],
+    }
+    files[f"{root}/kustomization.yaml"] = _yaml_file(source, [job_kustomization])
+    return files
+
+
+def overlay_files(
+    repo: Repository,
+    cluster: ClusterProfile,
+    only: Collection[str] | None = None,
+    *,
+    list_all: bool = False,
+) -> dict[str, str]:
+    """`overlays/<cluster>/`: one sub-kustomization per job, the platform folder, the runtimes.
+
+    `only` (job names) renders those jobs alone and lists only them in the cluster's
+    kustomization: the part of the overlay `validate --changed` builds (the cluster
+    kustomization only lists folders, so its objects are exactly those the whole overlay
+    builds from them). `list_all` lists every job there all the same: the committed file,
+    which `render --check --changed` compares.
+    """
     root = f"{paths.OVERLAYS_DIR}/{cluster.name}"
     files: dict[str, str] = {}
     jobs: list[str] = []
-    v2 = cluster.operator.trainer_v2
     for job, target in targets_on(repo, cluster):
-        jobs.append(job.name)
-        source = f"{job.file} and {cluster.file}"
-        patches: list[dict[str, Any]] = []
-        base = objects.job_objects(job, trainer_v2=v2)
-        wanted = objects.job_objects(job, cluster, target)
-        for before, after in zip(base, wanted, strict=True):
-            ops = patch.diff(before, after)
-            if not ops:
-                continue
-            path = _object_file(before)
-            files[f"{root}/{job.name}/{path}"] = _yaml_file(source, [ops])
-            patches.append({"path": path, "target": _target_ref(before)})
-        job_kustomization = {
-            "apiVersion": KUSTOMIZE_API,
-            "kind": "Kustomization",
-            "patches": patches,
-            "resources": [f"../../../{base_dir(job, v2)}"],
-        }
-        files[f"{root}/{job.name}/kustomization.yaml"] = _yaml_file(source, [job_kustomization])
+        rendered = only is None or job.name in only
+        if rendered:
+            files.update(job_overlay_files(job, target, cluster))
+        if rendered or list_all:
+            jobs.append(job.name)
     platform = platform_files(repo, cluster)
     files.update(platform)
     resources = ([PLATFORM_DIR] if platform else []) + jobs
-    if v2:
+    if cluster.operator.trainer_v2:
         files.update(_runtime_files(repo, cluster, root))
         resources.append(RUNTIMES_DIR)
     kustomization = {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization", "resources": resources}
@@ -223,9 +249,45 @@ def render_repository(repo: Repository) -> dict[str, str]:
             files.update(base_files(job, trainer_v2))
     for cluster in repo.clusters.values():
         files.update(overlay_files(repo, cluster))
+    files.update(gitops_files(repo))
+    return dict(sorted(files.items()))
+
+
+def gitops_files(repo: Repository) -> dict[str, str]:
+    """`gitops/`: the Argo CD and Flux objects (they depend on every cluster and job)."""
+    files: dict[str, str] = {}
     for path, content in render_gitops(repo).items():
         documents = content if isinstance(content, list) else [content]
         files[path] = _yaml_file(f"{paths.CLUSTERS_DIR}/ and {paths.SETTINGS_FILE}", documents)
+    return files
+
+
+def render_part(
+    repo: Repository,
+    clusters: Mapping[str, Collection[str] | None],
+    *,
+    gitops: bool,
+    list_all: bool = False,
+) -> dict[str, str]:
+    """The files of some jobs: cluster name -> its job names to render (None: all of them),
+    each job's whole base, and gitops/ if asked; what `render_repository` writes there.
+
+    `list_all`: each cluster's kustomization lists all its jobs (the committed file), not
+    only the rendered ones (what `validate --changed` builds); see `overlay_files`.
+    """
+    files: dict[str, str] = {}
+    jobs: dict[str, TrainingJob] = {}
+    for name, only in clusters.items():
+        cluster = repo.clusters[name]
+        files.update(overlay_files(repo, cluster, only, list_all=list_all))
+        for job, _target in targets_on(repo, cluster):
+            if only is None or job.name in only:
+                jobs[job.name] = job
+    for job in jobs.values():
+        for trainer_v2 in _operators(repo, job):
+            files.update(base_files(job, trainer_v2))
+    if gitops:
+        files.update(gitops_files(repo))
     return dict(sorted(files.items()))
 
 

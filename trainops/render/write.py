@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,9 +34,13 @@ def _on_disk(root: Path) -> dict[str, Path]:
     return found
 
 
-def check(root: Path, files: dict[str, str]) -> list[Drift]:
-    """Differences between `files` and the generated directories under `root`."""
+def check(root: Path, files: dict[str, str], within: Collection[str] | None = None) -> list[Drift]:
+    """Differences between `files` and the generated directories under `root` (`within`:
+    only the files on disk whose path starts with one of these, for a partial render)."""
     disk = _on_disk(root)
+    if within is not None:
+        prefixes = tuple(within)
+        disk = {rel: file for rel, file in disk.items() if rel.startswith(prefixes)}
     drift = []
     for rel, text in files.items():
         if rel not in disk:

@@ -11,7 +11,7 @@ a SARIF upload or a GitHub annotation can point at).
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +21,7 @@ from trainops.core.errors import InputError, Problem
 from trainops.core.findings import Finding, Severity
 from trainops.core.manifest import Manifest
 from trainops.facts import kustomize as kustomize_facts
-from trainops.render import TRAINER_V2_BASE, render_repository
+from trainops.render import TRAINER_V2_BASE, render_part, render_repository
 from trainops.spec.model import ClusterProfile, Repository
 from trainops.validate.crd import load_crd_dir
 from trainops.validate.load import documents_to_manifests
@@ -37,6 +37,15 @@ class RepoResult:
     resources: int = 0
     built: dict[str, str] = field(default_factory=dict)
     """cluster -> `kustomize build` output (for kubeconform)."""
+
+
+@dataclass(frozen=True)
+class Part:
+    """Some jobs of some clusters: cluster -> its jobs to build (None: all), and whether
+    gitops/ is checked. Each cluster's platform folder and runtimes are always built."""
+
+    clusters: Mapping[str, Collection[str] | None]
+    gitops: bool
 
 
 @dataclass
@@ -132,8 +141,10 @@ def validate_repository(
     crds: Path | None = None,
     unknown_kind: Severity | None = Severity.ERROR,
     run: Callable[[Path], str] = build.kustomize,
+    part: Part | None = None,
 ) -> RepoResult:
-    """Findings for every overlay (or one) plus the gitops/ objects of the loaded `repo`."""
+    """Findings for every overlay (or one) plus the gitops/ objects of the loaded `repo`;
+    with `part`, for that part of it only (`trainops.validate.changes`)."""
     if cluster_name is not None and cluster_name not in repo.clusters:
         known = ", ".join(sorted(repo.clusters)) or "none"
         raise InputError(
@@ -142,7 +153,13 @@ def validate_repository(
     # Every parsed document (data and node tree) stays alive until we return.
     with yamlio.gc_paused():
         result = _validate(
-            root, repo, cluster_name=cluster_name, crds=crds, unknown_kind=unknown_kind, run=run
+            root,
+            repo,
+            cluster_name=cluster_name,
+            crds=crds,
+            unknown_kind=unknown_kind,
+            run=run,
+            part=part,
         )
     result.findings.sort(key=Finding.sort_key)
     return result
@@ -161,11 +178,16 @@ def _validate(
     crds: Path | None,
     unknown_kind: Severity | None,
     run: Callable[[Path], str],
+    part: Part | None,
 ) -> RepoResult:
-    files = render_repository(repo)
+    if part is None:
+        files = render_repository(repo)
+        names = [cluster_name] if cluster_name else sorted(repo.clusters)
+    else:
+        files = render_part(repo, part.clusters, gitops=part.gitops)
+        names = sorted(part.clusters)
     result = RepoResult()
     stores: dict[tuple[str, str], SchemaStore] = {}
-    names = [cluster_name] if cluster_name else sorted(repo.clusters)
     with tempfile.TemporaryDirectory(prefix="trainops-validate-") as tmp:
         work = Path(tmp)
         build.write_tree(files, work)

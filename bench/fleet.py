@@ -1,0 +1,66 @@
+"""A generated fleet: N jobs over copies of the shipped clusters, for `validate --changed`'s
+benchmark (bench/changed.py) and its property test (tests/validate/test_changed_property.py).
+
+Every shipped cluster profile (Training Operator v1 and Trainer v2 alike) is copied
+`copies` times (`<name>`, `<name>-b`, `<name>-c`, ...) with its platform manifests; job `i`
+is a copy of the shipped job `TEMPLATES[i % len(TEMPLATES)]`, renamed `<template>-<i>`, on
+the copies of the clusters its template targets. The specs are edited as text (only the
+`name:` line and the targets block), so everything else is exactly the shipped spec.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SUFFIXES = ("", "-b", "-c", "-d")
+# Shipped jobs whose targets are a plain `targets:` block at the end of the file.
+TEMPLATES = ("resnet50-ddp", "llm-finetune", "horovod-training", "tf-distributed")
+
+
+def _cluster_names(source: Path) -> list[str]:
+    names = []
+    for path in sorted((source / "clusters").glob("*.yaml")):
+        found = re.search(r"^name: (\S+)$", path.read_text(), re.M)
+        if found:
+            names.append(found.group(1))
+    return names
+
+
+def _targets(text: str, copies: int) -> str:
+    """The template's `targets:` block with each entry repeated for every copy."""
+    head, _, block = text.partition("\ntargets:\n")
+    entries = re.split(r"\n(?=  - )", block.rstrip("\n"))
+    out = []
+    for suffix in SUFFIXES[:copies]:
+        for entry in entries:
+            out.append(re.sub(r"(cluster: )(\S+)", rf"\g<1>\g<2>{suffix}", entry, count=1))
+    return head + "\ntargets:\n" + "\n".join(out) + "\n"
+
+
+def generate(dest: Path, jobs: int, copies: int, source: Path = ROOT) -> list[str]:
+    """Write `jobs/`, `clusters/` and `trainops.yaml` of a fleet under `dest`; return the
+    cluster names."""
+    (dest / "jobs").mkdir(parents=True)
+    (dest / "clusters").mkdir()
+    if (source / "trainops.yaml").is_file():
+        shutil.copy(source / "trainops.yaml", dest / "trainops.yaml")
+    clusters = []
+    for name in _cluster_names(source):
+        profile = (source / "clusters" / f"{name}.yaml").read_text()
+        for suffix in SUFFIXES[:copies]:
+            clusters.append(name + suffix)
+            text = profile.replace(f"\nname: {name}\n", f"\nname: {name}{suffix}\n")
+            (dest / "clusters" / f"{name}{suffix}.yaml").write_text(text)
+            manifests = source / "clusters" / name / "manifests"
+            if manifests.is_dir():
+                shutil.copytree(manifests, dest / "clusters" / f"{name}{suffix}" / "manifests")
+    texts = {t: (source / "jobs" / f"{t}.yaml").read_text() for t in TEMPLATES}
+    for i in range(jobs):
+        template = TEMPLATES[i % len(TEMPLATES)]
+        name = f"{template}-{i:03d}"
+        text = texts[template].replace(f"\nname: {template}\n", f"\nname: {name}\n")
+        (dest / "jobs" / f"{name}.yaml").write_text(_targets(text, copies))
+    return clusters

@@ -1,0 +1,344 @@
+"""What a change can reach: the part of the repository `validate --changed` and
+`render --check --changed` build, check and compare, and what they skip and why.
+
+The change is every file that differs between a base commit and the working tree
+(committed, staged, unstaged and untracked). Each path reaches:
+
+- `jobs/<file>`: that job, as it is now and as it was at the base (a renamed or deleted
+  job's old name), on every cluster it targets or targeted;
+- `clusters/<name>.yaml` (the profile) or `clusters/<name>/manifests/` (platform objects
+  the rules look up: Namespaces' Pod Security labels, queues): every job on that cluster;
+- `trainops.yaml`, `trainops/` (the renderer, the schemas, the rules), the packaging, or a
+  path this module does not know: everything (when in doubt, widen);
+- docs, tests, benchmarks, the trainer's code, CI files: nothing that is built.
+
+Rules look objects up beyond their own (`trainops.rules.context`): by kind and name in a
+namespace (a claim, a ConfigMap, a Service) and by label selector. Every object a job
+renders is named after the job or after a claim the spec names, and every selector it
+renders carries the job's name, so one job reaches another only by naming it (or one of
+its claims) in its spec. Jobs are therefore widened by those names, in both directions
+and on the same cluster and namespace: a job that names a changed (or removed) job is
+checked too, since its findings can change; a job a checked job names is built as
+context, its own findings left out. Each checked cluster keeps its platform folder and
+runtimes (what the jobs look up), and gitops/ is checked whenever anything is: the
+AppProject's and Flux RBAC's kinds are computed from every job and platform object.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainops import build
+from trainops.core import paths, yamlio
+from trainops.core.errors import InputError, Problem
+from trainops.core.findings import Finding, Severity
+from trainops.core.git import GitError, commit_of, git
+from trainops.render import PLATFORM_DIR, RUNTIMES_DIR, render_part, render_repository, write
+from trainops.render.delivered import targets_on
+from trainops.render.write import Drift
+from trainops.spec.model import Repository, TrainingJob
+from trainops.validate.repo import Part, RepoResult, validate_repository
+
+# Paths no rendered or validated object is read from.
+UNBUILT_PREFIXES = ("docs/", "tests/", "bench/", "trainer/", ".github/", ".ci/")
+UNBUILT_FILES = frozenset({"LICENSE", "Makefile", ".gitignore", ".dockerignore"})
+GENERATED = tuple(f"{d}/" for d in paths.GENERATED_DIRS)
+_PLATFORM = re.compile(rf"^{paths.CLUSTERS_DIR}/([^/]+)/manifests/")
+_PROFILE = re.compile(rf"^{paths.CLUSTERS_DIR}/[^/]+\.ya?ml$")
+_JOB = re.compile(rf"^{paths.JOBS_DIR}/[^/]+\.ya?ml$")
+
+
+@dataclass
+class Scope:
+    """The part of the repository a change can reach."""
+
+    base: str
+    """The base commit compared with the working tree."""
+    changed: list[str]
+    """Every changed path, relative to the repository root."""
+    everything: str | None = None
+    """Why the whole repository is checked (None: only the parts below)."""
+    checked: dict[str, set[str]] = field(default_factory=dict)
+    """cluster -> jobs built and reported there (with its platform folder and runtimes)."""
+    context: dict[str, set[str]] = field(default_factory=dict)
+    """cluster -> jobs built only for the lookups of checked ones; their findings dropped."""
+    gitops: bool = False
+    """gitops/ is checked."""
+    touched: dict[str, set[str]] = field(default_factory=dict)
+    """cluster -> names of the changed jobs there, old and new (a removed job's too)."""
+    generated: list[str] = field(default_factory=list)
+    """Changed generated files (validate renders from the specs; render --check compares)."""
+    reasons: list[str] = field(default_factory=list)
+    """Why each part is in, one line each."""
+    skipped: list[str] = field(default_factory=list)
+    """Changed paths that reach nothing built, with why."""
+
+    def clusters(self) -> dict[str, set[str]]:
+        """cluster -> every job to build there (checked and context)."""
+        return {c: jobs | self.context.get(c, set()) for c, jobs in self.checked.items()}
+
+    def keeps(self, finding: Finding) -> bool:
+        """A finding about what this scope checks (not about a context-only job)."""
+        job = job_of(finding.file)
+        cluster = finding.cluster or ""
+        return job is None or job not in self.context.get(cluster, set())
+
+
+def _top_doc(rel: str) -> bool:
+    return "/" not in rel and rel.endswith(".md")
+
+
+def job_of(file: str | None) -> str | None:
+    """The job whose rendered folder holds `file` (`base/<job>/...`,
+    `overlays/<cluster>/<job>/...`), None for anything else."""
+    parts = (file or "").split("/")
+    if len(parts) >= 3 and parts[0] == paths.BASE_DIR:
+        return parts[1]
+    if len(parts) >= 4 and parts[0] == paths.OVERLAYS_DIR:
+        return None if parts[2] in (PLATFORM_DIR, RUNTIMES_DIR) else parts[2]
+    return None
+
+
+def changed_paths(root: Path, commit: str) -> list[str]:
+    """Files that differ between `commit` and the working tree, untracked ones included,
+    relative to `root` (renames as the old and the new path)."""
+    try:
+        tracked = git(root, "diff", "--name-only", "--no-renames", "--relative", "-z", commit)
+        untracked = git(root, "ls-files", "--others", "--exclude-standard", "-z")
+    except GitError as err:
+        raise InputError(Problem(str(root), None, None, f"git: {err}")) from None
+    names = (tracked + untracked).decode("utf-8", "surrogateescape").split("\0")
+    return sorted({n for n in names if n})
+
+
+def _at_base(root: Path, commit: str, rel: str) -> dict[str, Any]:
+    """The spec at `rel` in the base commit, as a mapping ({} if absent or unreadable)."""
+    try:
+        text = git(root, "show", f"{commit}:./{rel}").decode("utf-8")
+        docs = yamlio.load_text(text, rel)
+    except (GitError, InputError, UnicodeDecodeError):
+        return {}
+    data = docs[0].data if len(docs) == 1 else None
+    return data if isinstance(data, dict) else {}
+
+
+def _targets(data: dict[str, Any]) -> set[str]:
+    targets = data.get("targets")
+    entries = targets if isinstance(targets, list) else []
+    return {str(t["cluster"]) for t in entries if isinstance(t, dict) and "cluster" in t}
+
+
+def _spec_text(root: Path, job: TrainingJob) -> str:
+    try:
+        return (root / job.file).read_text(encoding="utf-8")
+    except OSError:
+        return ""
+
+
+def _names_of(job: TrainingJob) -> set[str]:
+    """The names the job's rendered objects carry: its own and the claims it creates."""
+    return {job.name} | {v.claim_name for v in job.volumes if v.create}
+
+
+def _old_names(data: dict[str, Any]) -> set[str]:
+    """The same for a spec as it was at the base (every claim it names: a superset)."""
+    volumes = data.get("volumes")
+    entries = volumes.values() if isinstance(volumes, dict) else []
+    claims = {str(v["claimName"]) for v in entries if isinstance(v, dict) and "claimName" in v}
+    return ({str(data["name"])} if data.get("name") else set()) | claims
+
+
+def _mentions(text: str, names: Iterable[str]) -> bool:
+    return any(name and name in text for name in names)
+
+
+class _Widener:
+    """Jobs on one cluster, and who names whom (by spec text, within a namespace)."""
+
+    def __init__(self, root: Path, repo: Repository, cluster: str, texts: dict[str, str]) -> None:
+        self.jobs = {job.name: job for job, _ in targets_on(repo, repo.clusters[cluster])}
+        self._texts = texts  # job name -> spec text, shared by every cluster's widener
+        self._root = root
+
+    def text(self, name: str) -> str:
+        if name not in self._texts:
+            self._texts[name] = _spec_text(self._root, self.jobs[name])
+        return self._texts[name]
+
+    def naming(self, names: set[str], namespaces: set[str]) -> set[str]:
+        """Jobs here whose spec names any of `names` (the jobs that can look them up)."""
+        return {
+            n
+            for n, job in self.jobs.items()
+            if job.namespace in namespaces and _mentions(self.text(n), names)
+        }
+
+    def named_by(self, checked: set[str]) -> set[str]:
+        """Jobs here that a job of `checked` names (what its lookups can find)."""
+        found: set[str] = set()
+        for name in checked:
+            text, namespace = self.text(name), self.jobs[name].namespace
+            found |= {
+                other
+                for other, job in self.jobs.items()
+                if job.namespace == namespace and _mentions(text, _names_of(job))
+            }
+        return found - checked
+
+
+def affected(root: Path, repo: Repository, base: str, cluster: str | None = None) -> Scope:
+    """The scope of the change from `base` to the working tree (`cluster`: that one only)."""
+    commit = commit_of(root, base, "--base")
+    scope = Scope(base=commit, changed=changed_paths(root, commit))
+    jobs_by_file = {job.file: job for job in repo.jobs}
+    profiles = {c.file: name for name, c in repo.clusters.items()}
+    wide: dict[str, str] = {}  # cluster -> why all its jobs
+    touched: dict[str, set[str]] = {}  # cluster -> changed job names (old or new)
+    exported: dict[str, set[str]] = {}  # cluster -> the names their objects carry
+    namespaces: dict[str, set[str]] = {}  # cluster -> their namespaces
+    texts: dict[str, str] = {}
+    for rel in scope.changed:
+        if rel.startswith(GENERATED):
+            scope.generated.append(rel)
+        elif rel.startswith(UNBUILT_PREFIXES) or rel in UNBUILT_FILES or _top_doc(rel):
+            scope.skipped.append(f"{rel}: nothing built reads it")
+        elif _JOB.match(rel):
+            old = _at_base(root, commit, rel)
+            now = jobs_by_file.get(rel)
+            sides = [(old.get("name"), old.get("namespace"), _targets(old), _old_names(old))]
+            if now:
+                targets = {t.cluster for t in now.targets}
+                sides.append((now.name, now.namespace, targets, _names_of(now)))
+            for name, namespace, clusters, names in sides:
+                for c in clusters & set(repo.clusters) if name else ():
+                    touched.setdefault(c, set()).add(str(name))
+                    exported.setdefault(c, set()).update(names)
+                    namespaces.setdefault(c, set()).add(str(namespace))
+            scope.reasons.append(f"{rel}: the job, on each cluster it targets or targeted")
+        elif (found := _PLATFORM.match(rel)) and found.group(1) in repo.clusters:
+            wide.setdefault(found.group(1), f"{rel}: platform objects every job there looks up")
+        elif _PROFILE.match(rel) and rel in profiles:
+            wide.setdefault(profiles[rel], f"{rel}: the profile of every job there")
+        else:
+            scope.everything = scope.everything or (
+                f"{rel}: may change every rendered object (settings, renderer, schemas, rules,"
+                " a removed or unknown file)"
+            )
+    if cluster is not None:
+        if cluster not in repo.clusters:
+            known = ", ".join(sorted(repo.clusters)) or "none"
+            raise InputError(
+                Problem("--cluster", None, None, f"unknown cluster {cluster!r} (known: {known})")
+            )
+        touched = {c: v for c, v in touched.items() if c == cluster}
+        wide = {c: v for c, v in wide.items() if c == cluster}
+    for name, why in sorted(wide.items()):
+        widener = _Widener(root, repo, name, texts)
+        scope.checked[name] = set(widener.jobs)
+        scope.reasons.append(f"{why}: all {len(widener.jobs)} job(s) on {name}")
+    for name, changed in sorted(touched.items()):
+        if name in wide:
+            continue
+        widener = _Widener(root, repo, name, texts)
+        named = widener.naming(exported[name], namespaces[name])
+        checked = (changed & set(widener.jobs)) | named
+        neighbours = checked - changed
+        if neighbours:
+            scope.reasons.append(
+                f"{name}: {', '.join(sorted(neighbours))} name(s) a changed job or its claims"
+            )
+        scope.checked[name] = checked
+        context = widener.named_by(checked)
+        if context:
+            scope.context[name] = context
+    scope.touched = touched
+    scope.gitops = cluster is None and bool(scope.checked or wide or touched)
+    return scope
+
+
+def describe(scope: Scope, repo: Repository) -> list[str]:
+    """What `--changed` checked and skipped, and why: lines for the terminal."""
+    lines = [f"--changed: compared with {scope.base[:12]}, {len(scope.changed)} changed path(s)"]
+    if scope.everything:
+        return [*lines, f"  everything is checked: {scope.everything}"]
+    lines += [f"  {reason}" for reason in scope.reasons]
+    total = sum(len(targets_on(repo, c)) for c in repo.clusters.values())
+    checked = sum(len(jobs) for jobs in scope.checked.values())
+    context = sum(len(jobs) for jobs in scope.context.values())
+    lines.append(
+        f"  checked: {checked} of {total} job placement(s) on {len(scope.checked)} cluster(s)"
+        + (f" (+{context} built as context, their findings left out)" if context else "")
+        + (", gitops/" if scope.gitops else "")
+    )
+    lines.append(
+        f"  skipped: {total - checked} job placement(s) no changed file reaches"
+        + ("" if scope.gitops else ", gitops/")
+    )
+    lines += [f"  skipped {line}" for line in scope.skipped]
+    if scope.generated:
+        lines.append(
+            f"  {len(scope.generated)} generated file(s) changed: validate renders from the"
+            " specs; `render --check --changed` compares them"
+        )
+    return lines
+
+
+def validate_changed(
+    root: Path,
+    repo: Repository,
+    scope: Scope,
+    *,
+    cluster_name: str | None = None,
+    crds: Path | None = None,
+    unknown_kind: Severity | None = Severity.ERROR,
+    run: Callable[[Path], str] = build.kustomize,
+) -> RepoResult:
+    """`validate_repository` on the part of the repository `scope` reaches: the findings a
+    whole run reports there, and none about context-only jobs."""
+    if scope.everything:
+        return validate_repository(
+            root, repo, cluster_name=cluster_name, crds=crds, unknown_kind=unknown_kind, run=run
+        )
+    part = Part({c: frozenset(jobs) for c, jobs in scope.clusters().items()}, scope.gitops)
+    result = validate_repository(
+        root, repo, crds=crds, unknown_kind=unknown_kind, run=run, part=part
+    )
+    result.findings = [f for f in result.findings if scope.keeps(f)]
+    return result
+
+
+def check_changed(root: Path, repo: Repository, scope: Scope) -> tuple[int, list[Drift]]:
+    """`render --check` on what `scope` reaches, and on every changed generated file: the
+    number of files compared and the drift among them."""
+    if scope.everything:
+        files = render_repository(repo)
+        return len(files), write.check(root, files)
+    clusters = {c: set(jobs) for c, jobs in scope.clusters().items()}
+    gitops = scope.gitops
+    within = set(scope.generated)
+    for rel in scope.generated:
+        parts = rel.split("/")
+        if parts[0] == paths.GITOPS_DIR:
+            gitops = True
+        elif parts[0] == paths.OVERLAYS_DIR and len(parts) > 2 and parts[1] in repo.clusters:
+            job = job_of(rel)
+            clusters.setdefault(parts[1], set()).update([job] if job else [])
+        elif (job := job_of(rel)) is not None:
+            for target in next((j.targets for j in repo.jobs if j.name == job), ()):
+                clusters.setdefault(target.cluster, set()).add(job)
+    names = {name for jobs in scope.touched.values() for name in jobs}
+    for cluster, jobs in clusters.items():
+        overlay = f"{paths.OVERLAYS_DIR}/{cluster}"
+        within |= {f"{overlay}/{PLATFORM_DIR}/", f"{overlay}/{RUNTIMES_DIR}/"}
+        within |= {f"{overlay}/kustomization.yaml"}
+        within |= {f"{overlay}/{job}/" for job in jobs | names}
+        names |= jobs
+    within |= {f"{paths.BASE_DIR}/{job}/" for job in names}
+    if gitops:
+        within.add(f"{paths.GITOPS_DIR}/")
+    files = render_part(repo, clusters, gitops=gitops, list_all=True)
+    return len(files), write.check(root, files, within)
