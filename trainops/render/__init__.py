@@ -13,7 +13,13 @@ from trainops.core.yaml_dump import dump_all
 from trainops.facts.kubeflow import KUBEFLOW_GROUP, KUBEFLOW_REPLICA_KEYS, REPLICA_TYPES
 from trainops.facts.trainer import TRAINER_GROUP, TRAINJOB
 from trainops.render import objects, patch, runtimes
-from trainops.render.delivered import cluster_objects, platform_object, targets_on
+from trainops.render.delivered import (
+    JOBS_PART,
+    PLATFORM_PART,
+    cluster_objects,
+    platform_object,
+    targets_on,
+)
 from trainops.render.gitops import render_gitops
 from trainops.spec.model import ClusterProfile, Repository, TrainingJob
 
@@ -159,13 +165,21 @@ def overlay_files(repo: Repository, cluster: ClusterProfile) -> dict[str, str]:
         files[f"{root}/{job.name}/kustomization.yaml"] = _yaml_file(source, [job_kustomization])
     platform = platform_files(repo, cluster)
     files.update(platform)
-    resources = ([PLATFORM_DIR] if platform else []) + jobs
+    before_jobs = [f"../{PLATFORM_DIR}"] if platform else []
     if v2:
         files.update(_runtime_files(repo, cluster, root))
-        resources.append(RUNTIMES_DIR)
-    kustomization = {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization", "resources": resources}
-    files[f"{root}/kustomization.yaml"] = _yaml_file(cluster.file, [kustomization])
+        before_jobs.append(f"../{RUNTIMES_DIR}")
+    parts = {PLATFORM_PART: before_jobs} if before_jobs else {}
+    parts[JOBS_PART] = [f"../{name}" for name in jobs]
+    for part, resources in parts.items():
+        files[f"{root}/{part}/kustomization.yaml"] = _kustomization(cluster.file, resources)
+    files[f"{root}/kustomization.yaml"] = _kustomization(cluster.file, list(parts))
     return files
+
+
+def _kustomization(source: str, resources: list[str]) -> str:
+    kustomization = {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization", "resources": resources}
+    return _yaml_file(source, [kustomization])
 
 
 def platform_files(repo: Repository, cluster: ClusterProfile) -> dict[str, str]:
