@@ -14,8 +14,9 @@ import pytest
 from tests.conformance import argocd_port, discovery, rbac_port
 from tests.conformance.gitops_repos import Rendered, labels_delivered_by, rendered
 from tests.conformance.references import key, references
+from tests.render.gitops.crdschema import crd_validator, errors
 from tests.render.gitops.test_argocd import _render_template_patch
-from tests.tools import require_kustomize
+from tests.tools import require_kustomize, require_upstream
 
 pytestmark = pytest.mark.slow
 LABELS = labels_delivered_by("argocd")
@@ -41,7 +42,11 @@ def applications(repo: Rendered) -> list[dict[str, Any]]:
     out = []
     for generator in spec["generators"]:
         for element in generator["list"]["elements"]:
-            app = {"metadata": {"namespace": appset["metadata"]["namespace"]}}
+            app = {
+                "apiVersion": appset["apiVersion"],
+                "kind": "Application",
+                "metadata": {"namespace": appset["metadata"]["namespace"]},
+            }
             app = argocd_port.strategic_merge(app, _fill(spec["template"], element))
             patch = _render_template_patch(spec["templatePatch"], element)
             out.append(argocd_port.strategic_merge(app, patch))
@@ -63,10 +68,14 @@ def _cluster(app: dict[str, Any]) -> argocd_port.Destination:
 @pytest.mark.parametrize("label", LABELS)
 def test_the_project_admits_every_generated_application(label: str) -> None:
     """ValidatePermissions: an Application whose destination namespace matches no project
-    destination gets InvalidSpecError and never syncs (on main: no namespace, none did)."""
+    destination gets InvalidSpecError and never syncs (on main: no namespace, none did).
+    The generated Application also conforms to Argo CD's Application CRD."""
     repo, project, apps = _argocd(label)
     assert len(apps) == len(repo.tool("argocd"))
+    crd = require_upstream() / "crds" / "argoproj.io" / "applications.yaml"
+    validator = crd_validator(crd, "v1alpha1")
     for app in apps:
+        assert errors(validator, app) == [], app["metadata"]["name"]
         assert argocd_port.application_conditions(app, project) == [], app["metadata"]["name"]
 
 
