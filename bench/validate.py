@@ -262,7 +262,8 @@ def timed_repository(root: Path, breakdown: bool = False) -> dict[str, Any]:
 
 def generated_repository(dest: Path) -> None:
     """500 copies of a shipped job, each on 4 clusters (two copies of each shipped Training
-    Operator v1 profile; the Trainer v2 example renders the same job as a TrainJob)."""
+    Operator v1 profile, with its platform manifests; the Trainer v2 example renders the same
+    job as a TrainJob)."""
     (dest / "jobs").mkdir(parents=True)
     (dest / "clusters").mkdir()
     if (ROOT / "trainops.yaml").is_file():
@@ -281,6 +282,9 @@ def generated_repository(dest: Path) -> None:
             (dest / "clusters" / f"{name}{suffix}.yaml").write_text(
                 text.replace(f"name: {name}\n", f"name: {name}{suffix}\n")
             )
+            # Its platform manifests: the queue and network the profile names come from there.
+            if (ROOT / "clusters" / name).is_dir():
+                shutil.copytree(ROOT / "clusters" / name, dest / "clusters" / f"{name}{suffix}")
     source = (ROOT / "jobs" / "resnet50-ddp.yaml").read_text()
     head, _, _ = source.partition("targets:")
     targets = "targets:\n" + "".join(

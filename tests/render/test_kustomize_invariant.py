@@ -112,6 +112,11 @@ def test_overlays_only_patch(rendered: dict[str, Path]) -> None:
             if path.name == "kustomization.yaml" and path.parent.parent.name == "overlays":
                 assert all((path.parent / r).is_dir() for r in doc["resources"])  # job dirs
                 assert set(doc) == {"apiVersion", "kind", "resources"}
+            elif path.parent.name in {"_platform", "_jobs"}:
+                # The overlay's two parts (what Flux applies in order): directories only.
+                assert set(doc) == {"apiVersion", "kind", "resources"}, path
+                assert all(r.startswith("../") for r in doc["resources"]), path
+                assert all((path.parent / r).is_dir() for r in doc["resources"]), path
             elif path.parent.name == "_runtimes":
                 # A Trainer v2 cluster's ClusterTrainingRuntimes: the cluster's own objects,
                 # in no base (there is nothing cluster-agnostic to patch).

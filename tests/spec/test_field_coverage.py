@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,10 @@ NOT_IN_OUTPUT = {
     " not delivered",
     "clusterprofile:podSecurity.allowHostPaths": "exceptions the `pod-security` rule admits,"
     " not delivered",
+    "clusterprofile:providedByPlatform.queues": "a check at load: the queue the profile names"
+    " is delivered from its manifests or installed by the platform; not delivered",
+    "clusterprofile:providedByPlatform.networks": "a check at load, as for queues",
+    "clusterprofile:providedByPlatform.priorityClasses": "a check at load, as for queues",
 }
 
 
@@ -86,6 +90,29 @@ def _other_operator(cluster: dict[str, Any]) -> None:
 def _to_tcp(cluster: dict[str, Any]) -> None:
     cluster["network"]["transport"] = "tcp"
     del cluster["network"]["rdma"]
+
+
+def _add_namespace(cluster: dict[str, Any]) -> None:
+    """A third training namespace, whose Multus network the platform provides (the cluster's
+    manifests deliver it in the first two only)."""
+    cluster["namespaces"] = [*cluster["namespaces"], "team-c"]
+    rdma = cluster.get("network", {}).get("rdma", {})
+    if "multusNetwork" in rdma:
+        cluster.setdefault("providedByPlatform", {})["networks"] = [rdma["multusNetwork"]]
+
+
+def _provided(*path: str, key: str) -> Callable[[dict[str, Any]], None]:
+    """Rename a platform object the profile names, declared installed by the platform (the
+    manifests deliver the old name only; a name neither delivered nor declared is refused)."""
+
+    def change(cluster: dict[str, Any]) -> None:
+        node = cluster
+        for part in path[:-1]:
+            node = node[part]
+        node[path[-1]] = f"{node[path[-1]]}-other"
+        cluster.setdefault("providedByPlatform", {}).setdefault(key, []).append(node[path[-1]])
+
+    return change
 
 
 def _to_tensorflow(job: dict[str, Any]) -> None:
@@ -134,7 +161,14 @@ CHOSEN: dict[str, Any] = {
     "trainingjob:podTemplate.spec": {"enableServiceLinks": True},
     "trainingjob:replicaPodTemplates.*.metadata": {"labels": {"coverage": "1"}},
     "trainingjob:replicaPodTemplates.*.spec": {"hostIPC": False},
-    "clusterprofile:namespaces": ["research", "prod-training", "team-c"],
+    "clusterprofile:namespaces": _add_namespace,
+    "clusterprofile:network.rdma.multusNetwork": _provided(
+        "network", "rdma", "multusNetwork", key="networks"
+    ),
+    "clusterprofile:scheduler.queue": _provided("scheduler", "queue", key="queues"),
+    "clusterprofile:scheduler.priorityClass": _provided(
+        "scheduler", "priorityClass", key="priorityClasses"
+    ),
 }
 
 
@@ -269,7 +303,7 @@ def _mutate(data: dict[str, Any], schema_name: str, dotted: str) -> None:
 def _documents(source: Path) -> dict[str, dict[str, Any]]:
     """Repo-relative path -> data of every input file (comments dropped, data kept)."""
     out = {}
-    for path in sorted(source.rglob("*.yaml")):
+    for path in sorted(p for p in source.rglob("*") if p.suffix in {".yaml", ".yml"}):
         out[path.relative_to(source).as_posix()] = yaml.safe_load(path.read_text())
     return out
 

@@ -14,7 +14,13 @@ from trainops.core.yaml_dump import dump_all
 from trainops.facts.kubeflow import KUBEFLOW_GROUP, KUBEFLOW_REPLICA_KEYS, REPLICA_TYPES
 from trainops.facts.trainer import TRAINER_GROUP, TRAINJOB
 from trainops.render import objects, patch, runtimes
-from trainops.render.delivered import cluster_objects, platform_object, targets_on
+from trainops.render.delivered import (
+    JOBS_PART,
+    PLATFORM_PART,
+    cluster_objects,
+    platform_object,
+    targets_on,
+)
 from trainops.render.gitops import render_gitops
 from trainops.spec.model import ClusterProfile, Repository, Target, TrainingJob
 
@@ -168,11 +174,11 @@ def overlay_files(
 ) -> dict[str, str]:
     """`overlays/<cluster>/`: one sub-kustomization per job, the platform folder, the runtimes.
 
-    `only` (job names) renders those jobs alone and lists only them in the cluster's
-    kustomization: the part of the overlay `validate --changed` builds (the cluster
-    kustomization only lists folders, so its objects are exactly those the whole overlay
-    builds from them). `list_all` lists every job there all the same: the committed file,
-    which `render --check --changed` compares.
+    `only` (job names) renders those jobs alone and lists only them in the cluster's `_jobs`
+    kustomization: the part of the overlay `validate --changed` builds (the kustomizations
+    only list folders, so its objects are exactly those the whole overlay builds from them).
+    `list_all` lists every job there all the same: the committed file, which
+    `render --check --changed` compares.
     """
     root = f"{paths.OVERLAYS_DIR}/{cluster.name}"
     files: dict[str, str] = {}
@@ -185,13 +191,21 @@ def overlay_files(
             jobs.append(job.name)
     platform = platform_files(repo, cluster)
     files.update(platform)
-    resources = ([PLATFORM_DIR] if platform else []) + jobs
+    before_jobs = [f"../{PLATFORM_DIR}"] if platform else []
     if cluster.operator.trainer_v2:
         files.update(_runtime_files(repo, cluster, root))
-        resources.append(RUNTIMES_DIR)
-    kustomization = {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization", "resources": resources}
-    files[f"{root}/kustomization.yaml"] = _yaml_file(cluster.file, [kustomization])
+        before_jobs.append(f"../{RUNTIMES_DIR}")
+    parts = {PLATFORM_PART: before_jobs} if before_jobs else {}
+    parts[JOBS_PART] = [f"../{name}" for name in jobs]
+    for part, resources in parts.items():
+        files[f"{root}/{part}/kustomization.yaml"] = _kustomization(cluster.file, resources)
+    files[f"{root}/kustomization.yaml"] = _kustomization(cluster.file, list(parts))
     return files
+
+
+def _kustomization(source: str, resources: list[str]) -> str:
+    kustomization = {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization", "resources": resources}
+    return _yaml_file(source, [kustomization])
 
 
 def platform_files(repo: Repository, cluster: ClusterProfile) -> dict[str, str]:

@@ -8,12 +8,26 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from trainops.facts import argocd
 from trainops.render import objects, runtimes
 from trainops.spec.model import ClusterProfile, PlatformObject, Repository, Target, TrainingJob
 
 # Argo CD applies lower waves first: queues, flavors, priority classes and networks exist
-# before the claims (-1) and the jobs (0) that name them. A wave the author set is kept.
-PLATFORM_SYNC_WAVE = "-2"
+# before the claims and runtimes (-1) and the jobs (0) that name them. A wave the author set
+# is kept.
+PLATFORM_SYNC_WAVE = argocd.PLATFORM_WAVE
+
+# An overlay in two parts: what must be applied before any job (platform manifests and
+# Trainer v2 runtimes), and the jobs. `overlays/<cluster>` is the two together (Argo CD syncs
+# it, sync waves order it); Flux applies each with its own Kustomization, the jobs' depending
+# on the platform's (gitops/flux.py). A job name (a DNS label) cannot start with `_`.
+PLATFORM_PART = "_platform"
+JOBS_PART = "_jobs"
+
+
+def has_platform_part(repo: Repository, cluster: ClusterProfile) -> bool:
+    """Whether `overlays/<cluster>/_platform/` exists: platform manifests or runtimes."""
+    return bool(repo.platform.get(cluster.name)) or cluster.operator.trainer_v2
 
 
 def targets_on(repo: Repository, cluster: ClusterProfile) -> list[tuple[TrainingJob, Target]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainops.facts import argocd
 from trainops.facts import deepspeed as ds_config
 from trainops.facts.kubeflow import JOB_NAME_LABEL
 from trainops.facts.trainer import JOBSET_NAME_LABEL
@@ -23,8 +24,8 @@ from trainops.spec.model import ClusterProfile, Target, TrainingJob
 
 API_PYTORCHJOB = "kubeflow.org/v1"
 # Argo CD applies lower waves first: claims and configs must exist before the pods mounting them.
-SYNC_WAVE = "argocd.argoproj.io/sync-wave"
-SYNC_WAVE_BEFORE_JOBS = "-1"
+SYNC_WAVE = argocd.SYNC_WAVE
+SYNC_WAVE_BEFORE_JOBS = argocd.BEFORE_JOBS_WAVE
 # Checkpoint and dataset claims outlive the job that wrote them: never pruned by GitOps.
 NO_PRUNE_ANNOTATIONS = {
     "argocd.argoproj.io/sync-options": "Prune=false",

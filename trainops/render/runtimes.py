@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainops.facts import argocd
 from trainops.facts.schedulers import VOLCANO_SCHEDULER
 from trainops.facts.trainer import (
     ANCESTOR_LABEL,
@@ -146,6 +147,8 @@ def job_runtime(
             "name": job.name,
             "namespace": job.namespace,
             "labels": {**labels, FRAMEWORK_LABEL: "torch"},
+            # Before the TrainJob: the Trainer's webhook refuses one whose runtime is missing.
+            "annotations": {argocd.SYNC_WAVE: argocd.BEFORE_JOBS_WAVE},
         },
         "spec": runtime_spec(cluster, job_gpu(job, cluster, target), job),
     }
@@ -163,7 +166,10 @@ def cluster_runtimes(cluster: ClusterProfile, jobs: list[TrainingJob]) -> list[d
             "metadata": {
                 "name": runtime_name(gpu),
                 "labels": {**MANAGED_BY, FRAMEWORK_LABEL: "torch"},
-                "annotations": {"trainops.dev/source": cluster.file},
+                "annotations": {
+                    "trainops.dev/source": cluster.file,
+                    argocd.SYNC_WAVE: argocd.BEFORE_JOBS_WAVE,
+                },
             },
             "spec": runtime_spec(cluster, gpu),
         }

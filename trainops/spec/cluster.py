@@ -142,4 +142,9 @@ def build_cluster(
             allow_host_paths=tuple(pod_security["allowHostPaths"]),
         ),
         monitoring_namespace=d["monitoringNamespace"],
+        provided_by_platform=model.ProvidedByPlatform(
+            queues=tuple(d["providedByPlatform"]["queues"]),
+            networks=tuple(d["providedByPlatform"]["networks"]),
+            priority_classes=tuple(d["providedByPlatform"]["priorityClasses"]),
+        ),
     )

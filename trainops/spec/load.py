@@ -26,6 +26,7 @@ from trainops.spec import model, podtemplate, schemas, trainer_v2
 from trainops.spec.cluster import build_cluster
 from trainops.spec.job import build_job
 from trainops.spec.platform import load_platform
+from trainops.spec.platform_refs import check_references
 from trainops.spec.problems import (
     Collector,
     duplicates,
@@ -218,6 +219,9 @@ def load_repository(root: Path, rule_slugs: Collection[str] = ()) -> model.Repos
         problems += _job_against_clusters(job, doc, clusters, invalid)
     platform, platform_problems = load_platform(root, clusters, invalid)
     problems += platform_problems
+    if not platform_problems:
+        for cluster, doc in loaded:
+            problems += check_references(cluster, doc, platform.get(cluster.name, ()))
     if problems:
         raise InputError(problems)
     return model.Repository(

@@ -135,6 +135,19 @@ class PodSecurityLevel:
 
 
 @dataclass(frozen=True)
+class ProvidedByPlatform:
+    """Platform objects the profile names that the platform installs outside this repository
+    (`providedByPlatform`); everything else it names comes from `clusters/<name>/manifests/`."""
+
+    queues: tuple[str, ...] = ()
+    """`scheduler.queue` names: a Volcano Queue, or a Kueue LocalQueue in each namespace."""
+    networks: tuple[str, ...] = ()
+    """`network.rdma.multusNetwork` names: a NetworkAttachmentDefinition in each namespace."""
+    priority_classes: tuple[str, ...] = ()
+    """`scheduler.priorityClass` names: a PriorityClass."""
+
+
+@dataclass(frozen=True)
 class ClusterProfile:
     name: str
     """The profile's name, equal to its file name; jobs name it in `targets[].cluster`."""
@@ -171,6 +184,8 @@ class ClusterProfile:
     monitoring_namespace: str = default(CLUSTER, "monitoringNamespace")
     """Where the Prometheus scraping the jobs runs: the only namespace the jobs'
     NetworkPolicy admits to the metrics port."""
+    provided_by_platform: ProvidedByPlatform = field(default_factory=ProvidedByPlatform)
+    """The queues, networks and priority classes the platform installs (not delivered here)."""
 
     def gpu(self, name: str) -> GpuProduct | None:
         return next((g for g in self.gpus if g.name == name), None)

@@ -42,11 +42,14 @@ def test_no_argocd_files_without_argocd_clusters() -> None:
 def test_appproject_confines_destinations_and_kinds() -> None:
     spec = app_project(mixed_repo())["spec"]
     assert spec["sourceRepos"] == ["https://git.example.com/ml/trainops.git"]
-    # Each cluster only gets its own namespaces; the Flux cluster gets nothing.
+    # Each cluster only gets its own namespaces and the delivery account's (the Applications'
+    # destination namespace); the Flux cluster gets nothing.
     assert spec["destinations"] == [
         {"name": "gke-h100", "namespace": "ml-research"},
+        {"name": "gke-h100", "namespace": "trainops-delivery"},
         {"server": "https://kubernetes.default.svc", "namespace": "ml-prod"},
         {"server": "https://kubernetes.default.svc", "namespace": "ml-research"},
+        {"server": "https://kubernetes.default.svc", "namespace": "trainops-delivery"},
     ]
     # No jobs and no platform manifests: nothing is delivered, so no kind is allowed.
     assert spec["clusterResourceWhitelist"] == []

@@ -34,6 +34,9 @@ SYNC_OPTIONS = {
     "FailOnSharedResource=true": "two Applications must not fight over one job",
     "CreateNamespace=false": "namespaces (quotas, LocalQueues, RBAC) are the platform's",
 }
+# docs/gitops.md, "Who applies": each Argo CD Application's destination namespace, where the
+# platform creates the delivery account its syncs impersonate (nothing is delivered there).
+DELIVERY_NAMESPACE = "trainops-delivery"
 # Options that would re-run or kill jobs (trap 2) or create namespaces behind the platform.
 FORBIDDEN_OPTIONS = ("Replace=true", "CreateNamespace=true", "Force=true")
 # Kinds every job of the fixture repositories renders (docs/gitops.md).
@@ -254,7 +257,9 @@ def test_appproject_fences_repo_namespaces_and_kinds(rendered: Any, label: str) 
             if "destinationName" in delivery
             else {"server": delivery.get("server", IN_CLUSTER)}
         )
-        wanted += [{**where, "namespace": ns} for ns in profile["namespaces"]]
+        wanted += [
+            {**where, "namespace": ns} for ns in [*profile["namespaces"], DELIVERY_NAMESPACE]
+        ]
     # The order is the generator's; the set is the rule.
     assert _as_set(spec["destinations"]) == _as_set(wanted)
     # Exactly the kinds the Argo CD clusters' overlays deliver, by scope (platform manifests
@@ -278,10 +283,12 @@ def test_appproject_fences_repo_namespaces_and_kinds(rendered: Any, label: str) 
 
 @pytest.mark.parametrize("label", LABELS)
 def test_flux_kustomization_per_cluster(rendered: Any, label: str) -> None:
-    """`training-<cluster>` syncs `./overlays/<cluster>`; prune from the profile; wait for
-    health; never force (trap 2: recreating on an immutable-field error re-runs jobs);
-    timeout, interval and retry as documented; CEL health for each job kind, no
-    `inProgress` (Flux evaluates it first and a running job keeps Created=True)."""
+    """`training-<cluster>` syncs the jobs, `./overlays/<cluster>/_jobs`, after
+    `training-<cluster>-platform` (`./overlays/<cluster>/_platform`: the platform manifests and
+    Trainer v2 runtimes) when the cluster has any; prune from the profile; wait for health;
+    never force (trap 2: recreating on an immutable-field error re-runs jobs); timeout,
+    interval and retry as documented; CEL health for each job kind, no `inProgress` (Flux
+    evaluates it first and a running job keeps Created=True)."""
     root = rendered(label)
     flux = by_tool(root, "flux")
     assert sorted(p.name for p in (root / "gitops" / "flux").iterdir()) == sorted(flux)
@@ -290,7 +297,21 @@ def test_flux_kustomization_per_cluster(rendered: Any, label: str) -> None:
         assert ks["kind"] == "Kustomization"
         assert ks["metadata"]["name"] == f"training-{name}"
         spec = ks["spec"]
-        assert spec["path"] == f"./overlays/{name}"
+        assert spec["path"] == f"./overlays/{name}/_jobs"
+        platform_file = root / "gitops" / "flux" / name / "platform.yaml"
+        trainer_v2 = profile.get("operator", {}).get("name") == "trainer"
+        if (root / "clusters" / name / "manifests").is_dir() or trainer_v2:
+            platform = read_yaml(platform_file)
+            assert platform["metadata"]["name"] == f"training-{name}-platform"
+            assert platform["spec"]["path"] == f"./overlays/{name}/_platform"
+            assert platform["spec"]["wait"] is True  # Ready means applied and healthy
+            assert spec["dependsOn"] == [{"name": f"training-{name}-platform"}]
+            assert "healthCheckExprs" not in platform["spec"]
+            shared = ("prune", "force", "timeout", "interval", "serviceAccountName", "sourceRef")
+            assert {k: platform["spec"][k] for k in shared} == {k: spec[k] for k in shared}
+        else:
+            assert not platform_file.exists()
+            assert "dependsOn" not in spec
         assert spec["prune"] is profile["delivery"].get("prune", True)
         assert spec["wait"] is True
         assert spec["force"] is False

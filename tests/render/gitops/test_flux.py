@@ -18,7 +18,8 @@ def test_kustomization_syncs_the_cluster_overlay() -> None:
         "labels": {"app.kubernetes.io/part-of": "trainops"},
     }
     spec = ks["spec"]
-    assert spec["path"] == "./overlays/eks-l4"
+    assert spec["path"] == "./overlays/eks-l4/_jobs"
+    assert "dependsOn" not in spec  # no platform manifests, no runtimes: nothing to wait for
     assert spec["sourceRef"] == {"kind": "GitRepository", "name": "trainops"}
     assert spec["prune"] is True
     assert spec["wait"] is True

@@ -12,7 +12,7 @@ from typing import Any
 
 from trainops.render.gitops.argocd import app_project, application_set
 from trainops.render.gitops.flux import flux_files
-from trainops.render.gitops.flux_rbac import rbac_objects
+from trainops.render.gitops.flux_rbac import ARGOCD_ACCOUNT_NAMESPACE, delivered, rbac_objects
 from trainops.render.gitops.health import argocd_cm_patch
 from trainops.spec.model import Repository
 
@@ -27,8 +27,9 @@ def render_gitops(repo: Repository) -> dict[str, Any]:
         files["gitops/argocd/applicationset.yaml"] = application_set(repo)
         files["gitops/argocd/argocd-cm-health.yaml"] = argocd_cm_patch(repo.settings)
         for cluster in repo.delivered_by("argocd"):
-            rbac = rbac_objects(repo, cluster)
-            if rbac:  # a cluster nothing is delivered to needs no account
-                files[f"gitops/argocd/rbac/{cluster.name}.yaml"] = rbac
+            if delivered(repo, cluster):  # a cluster nothing is delivered to needs no account
+                files[f"gitops/argocd/rbac/{cluster.name}.yaml"] = rbac_objects(
+                    repo, cluster, ARGOCD_ACCOUNT_NAMESPACE
+                )
     files.update(flux_files(repo))
     return dict(sorted(files.items()))

@@ -20,7 +20,7 @@ from typing import Any
 from trainops.facts.kubeflow import KUBEFLOW_GROUP, TRAINING_JOB_KINDS
 from trainops.facts.trainer import PATCH_TIME_FIELD, TRAINER_GROUP, TRAINJOB
 from trainops.render.delivered import cluster_objects
-from trainops.render.gitops.flux_rbac import SERVICE_ACCOUNT
+from trainops.render.gitops.flux_rbac import ARGOCD_ACCOUNT_NAMESPACE, SERVICE_ACCOUNT
 from trainops.render.gitops.kinds import GroupKind
 from trainops.render.trainjob import PATCH_MANAGER
 from trainops.spec.model import ClusterProfile, Repository
@@ -103,10 +103,13 @@ def app_project(repo: Repository) -> dict[str, Any]:
     kinds the repository delivers (cluster-scoped ones only from platform manifests)."""
     namespaced, cluster_scoped = delivered_kinds(repo)
     settings = repo.settings
+    # The Application's own destination (the account's namespace: Argo CD refuses an
+    # Application whose destination namespace matches no entry) and every training namespace
+    # (checked per object at sync).
     destinations = [
         {**_destination(cluster), "namespace": namespace}
         for cluster in repo.delivered_by("argocd")
-        for namespace in sorted(cluster.namespaces)
+        for namespace in sorted({ARGOCD_ACCOUNT_NAMESPACE, *cluster.namespaces})
     ]
     return {
         "apiVersion": ARGOCD_API,
@@ -127,17 +130,18 @@ def app_project(repo: Repository) -> dict[str, Any]:
                 {"group": gk.group, "kind": gk.kind} for gk in cluster_scoped
             ],
             # Argo CD >= 2.13 with `application.sync.impersonation.enabled`: syncs run as
-            # this account of the destination namespace (gitops/argocd/rbac/), not as the
-            # application controller. Needs a server URL (destinationName clusters: none).
+            # the cluster's delivery account (gitops/argocd/rbac/), not as the application
+            # controller. Argo CD picks it by the Application's destination server and
+            # namespace (util/settings/impersonation.go), so the entry names that namespace.
+            # Needs a server URL (destinationName clusters: none).
             "destinationServiceAccounts": [
                 {
                     "server": cluster.delivery.destination_server,
-                    "namespace": namespace,
+                    "namespace": ARGOCD_ACCOUNT_NAMESPACE,
                     "defaultServiceAccount": SERVICE_ACCOUNT,
                 }
                 for cluster in repo.delivered_by("argocd")
                 if not cluster.delivery.destination_name
-                for namespace in sorted(cluster.namespaces)
             ],
             "roles": project_roles(settings.argocd_project),
             "namespaceResourceWhitelist": [
@@ -221,7 +225,11 @@ spec:
 
 
 def application_set(repo: Repository) -> dict[str, Any]:
-    """One ApplicationSet generating an Application per Argo CD cluster (`overlays/<cluster>`)."""
+    """One ApplicationSet generating an Application per Argo CD cluster (`overlays/<cluster>`).
+
+    One Application per cluster, not one per namespace: sync waves order objects within an
+    Application only, and a cluster's platform objects and ClusterTrainingRuntimes, shared by
+    every namespace, must be applied before the jobs naming them (docs/gitops.md)."""
     settings = repo.settings
     elements = [_element(c) for c in repo.delivered_by("argocd")]
     return {
@@ -252,7 +260,10 @@ def application_set(repo: Repository) -> dict[str, Any]:
                         "targetRevision": settings.revision,
                         "path": "overlays/{{ .cluster }}",
                     },
-                    "destination": {},
+                    # The account's namespace: what Argo CD checks against the project's
+                    # destinations and picks the impersonated account by. Every object we
+                    # deliver names its own namespace, so none lands here.
+                    "destination": {"namespace": ARGOCD_ACCOUNT_NAMESPACE},
                     "syncPolicy": {
                         "syncOptions": list(SYNC_OPTIONS),
                         "retry": RETRY,

@@ -3,8 +3,17 @@
 Layout (what `flux bootstrap --path` or a fleet repository's Kustomization points at):
 
     gitops/flux/<cluster>/source.yaml     GitRepository (this repository, base/ + overlays/ only)
-    gitops/flux/<cluster>/training.yaml   Kustomization (./overlays/<cluster>)
-    gitops/flux/<cluster>/rbac.yaml       the account it applies as (flux_rbac.py)
+    gitops/flux/<cluster>/platform.yaml   Kustomization (./overlays/<cluster>/_platform), when
+                                          the cluster has platform manifests or runtimes
+    gitops/flux/<cluster>/training.yaml   Kustomization (./overlays/<cluster>/_jobs), depending
+                                          on the platform one
+    gitops/flux/<cluster>/rbac.yaml       the account both apply as (flux_rbac.py)
+
+Two Kustomizations, not one: kustomize-controller server-side dry-runs every object of an
+apply stage before applying any (fluxcd/pkg ssa v0.76.1 `ResourceManager.ApplyAll`, used by
+kustomize-controller v1.9.4), so a TrainJob beside the ClusterTrainingRuntime it names is
+refused by the Trainer's webhook on the first sync. `dependsOn` holds the jobs back until the
+platform Kustomization is Ready at the same revision (`checkDependencies`).
 
 No kustomization.yaml is written there: kustomize-controller generates one
 that includes every manifest in the directory. docs/gitops.md explains each
@@ -17,6 +26,7 @@ from typing import Any
 
 from trainops.facts.kubeflow import TRAINING_JOB_KINDS
 from trainops.facts.trainer import TRAINER_API, TRAINJOB
+from trainops.render.delivered import JOBS_PART, PLATFORM_PART, has_platform_part
 from trainops.render.gitops.flux_rbac import SERVICE_ACCOUNT, rbac_objects
 from trainops.spec.model import ClusterProfile, Repository
 
@@ -105,15 +115,16 @@ def trainjob_health_expr() -> dict[str, str]:
     }
 
 
-def kustomization(repo: Repository, cluster: ClusterProfile) -> dict[str, Any]:
-    """The Kustomization that syncs `./overlays/<cluster>` onto that cluster."""
-    settings = repo.settings
+def _kustomization(
+    repo: Repository, cluster: ClusterProfile, name: str, part: str
+) -> dict[str, Any]:
+    """A Kustomization applying `./overlays/<cluster>/<part>` as the fenced account."""
     return {
         "apiVersion": KUSTOMIZE_API,
         "kind": "Kustomization",
         "metadata": {
-            "name": f"training-{cluster.name}",
-            "namespace": settings.flux_namespace,
+            "name": name,
+            "namespace": repo.settings.flux_namespace,
             "labels": dict(PART_OF),
         },
         "spec": {
@@ -121,17 +132,34 @@ def kustomization(repo: Repository, cluster: ClusterProfile) -> dict[str, Any]:
             "retryInterval": RETRY_INTERVAL,
             "timeout": TIMEOUT,
             "sourceRef": {"kind": "GitRepository", "name": SOURCE_NAME},
-            "path": f"./overlays/{cluster.name}",
+            "path": f"./overlays/{cluster.name}/{part}",
             "prune": cluster.delivery.prune,
             # Apply as the fenced account of flux_rbac.py, not as the controller (cluster-admin).
             "serviceAccountName": SERVICE_ACCOUNT,
+            # Ready only once what it applied is healthy: what `dependsOn` waits for.
             "wait": True,
             # Never recreate objects on an immutable-field change: that re-runs a job.
             # A deliberate replacement is a new run name (docs/gitops.md).
             "force": False,
-            "healthCheckExprs": health_check_exprs(),
         },
     }
+
+
+def platform_kustomization(repo: Repository, cluster: ClusterProfile) -> dict[str, Any] | None:
+    """The Kustomization of the cluster's platform manifests and runtimes (None: it has none)."""
+    if not has_platform_part(repo, cluster):
+        return None
+    return _kustomization(repo, cluster, f"training-{cluster.name}-platform", PLATFORM_PART)
+
+
+def kustomization(repo: Repository, cluster: ClusterProfile) -> dict[str, Any]:
+    """The Kustomization that syncs the cluster's jobs, after its platform Kustomization."""
+    out = _kustomization(repo, cluster, f"training-{cluster.name}", JOBS_PART)
+    platform = platform_kustomization(repo, cluster)
+    if platform is not None:
+        out["spec"]["dependsOn"] = [{"name": platform["metadata"]["name"]}]
+    out["spec"]["healthCheckExprs"] = health_check_exprs()
+    return out
 
 
 def flux_files(repo: Repository) -> dict[str, Any]:
@@ -140,6 +168,9 @@ def flux_files(repo: Repository) -> dict[str, Any]:
     for cluster in repo.delivered_by("flux"):
         files[f"gitops/flux/{cluster.name}/source.yaml"] = git_repository(repo)
         files[f"gitops/flux/{cluster.name}/training.yaml"] = kustomization(repo, cluster)
+        platform = platform_kustomization(repo, cluster)
+        if platform is not None:
+            files[f"gitops/flux/{cluster.name}/platform.yaml"] = platform
         files[f"gitops/flux/{cluster.name}/rbac.yaml"] = rbac_objects(
             repo, cluster, repo.settings.flux_namespace
         )

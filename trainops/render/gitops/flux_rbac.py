@@ -19,6 +19,12 @@ from trainops.spec.model import ClusterProfile, Repository
 
 RBAC_API = "rbac.authorization.k8s.io/v1"
 SERVICE_ACCOUNT = "trainops-delivery"
+# Where an Argo CD cluster's delivery account lives: a namespace of its own, which the
+# platform creates with the training namespaces (trainops renders no Namespace). Each
+# Application's destination namespace, so Argo CD picks this account by it
+# (`destinationServiceAccounts`); nothing is delivered into it and the account has no Role
+# there.
+ARGOCD_ACCOUNT_NAMESPACE = "trainops-delivery"
 PART_OF = {"app.kubernetes.io/part-of": "trainops"}
 # What applying, pruning and health-checking an object takes (server-side apply is `patch`).
 VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
@@ -72,23 +78,20 @@ def _account(namespace: str) -> dict[str, Any]:
 
 
 def rbac_objects(
-    repo: Repository, cluster: ClusterProfile, account_namespace: str | None = None
+    repo: Repository, cluster: ClusterProfile, account_namespace: str
 ) -> list[dict[str, Any]]:
-    """The service account, and a Role and RoleBinding per delivered namespace.
+    """The one service account (in `account_namespace`), a Role and RoleBinding per delivered
+    namespace, and a ClusterRole for the cluster-scoped platform kinds, if any.
 
-    `account_namespace`: where the one account lives (Flux impersonates an account of the
-    Kustomization's namespace); None: one account in each delivered namespace (Argo CD's
-    destination service accounts live in the destination namespace).
+    `account_namespace`: Flux impersonates an account of the Kustomization's namespace;
+    Argo CD one of its Application's destination namespace (`ARGOCD_ACCOUNT_NAMESPACE`).
     """
     meta = {"labels": dict(PART_OF), "name": SERVICE_ACCOUNT}
-    out: list[dict[str, Any]] = []
-    if account_namespace is not None:
-        out.append(_account(account_namespace))
+    out: list[dict[str, Any]] = [_account(account_namespace)]
+    subject = {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": account_namespace}
     kinds_by_namespace = delivered(repo, cluster)
     cluster_kinds = kinds_by_namespace.pop(CLUSTER_SCOPE, set())
     for namespace, kinds in sorted(kinds_by_namespace.items()):
-        if account_namespace is None:
-            out.append(_account(namespace))
         out.append(
             {
                 "apiVersion": RBAC_API,
@@ -107,19 +110,13 @@ def rbac_objects(
                     "kind": "Role",
                     "name": SERVICE_ACCOUNT,
                 },
-                "subjects": [
-                    {
-                        "kind": "ServiceAccount",
-                        "name": SERVICE_ACCOUNT,
-                        "namespace": account_namespace or namespace,
-                    }
-                ],
+                "subjects": [dict(subject)],
             }
         )
     if cluster_kinds:
         # The platform manifests' cluster-scoped kinds (clusters/<name>/manifests/, owned by
-        # the platform team through CODEOWNERS): exactly those kinds, cluster-wide.
-        subjects = sorted({account_namespace or ns for ns in kinds_by_namespace})
+        # the platform team through CODEOWNERS) and Trainer v2's ClusterTrainingRuntimes:
+        # exactly those kinds, cluster-wide.
         name = f"{SERVICE_ACCOUNT}-platform"
         out.append(
             {
@@ -139,10 +136,7 @@ def rbac_objects(
                     "kind": "ClusterRole",
                     "name": name,
                 },
-                "subjects": [
-                    {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": ns}
-                    for ns in subjects
-                ],
+                "subjects": [dict(subject)],
             }
         )
     return out

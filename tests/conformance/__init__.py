@@ -1,0 +1,15 @@
+"""Consumer conformance: what the programs that read our output do with it.
+
+Every object trainops builds passes its schemas; that says nothing about what Argo CD, Flux,
+an operator or a scheduler does with it. Each module here ports one consumer's acceptance or
+interpretation logic that we depend on, small and in plain Python, citing the repository,
+path, release and function it follows (`*_port.py`: the consumer's logic; `test_*.py`: it run
+over our output). No mocks: the ports run over every object built from the shipped
+repository and from the test repositories (tests/golden/rich, tests/render/fixtures/variety),
+rendered with the CLI and built with the real kustomize, the way the controllers receive them.
+
+Proven against: Argo CD v3.5.1 (AppProject destination and resource permission,
+destinationServiceAccounts impersonation, ApplicationSet templatePatch, gitops-engine sync
+waves) and Flux kustomize-controller v1.9.4 with fluxcd/pkg ssa v0.76.1 (dependsOn,
+staged server-side apply, impersonation). docs/gitops.md says how to add a consumer.
+"""
