@@ -188,7 +188,7 @@ def test_render_check_changed_finds_a_removed_jobs_leftovers(
     err = capsys.readouterr().err
     assert f"base/{JOB}/kustomization.yaml: extra" in err
     assert f"overlays/cloud-h100/{JOB}/kustomization.yaml: extra" in err
-    assert "overlays/cloud-h100/kustomization.yaml: stale" in err
+    assert "overlays/cloud-h100/_jobs/kustomization.yaml: stale" in err
 
 
 def test_render_check_changed_is_clean_on_a_rendered_change(

@@ -38,7 +38,7 @@ from trainops.core.errors import InputError, Problem
 from trainops.core.findings import Finding, Severity
 from trainops.core.git import GitError, commit_of, git
 from trainops.render import PLATFORM_DIR, RUNTIMES_DIR, render_part, render_repository, write
-from trainops.render.delivered import targets_on
+from trainops.render.delivered import JOBS_PART, PLATFORM_PART, targets_on
 from trainops.render.write import Drift
 from trainops.spec.model import Repository, TrainingJob
 from trainops.validate.repo import Part, RepoResult, validate_repository
@@ -92,6 +92,11 @@ def _top_doc(rel: str) -> bool:
     return "/" not in rel and rel.endswith(".md")
 
 
+# The folders of an overlay that are not a job's: job names are DNS labels (no `_`), and
+# `platform` is a reserved job name (spec/job_checks.py).
+NOT_JOBS = (PLATFORM_DIR, RUNTIMES_DIR, PLATFORM_PART, JOBS_PART)
+
+
 def job_of(file: str | None) -> str | None:
     """The job whose rendered folder holds `file` (`base/<job>/...`,
     `overlays/<cluster>/<job>/...`), None for anything else."""
@@ -99,7 +104,7 @@ def job_of(file: str | None) -> str | None:
     if len(parts) >= 3 and parts[0] == paths.BASE_DIR:
         return parts[1]
     if len(parts) >= 4 and parts[0] == paths.OVERLAYS_DIR:
-        return None if parts[2] in (PLATFORM_DIR, RUNTIMES_DIR) else parts[2]
+        return None if parts[2] in NOT_JOBS else parts[2]
     return None
 
 
@@ -333,7 +338,7 @@ def check_changed(root: Path, repo: Repository, scope: Scope) -> tuple[int, list
     names = {name for jobs in scope.touched.values() for name in jobs}
     for cluster, jobs in clusters.items():
         overlay = f"{paths.OVERLAYS_DIR}/{cluster}"
-        within |= {f"{overlay}/{PLATFORM_DIR}/", f"{overlay}/{RUNTIMES_DIR}/"}
+        within |= {f"{overlay}/{part}/" for part in NOT_JOBS}
         within |= {f"{overlay}/kustomization.yaml"}
         within |= {f"{overlay}/{job}/" for job in jobs | names}
         names |= jobs
