@@ -13,7 +13,9 @@ What this module adds to kmock, each where kmock 0.8 differs from a real API ser
 - `dryRun=All` server-side apply (PATCH `application/apply-patch+yaml`): the object as it
   would be stored (server stamps added) and nothing stored; 404 `namespaces "x" not
   found` when the namespace does not exist, as the real server answers;
-- pod logs (`pods/<name>/log` with `container`, `previous`, `tailLines`) as text/plain;
+- pod logs (`pods/<name>/log` with `container`, `previous`, `tailLines`, `timestamps`) as
+  text/plain; a test stores a log with the kubelet's timestamps, served without them
+  unless `timestamps=true` is asked, as the kubelet does;
 - 404s as the real server's v1 Status (`reason: NotFound`) instead of kmock's own text.
 
 Which kinds exist (discovery) is read from the upstream CRDs in ../shared/upstream where
@@ -163,6 +165,10 @@ def selector_matches(selector: str, labels: dict[str, str]) -> bool:
     return True
 
 
+# The kubelet's log timestamp: RFC 3339 with nanoseconds and one space, at a line's start.
+_KUBELET_STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z ")
+
+
 class ApiEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
     """kmock's emulator with the behaviours listed in the module docstring."""
 
@@ -282,6 +288,10 @@ class ApiEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
             }
             return reply(400, status)
         lines = self.logs[key].splitlines(keepends=True)
+        if request.params.get("timestamps") != "true":
+            # A test's log may carry the kubelet's timestamps (as the kubelet stores them);
+            # the kubelet strips them unless `timestamps=true` is asked.
+            lines = [_KUBELET_STAMP.sub("", line) for line in lines]
         tail = int(request.params.get("tailLines", len(lines)))
         return reply(200, "".join(lines[-tail:]).encode(), "text/plain; charset=utf-8")
 

@@ -250,15 +250,26 @@ class Client:
         return True
 
     def logs(
-        self, namespace: str, pod: str, container: str, previous: bool, tail_lines: int
+        self,
+        namespace: str,
+        pod: str,
+        container: str,
+        previous: bool,
+        tail_lines: int,
+        *,
+        timestamps: bool = False,
     ) -> str | None:
-        """The last lines of a container's log (of its previous run if `previous`); None
-        when the kubelet has none to give (the container never started, the node is gone)."""
+        """The last lines of a container's log (of its previous run if `previous`), each
+        line prefixed with the kubelet's RFC 3339 time if `timestamps`; None when the kubelet
+        has none to give (the container never started, the node is gone)."""
         obj = {"metadata": {"name": pod, "namespace": namespace}}
         with self._calling("get", "pods/log", namespace):
             try:
                 text: str = pykube.Pod(self.api, obj).logs(
-                    container=container, previous=previous, tail_lines=tail_lines
+                    container=container,
+                    previous=previous,
+                    tail_lines=tail_lines,
+                    timestamps=timestamps,
                 )
             except requests.HTTPError as err:
                 # 400 "container ... is waiting to start", 404 for a gone pod: no log to show.
