@@ -18,21 +18,20 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from trainops.cluster import causes as causes_mod
-from trainops.cluster import hang, kinds, nccl_log
+from trainops.cluster import hang, kinds, nccl_log, running
 from trainops.cluster.answer import Explanation, LogTail
 from trainops.cluster.causes import Cause
 from trainops.cluster.client import Client, Resource
 from trainops.cluster.errors import ClusterError
 from trainops.cluster.evidence import event_line, pod_line, scheduler_note, scheduler_summary
-from trainops.cluster.logs import Log, first_failure, read
+from trainops.cluster.logs import Log, first_failure
+from trainops.cluster.running import Logs
 from trainops.cluster.status import require_namespaces, scheduler_objects, served_training_kinds
 from trainops.core.manifest import Manifest
 from trainops.spec.model import ClusterProfile
 
 DEFAULT_TAIL_LINES = 20
 MAX_EVENTS = 10
-# Logs read to rank failing pods and to look for a hang: one request each, so bounded.
-MAX_LOG_READS = 16
 
 
 def _name(obj: dict[str, Any]) -> str:
@@ -59,25 +58,6 @@ def _find(
     )
 
 
-class _Logs:
-    """Each container log read at most once, and at most MAX_LOG_READS of them."""
-
-    def __init__(self, client: Client, namespace: str) -> None:
-        self.client, self.namespace = client, namespace
-        self.read: dict[tuple[str, str, bool], Log | None] = {}
-        self.unread: list[str] = []
-
-    def get(self, pod: str, container: str, previous: bool) -> Log | None:
-        key = (pod, container, previous)
-        if key not in self.read:
-            if len(self.read) >= MAX_LOG_READS:
-                return None
-            self.read[key] = read(
-                self.client, self.namespace, pod, container, previous, unread=self.unread
-            )
-        return self.read[key]
-
-
 @dataclass
 class _Seen:
     """What the cluster shows of one job."""
@@ -87,7 +67,7 @@ class _Seen:
     events: list[dict[str, Any]]
     workload: dict[str, Any] | None
     podgroup: dict[str, Any] | None
-    logs: _Logs
+    logs: Logs
 
 
 def _pods(client: Client, resource: Resource, ns: str, name: str) -> list[dict[str, Any]]:
@@ -116,7 +96,7 @@ def _events(
     return sorted(out, key=causes_mod.event_time)
 
 
-def _checked(c: Cause, logs: _Logs) -> Cause:
+def _checked(c: Cause, logs: Logs) -> Cause:
     """An exit whose log ends in a collective error follows the peer it lost; a trainer's
     watchdog line in its log says the rank had hung before it exited."""
     log = logs.get(c.pod, c.container, c.previous) if c.pod and c.container else None
@@ -128,7 +108,7 @@ def _checked(c: Cause, logs: _Logs) -> Cause:
     return c.following() if nccl_log.peer_gone(log.lines) else c
 
 
-def _ranked(seen: _Seen, running: bool) -> list[Cause]:
+def _ranked(seen: _Seen, job_running: bool) -> list[Cause]:
     """Every cause the pods, the events and Kueue show, first failure first."""
     live = {_name(p) for p in seen.pods}
     found = [c for p in seen.pods for c in causes_mod.pod_causes(p, scheduler_summary)]
@@ -141,7 +121,7 @@ def _ranked(seen: _Seen, running: bool) -> list[Cause]:
         if (c.pod is None or c.pod not in live)
         and not (evicted is not None and c.text.startswith(causes_mod.KUEUE_EVICTED))
     ]
-    return causes_mod.rank([_checked(c, seen.logs) for c in found], running)
+    return causes_mod.rank([_checked(c, seen.logs) for c in found], job_running)
 
 
 def _show_log(log: Log, tail_lines: int) -> LogTail:
@@ -182,7 +162,7 @@ def explain(
     involved = {name, *(_name(p) for p in pods)} | {
         _name(o) for o in (workload, podgroup) if o is not None
     }
-    logs = _Logs(client, ns)
+    logs = Logs(client, ns)
     events = _events(client, ns, name, involved, logs.unread)
     seen = _Seen(job, pods, events, workload, podgroup, logs)
     result = Explanation(
@@ -205,7 +185,8 @@ def explain(
     elif not _queued(result, seen):
         stuck = None
         if phase == "Running":
-            stuck = _hang(seen, now or dt.datetime.now(dt.UTC), stall_seconds)
+            now = now or dt.datetime.now(dt.UTC)
+            stuck = running.stalled(seen.pods, logs, now, stall_seconds)
         if stuck is not None:
             result.cause = stuck.cause
             result.findings += stuck.evidence
@@ -254,56 +235,25 @@ def _queued(result: Explanation, seen: _Seen) -> bool:
     return False
 
 
-def _hang(seen: _Seen, now: dt.datetime, stall_seconds: int) -> hang.Hang | None:
-    """A hang the current logs of a job whose pods all run show."""
-    running = [p for p in seen.pods if (p.get("status") or {}).get("phase") == "Running"]
-    if not running or len(running) != len(seen.pods):
-        return None
-    current = [
-        log
-        for p in running
-        if (container := _main_container(p)) is not None
-        and (log := seen.logs.get(_name(p), container, False)) is not None
-    ]
-    return hang.detect(current, now, stall_seconds)
-
-
 def _by_phase(result: Explanation, seen: _Seen, phase: str) -> None:
     """No pod, queue or hang says more: the job's own condition."""
     message = (kinds.condition(seen.job, phase) or {}).get("message") or ""
     if phase == "Running":
-        running = sum(1 for p in seen.pods if (p.get("status") or {}).get("phase") == "Running")
-        result.cause, result.healthy = f"Running: {running}/{len(seen.pods)} pods running", True
+        up = sum(1 for p in seen.pods if (p.get("status") or {}).get("phase") == "Running")
+        result.cause, result.healthy = f"Running: {up}/{len(seen.pods)} pods running", True
     elif phase == "Failed":
         result.cause = f"Failed: {message or 'the job failed'}"
     else:
         result.cause = f"{phase}: {message or 'no pod has started yet'}"
 
 
-def _main_container(pod: dict[str, Any]) -> str | None:
-    found = ((pod.get("spec") or {}).get("containers") or [{}])[0].get("name")
-    return str(found) if found else None
-
-
-def _transports(result: Explanation, profile: ClusterProfile, logs: _Logs) -> None:
+def _transports(result: Explanation, profile: ClusterProfile, logs: Logs) -> None:
     """NCCL's network per pod, from the logs read; TCP on an RDMA cluster is a finding,
     and the first line when nothing else is wrong."""
-    found = [
-        t
-        for log in logs.read.values()
-        if log is not None and (t := nccl_log.transport(log.pod, log.lines)) is not None
-    ]
-    if not found:
-        return
-    result.findings += [f"NCCL network: {t}" for t in sorted(found, key=str)]
-    socket = nccl_log.fallbacks(found)
-    if profile.network.transport == "rdma" and socket:
-        pods = ", ".join(sorted({t.pod for t in socket}))
-        line = (
-            f"SocketFallback: NCCL runs over TCP sockets, not RDMA, on pod(s) {pods} of RDMA"
-            f" cluster {profile.name} (NCCL INFO Using network Socket); check NCCL_IB_HCA,"
-            " the RDMA device plugin resource and the network attachment"
-        )
+    found = running.transports(logs)
+    result.findings += [f"NCCL network: {t}" for t in found]
+    line = running.socket_fallback(found, profile)
+    if line is not None:
         result.findings.insert(0, line)
         if result.healthy:
             result.cause, result.healthy = line, False
