@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
 from tests.cluster.conftest import built, find, live, pod, response, run_cli
-from tests.cluster.emulator import RunningEmulator
+from tests.cluster.emulator import RunningEmulator, reply
 from tests.cluster.test_explain import JOB, _explain
 
 
@@ -180,3 +182,78 @@ def test_sockets_on_a_tcp_cluster_are_no_finding(
     assert (code, out.splitlines()[0]) == (0, "Running: 2/2 pods running")
     assert "  NCCL network: resnet50-ddp-master-0: NET/Socket [0]eth0:10.244.4.11<0>" in out
     assert "SocketFallback" not in out
+
+
+def _metrics(last_step: float) -> str:
+    """The trainer's /metrics as prometheus_client (the trainer's library) exposes it."""
+    registry = CollectorRegistry()
+    gauge = Gauge(
+        "trainops_trainer_last_step_timestamp_seconds",
+        "Unix time of the last completed optimizer step",
+        registry=registry,
+    )
+    gauge.set(last_step)
+    return generate_latest(registry).decode()
+
+
+def _with_metrics(api: RunningEmulator, gauges: dict[str, float]) -> None:
+    """Give the running pods the trainer's metrics port (as trainops renders it) and serve
+    each pod's gauge through the emulator's pod proxy."""
+    for name in ("master-0", "worker-0"):
+        replica, index = name.split("-")
+        p = pod(JOB, replica, int(index), response("pods", "running"))
+        p["spec"]["containers"][0]["ports"] = [
+            {"containerPort": 9090, "name": "metrics", "protocol": "TCP"}
+        ]
+        api.add(p)
+    served = {("ml-vision", f"{JOB}-{p}:9090", "metrics"): _metrics(v) for p, v in gauges.items()}
+    api.call(lambda e: e.proxied.update(served))
+
+
+def test_the_last_step_gauge_names_the_rank_behind(
+    api: RunningEmulator, repo: Path, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The gauge is the trainer's own clock per pod: rank 0's step lines (here fresh, as
+    its log was just written by a rank still waiting in all-reduce) do not hide the hang."""
+    now = dt.datetime.now(dt.UTC)
+    _running(api, repo, {"master-0": _stamped([(2, _step(1200))], now)})
+    ago = {"master-0": 31.0, "worker-0": 47.0}
+    _with_metrics(api, {p: (now - dt.timedelta(minutes=m)).timestamp() for p, m in ago.items()})
+    code, out, _ = _explain(capsys, repo, kubeconfig)
+    assert code == 1
+    first = out.splitlines()[0]
+    assert first.startswith("Hung: all pods run but no training step completed for 31 min")
+    assert first.endswith(
+        "from trainops_trainer_last_step_timestamp_seconds); pod resnet50-ddp-worker-0 is"
+        " furthest behind"
+    )
+    proxied = [r.url.path for r in api.requests if "/proxy/" in r.url.path]
+    assert "/api/v1/namespaces/ml-vision/pods/resnet50-ddp-worker-0:9090/proxy/metrics" in proxied
+
+
+def test_a_fresh_gauge_is_running(
+    api: RunningEmulator, repo: Path, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    now = dt.datetime.now(dt.UTC)
+    _running(api, repo, {"master-0": _stamped([(50, _step(1200))], now)})  # a long interval
+    _with_metrics(api, {"master-0": (now - dt.timedelta(seconds=20)).timestamp()})
+    code, out, _ = _explain(capsys, repo, kubeconfig)
+    assert (code, out.splitlines()[0]) == (0, "Running: 2/2 pods running")
+
+
+def test_without_pods_proxy_permission_the_logs_still_tell(
+    api: RunningEmulator, repo: Path, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    now = dt.datetime.now(dt.UTC)
+    _running(api, repo, {"master-0": _stamped([(41, _step(1200))], now)})
+    _with_metrics(api, {})
+    forbidden = response("errors", "forbidden-get-pods-log")
+    forbidden["message"] = forbidden["message"].replace('"pods/log"', '"pods/proxy"')
+    api.call(lambda e: e["get", re.compile(r".*/proxy/metrics")] << (lambda: reply(403, forbidden)))
+    code, out, _ = _explain(capsys, repo, kubeconfig)
+    assert code == 1
+    assert out.startswith("Hung: all pods run but no training step completed for 41 min")
+    assert (
+        "Could not read:\n  metrics of pod/resnet50-ddp-master-0: 403 Forbidden: not allowed to"
+        " get pods/proxy in namespace ml-vision" in out
+    )

@@ -278,6 +278,17 @@ class Client:
                 raise
         return text
 
+    def pod_proxy(self, namespace: str, pod: str, port: int, path: str) -> str | None:
+        """GET `path` on the pod's `port` through the API server's pod proxy (RBAC
+        `pods/proxy`); None when nothing answers there (502/503) or the pod is gone."""
+        url = f"namespaces/{namespace}/pods/{pod}:{port}/proxy/{path}"
+        response = self._send("get", "pods/proxy", namespace, lambda: self.api.get(url=url))
+        if response.status_code in {404, 502, 503}:
+            return None
+        if not response.ok:
+            raise self.http_error(response, "get", "pods/proxy", namespace)
+        return response.text
+
     # ------------------------------------------------------------------ writes (dry run)
 
     def apply_dry_run(self, resource: Resource, obj: dict[str, Any]) -> ApplyResult:

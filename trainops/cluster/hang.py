@@ -3,10 +3,13 @@
 Evidence, in the order it is trusted:
 1. the trainer's watchdog: a line with the prefix `trainops-watchdog:` (it logs every
    rank's stacks and exits when no step completed within its window);
-2. the last `{"event": "step", ...}` line the trainer logs (trainer/train.py `log_event`,
+2. the trainer's gauge `trainops_trainer_last_step_timestamp_seconds`, read from each pod's
+   metrics port through the API server's pod proxy: the newest older than the window is a
+   hang, and the pod with the oldest is the one behind;
+3. the last `{"event": "step", ...}` line the trainer logs (trainer/train.py `log_event`,
    JSON on stdout), timed by the kubelet's log timestamps (`timestamps=true`): no step for
    longer than the stall window is a hang;
-3. no step at all, and every pod's last lines are NCCL set-up or torchrun rendezvous waits
+4. no step at all, and every pod's last lines are NCCL set-up or torchrun rendezvous waits
    older than the window: the job never got past initialisation.
 """
 
@@ -21,6 +24,9 @@ from trainops.cluster import nccl_log
 from trainops.cluster.logs import Log
 
 WATCHDOG_PREFIX = "trainops-watchdog:"
+# The trainer's gauge of the Unix time of its last completed step (issue 24 item 4).
+LAST_STEP_GAUGE = "trainops_trainer_last_step_timestamp_seconds"
+_GAUGE_LINE = re.compile(rf"^{LAST_STEP_GAUGE}(?:{{[^}}]*}})?\s+(\S+)")
 _RFC3339 = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
 # No completed step for this long is a hang. Longer than a slow step plus the trainer's
 # log interval, shorter than torch's NCCL collective timeout that the trainer sets (30 min),
@@ -60,8 +66,40 @@ def _age(seconds: float) -> str:
     return f"{int(seconds // 60)} min" if seconds >= 120 else f"{int(seconds)} s"
 
 
-def detect(logs: list[Log], now: dt.datetime, stall_seconds: int) -> Hang | None:
-    """The hang the running pods' current logs show, or None."""
+def last_step_gauge(metrics: str) -> float | None:
+    """The value of LAST_STEP_GAUGE in a Prometheus text exposition, if positive (0 means
+    no step yet)."""
+    for line in metrics.splitlines():
+        found = _GAUGE_LINE.match(line)
+        if found:
+            value = float(found.group(1))
+            return value if value > 0 else None
+    return None
+
+
+def _from_gauges(gauges: dict[str, float], now: dt.datetime, stall_seconds: int) -> Hang | None:
+    newest = max(gauges.values())
+    idle = now.timestamp() - newest
+    if idle <= stall_seconds:
+        return None
+    when = dt.datetime.fromtimestamp(newest, dt.UTC).isoformat()
+    behind = min(gauges, key=lambda pod: (gauges[pod], pod))
+    evidence = [
+        f"{pod}: {LAST_STEP_GAUGE} {dt.datetime.fromtimestamp(t, dt.UTC).isoformat()}"
+        for pod, t in sorted(gauges.items())
+    ]
+    return Hang(
+        f"Hung: all pods run but no training step completed for {_age(idle)} (last step at"
+        f" {when}, window {_age(stall_seconds)}, from {LAST_STEP_GAUGE}); pod {behind} is"
+        " furthest behind",
+        evidence,
+    )
+
+
+def detect(
+    logs: list[Log], gauges: dict[str, float], now: dt.datetime, stall_seconds: int
+) -> Hang | None:
+    """The hang the running pods' current logs and last-step gauges show, or None."""
     watchdog = [
         f"{log.pod}: {line.strip()}"
         for log in logs
@@ -70,6 +108,8 @@ def detect(logs: list[Log], now: dt.datetime, stall_seconds: int) -> Hang | None
     ]
     if watchdog:
         return Hang(f"Hung: the trainer's watchdog reports no progress: {watchdog[-1]}", watchdog)
+    if gauges:  # the trainer's own clock, per pod: better than rank 0's periodic step line
+        return _from_gauges(gauges, now, stall_seconds)
     evidence: list[str] = []
     quiet: list[tuple[float, str]] = []
     for log in logs:

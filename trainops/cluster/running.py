@@ -13,11 +13,14 @@ from typing import Any
 
 from trainops.cluster import hang, nccl_log
 from trainops.cluster.client import Client
+from trainops.cluster.errors import ClusterError
 from trainops.cluster.logs import Log, read
 from trainops.spec.model import ClusterProfile
 
-# Logs read per job: one request each, so bounded.
+# Logs (and metrics endpoints) read per job: one request each, so bounded.
 MAX_LOG_READS = 16
+# trainops renders the trainer's metrics port under this name (base/<job>/*.yaml `ports`).
+METRICS_PORT_NAME = "metrics"
 
 
 @dataclass
@@ -49,10 +52,41 @@ def _main_container(pod: dict[str, Any]) -> str | None:
     return str(found) if found else None
 
 
+def _metrics_port(pod: dict[str, Any]) -> int | None:
+    """The trainer's metrics port: the container port named `metrics` (what trainops renders
+    for the job's `metrics.port`)."""
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        for port in c.get("ports") or []:
+            if port.get("name") == METRICS_PORT_NAME and port.get("containerPort"):
+                return int(port["containerPort"])
+    return None
+
+
+def last_steps(pods: list[dict[str, Any]], logs: Logs) -> dict[str, float]:
+    """Each pod's `trainops_trainer_last_step_timestamp_seconds` (Unix time of its last
+    completed step), read from its metrics endpoint through the pod proxy; pods without a
+    metrics port, an answer or the gauge are left out, a 403 is noted as unread."""
+    out: dict[str, float] = {}
+    for pod in pods[:MAX_LOG_READS]:
+        port = _metrics_port(pod)
+        if port is None:
+            continue
+        try:
+            text = logs.client.pod_proxy(logs.namespace, _name(pod), port, "metrics")
+        except ClusterError as err:
+            logs.unread.append(f"metrics of pod/{_name(pod)}: {err}")
+            continue
+        value = hang.last_step_gauge(text or "")
+        if value is not None:
+            out[_name(pod)] = value
+    return out
+
+
 def stalled(
     pods: list[dict[str, Any]], logs: Logs, now: dt.datetime, stall_seconds: int
 ) -> hang.Hang | None:
-    """The hang the current logs show, for a job whose pods all run (else None)."""
+    """The hang the trainer's metrics and current logs show, for a job whose pods all run
+    (else None)."""
     running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
     if not running or len(running) != len(pods):
         return None
@@ -62,7 +96,7 @@ def stalled(
         if (container := _main_container(p)) is not None
         and (log := logs.get(_name(p), container, False)) is not None
     ]
-    return hang.detect(current, now, stall_seconds)
+    return hang.detect(current, last_steps(running, logs), now, stall_seconds)
 
 
 def transports(logs: Logs) -> list[nccl_log.Transport]:
