@@ -237,3 +237,30 @@ def test_trainjob_pods_are_counted(
     )  # fmt: skip
     assert code == 0, err
     assert out.splitlines()[0] == "Running: 2/2 pods running"
+
+
+def test_a_running_job_is_not_blamed_on_its_history(
+    api: RunningEmulator, repo: Path, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Volcano reclaimed the job earlier (the event is still there); it was re-scheduled and
+    runs (restartPolicy OnFailure keeps a PyTorchJob Running while containers restart in
+    place), and now worker-0 crash-loops on a bug: that is the cause, not the reclaim."""
+    job = live(find(built(repo, "onprem-a100"), "PyTorchJob", JOB),
+               response("pytorchjob-status", "running"))  # fmt: skip
+    api.add(
+        job,
+        owned("PodGroup", name=JOB, job=JOB, ns="ml-vision",
+              status=response("schedulers", "podgroup-running")),
+        pod(JOB, "master", 0, response("pods", "running")),
+        pod(JOB, "worker", 0, response("pods", "crash-loop")),
+        *response("incidents", "volcano-reclaimed"),
+    )  # fmt: skip
+    code, out, _ = run_cli(
+        capsys, "--root", str(repo), "explain", JOB, "--cluster", "onprem-a100",
+        "--kubeconfig", str(kubeconfig), "--context", "trainops-test",
+    )  # fmt: skip
+    assert code == 1
+    assert out.splitlines()[0].startswith(
+        "CrashLoopBackOff: container pytorch of pod resnet50-ddp-worker-0 keeps exiting"
+    )
+    assert "Evict  podgroup/resnet50-ddp: reclaim" in out  # still shown as evidence

@@ -109,18 +109,21 @@ def _checked(c: Cause, logs: Logs) -> Cause:
 
 
 def _ranked(seen: _Seen, job_running: bool) -> list[Cause]:
-    """Every cause the pods, the events and Kueue show, first failure first."""
+    """Every cause the pods, the events and Kueue show, first failure first. While the job
+    runs, what only the events or Kueue's conditions remember (an eviction, a preemption,
+    pods long deleted) is history, not the cause of what its pods do now."""
     live = {_name(p) for p in seen.pods}
     found = [c for p in seen.pods for c in causes_mod.pod_causes(p, scheduler_summary)]
-    evicted = causes_mod.workload_cause(seen.workload) if seen.workload is not None else None
-    if evicted is not None:  # Kueue's condition says it better than its event
-        found.append(evicted)
-    found += [
-        replace(c, past=True)  # history: only a cause while the job is not running well
-        for c in causes_mod.event_causes(seen.events)
-        if (c.pod is None or c.pod not in live)
-        and not (evicted is not None and c.text.startswith(causes_mod.KUEUE_EVICTED))
-    ]
+    if not job_running:
+        evicted = causes_mod.workload_cause(seen.workload) if seen.workload else None
+        if evicted is not None:  # Kueue's condition says it better than its event
+            found.append(evicted)
+        found += [
+            c
+            for c in causes_mod.event_causes(seen.events)
+            if (c.pod is None or c.pod not in live)
+            and not (evicted is not None and c.text.startswith(causes_mod.KUEUE_EVICTED))
+        ]
     return causes_mod.rank([_checked(c, seen.logs) for c in found], job_running)
 
 
