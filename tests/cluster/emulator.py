@@ -13,7 +13,11 @@ What this module adds to kmock, each where kmock 0.8 differs from a real API ser
 - `dryRun=All` server-side apply (PATCH `application/apply-patch+yaml`): the object as it
   would be stored (server stamps added) and nothing stored; 404 `namespaces "x" not
   found` when the namespace does not exist, as the real server answers;
-- pod logs (`pods/<name>/log` with `container`, `previous`, `tailLines`) as text/plain;
+- pod logs (`pods/<name>/log` with `container`, `previous`, `tailLines`, `timestamps`) as
+  text/plain; a test stores a log with the kubelet's timestamps, served without them
+  unless `timestamps=true` is asked, as the kubelet does;
+- the pod proxy (`pods/<name>:<port>/proxy/<path>`), serving what a test says the pod
+  serves there (a trainer's /metrics), 503 otherwise;
 - 404s as the real server's v1 Status (`reason: NotFound`) instead of kmock's own text.
 
 Which kinds exist (discovery) is read from the upstream CRDs in ../shared/upstream where
@@ -163,6 +167,10 @@ def selector_matches(selector: str, labels: dict[str, str]) -> bool:
     return True
 
 
+# The kubelet's log timestamp: RFC 3339 with nanoseconds and one space, at a line's start.
+_KUBELET_STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z ")
+
+
 class ApiEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
     """kmock's emulator with the behaviours listed in the module docstring."""
 
@@ -179,6 +187,10 @@ class ApiEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         early["get", re.compile(r"/api/v1/namespaces/[^/]+")] << self._serve_namespace
         early[kmock.params(dryRun="All")] << self._serve_dry_run
         early[kmock.subresource("log")] << self._serve_log
+        self.proxied: dict[tuple[str, str, str], str] = {}
+        early["get", re.compile(r"/api/v1/namespaces/[^/]+/pods/[^/]+/proxy/.*")] << (
+            self._serve_pod_proxy
+        )
 
     def declare(self, api_version: str, kind: str, plural: str, namespaced: bool) -> None:
         self.kinds[(api_version, kind)] = (plural, namespaced)
@@ -282,8 +294,30 @@ class ApiEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
             }
             return reply(400, status)
         lines = self.logs[key].splitlines(keepends=True)
+        if request.params.get("timestamps") != "true":
+            # A test's log may carry the kubelet's timestamps (as the kubelet stores them);
+            # the kubelet strips them unless `timestamps=true` is asked.
+            lines = [_KUBELET_STAMP.sub("", line) for line in lines]
         tail = int(request.params.get("tailLines", len(lines)))
         return reply(200, "".join(lines[-tail:]).encode(), "text/plain; charset=utf-8")
+
+    async def _serve_pod_proxy(self, request: rendering.Request) -> rendering.Response:
+        """GET pods/<name>:<port>/proxy/<path>: what the pod serves there, as the API server
+        relays it; 503 when nothing answers, as the real server says it."""
+        parts = request.url.path.split("/")
+        ns, target, path = parts[4], parts[6], "/".join(parts[8:])
+        key = (ns, target, path)
+        if key not in self.proxied:
+            status = {
+                **NOT_FOUND,
+                "code": 503,
+                "reason": "ServiceUnavailable",
+                "message": f"error trying to reach service: dial tcp {target}: connect:"
+                " connection refused",
+            }
+            return reply(503, status)
+        body = self.proxied[key].encode()
+        return reply(200, body, "text/plain; version=0.0.4; charset=utf-8")
 
 
 class RunningEmulator:

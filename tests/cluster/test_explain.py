@@ -48,6 +48,7 @@ def test_pending_pod_names_the_node_selector_no_node_has(
     assert first == (
         "Pending: 0/12 nodes have nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3"
         " (the nodeSelector of pod resnet50-ddp-master-0)"
+        " (FailedScheduling x6, last 2026-11-23T08:05:06Z)"
     )
     evidence = "\n".join(rest)
     assert "Created=True  PyTorchJobCreated: PyTorchJob resnet50-ddp is created." in evidence
@@ -116,7 +117,11 @@ def test_oom_killed_shows_the_memory_limit_and_the_log(
     )
     assert lines[at + 1 :] == [f"  step {i} loss 2.{i:02d}" for i in range(35, 40)]
     log_reads = [r for r in api.requests if r.url.path.endswith("/log")]
-    assert [dict(r.params) for r in log_reads] == [{"container": "pytorch", "tailLines": "5"}]
+    # One read of the container's log, with the kubelet's timestamps, large enough to rank the
+    # failure and find a torchrun child's traceback; --tail only limits what is shown.
+    assert [dict(r.params) for r in log_reads] == [
+        {"container": "pytorch", "tailLines": "2000", "timestamps": "true"}
+    ]
 
 
 def test_crash_loop_reads_the_previous_run_log(

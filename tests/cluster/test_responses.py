@@ -55,7 +55,7 @@ def _errors(validator: jsonschema.Draft202012Validator, instance: Any) -> list[s
     return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(instance)]
 
 
-@pytest.mark.parametrize("state", ["running", "created", "failed", "restarting"])
+@pytest.mark.parametrize("state", ["running", "created", "failed", "restarting", "suspended"])
 def test_pytorchjob_status_matches_the_upstream_crd(state: str) -> None:
     status = response("pytorchjob-status", state)
     assert _errors(_crd_status("kubeflow.org/pytorchjobs.yaml", "v1"), status) == []
@@ -80,6 +80,14 @@ def test_pod_status_matches_the_kubernetes_schema(state: str) -> None:
 
 def test_events_match_the_kubernetes_schema() -> None:
     events = response("events", "")
+    assert events and all(_errors(_core("io.k8s.api.core.v1.Event"), e) == [] for e in events)
+
+
+@pytest.mark.parametrize(
+    "incident", sorted(yaml.safe_load((RESPONSES / "incidents.yaml").read_text()))
+)
+def test_incident_events_match_the_kubernetes_schema(incident: str) -> None:
+    events = response("incidents", incident)
     assert events and all(_errors(_core("io.k8s.api.core.v1.Event"), e) == [] for e in events)
 
 

@@ -1,9 +1,10 @@
 """Explain why a training job is not running or failed: the likely cause first, then evidence.
 
 Reads the job's conditions, its pods (Pending and the scheduler's reason, image pulls,
-OOMKilled, CrashLoopBackOff, evictions), Kueue or Volcano state, recent events and the
-last log lines of the failing container. Exit 0 when the job is running or succeeded,
-1 when something is wrong, 2 when the cluster cannot be read.
+OOMKilled, CrashLoopBackOff, evictions, preemption), Kueue or Volcano state, recent events
+and the failing containers' logs (torchrun's failing child first), hangs and NCCL's
+network. Exit 0 when the job is running or succeeded, 1 when something is wrong, 2 when
+the cluster cannot be read.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 
 from trainops.cli import cluster_args
 from trainops.cluster.explain import DEFAULT_TAIL_LINES, explain
+from trainops.cluster.hang import DEFAULT_STALL_SECONDS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,13 +28,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"log lines of the failing container to show (default: {DEFAULT_TAIL_LINES})",
     )
+    parser.add_argument(
+        "--stall-after",
+        type=int,
+        default=DEFAULT_STALL_SECONDS,
+        metavar="SECONDS",
+        help="a running job with no completed training step for this long is Hung"
+        f" (default: {DEFAULT_STALL_SECONDS}; keep it above the trainer's log interval"
+        " times its step time)",
+    )
     parser.add_argument("--format", choices=("text", "json"), default="text")
 
 
 def run(args: argparse.Namespace) -> int:
     profile, built = cluster_args.built_for(args.root, args.cluster)
     client = cluster_args.connect(args, profile)
-    result = explain(client, profile, args.job, built, tail_lines=max(1, args.tail))
+    result = explain(
+        client,
+        profile,
+        args.job,
+        built,
+        tail_lines=max(1, args.tail),
+        stall_seconds=max(1, args.stall_after),
+    )
     if args.format == "json":
         sys.stdout.write(json.dumps(result.to_dict(), indent=2, sort_keys=True) + "\n")
     else:

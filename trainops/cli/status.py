@@ -15,6 +15,7 @@ import sys
 
 from trainops.cli import cluster_args
 from trainops.cluster import status
+from trainops.cluster.hang import DEFAULT_STALL_SECONDS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,12 +25,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("table", "json"),
         help="table (default on a terminal) or json (default otherwise)",
     )
+    parser.add_argument(
+        "--stall-after",
+        type=int,
+        default=DEFAULT_STALL_SECONDS,
+        metavar="SECONDS",
+        help="a running job with no completed training step for this long is Hung"
+        f" (default: {DEFAULT_STALL_SECONDS})",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     profile, built = cluster_args.built_for(args.root, args.cluster)
     client = cluster_args.connect(args, profile)
-    rows = status.collect(client, profile, built, dt.datetime.now(dt.UTC))
+    now = dt.datetime.now(dt.UTC)
+    rows = status.collect(client, profile, built, now, max(1, args.stall_after))
     fmt = args.format or ("table" if sys.stdout.isatty() else "json")
     if fmt == "table":
         sys.stdout.write(status.table(rows))

@@ -250,15 +250,26 @@ class Client:
         return True
 
     def logs(
-        self, namespace: str, pod: str, container: str, previous: bool, tail_lines: int
+        self,
+        namespace: str,
+        pod: str,
+        container: str,
+        previous: bool,
+        tail_lines: int,
+        *,
+        timestamps: bool = False,
     ) -> str | None:
-        """The last lines of a container's log (of its previous run if `previous`); None
-        when the kubelet has none to give (the container never started, the node is gone)."""
+        """The last lines of a container's log (of its previous run if `previous`), each
+        line prefixed with the kubelet's RFC 3339 time if `timestamps`; None when the kubelet
+        has none to give (the container never started, the node is gone)."""
         obj = {"metadata": {"name": pod, "namespace": namespace}}
         with self._calling("get", "pods/log", namespace):
             try:
                 text: str = pykube.Pod(self.api, obj).logs(
-                    container=container, previous=previous, tail_lines=tail_lines
+                    container=container,
+                    previous=previous,
+                    tail_lines=tail_lines,
+                    timestamps=timestamps,
                 )
             except requests.HTTPError as err:
                 # 400 "container ... is waiting to start", 404 for a gone pod: no log to show.
@@ -266,6 +277,17 @@ class Client:
                     return None
                 raise
         return text
+
+    def pod_proxy(self, namespace: str, pod: str, port: int, path: str) -> str | None:
+        """GET `path` on the pod's `port` through the API server's pod proxy (RBAC
+        `pods/proxy`); None when nothing answers there (502/503) or the pod is gone."""
+        url = f"namespaces/{namespace}/pods/{pod}:{port}/proxy/{path}"
+        response = self._send("get", "pods/proxy", namespace, lambda: self.api.get(url=url))
+        if response.status_code in {404, 502, 503}:
+            return None
+        if not response.ok:
+            raise self.http_error(response, "get", "pods/proxy", namespace)
+        return response.text
 
     # ------------------------------------------------------------------ writes (dry run)
 

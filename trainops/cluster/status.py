@@ -3,7 +3,9 @@
 Per live job: its phase (latest True condition), replicas per type (active /
 succeeded / failed), container restarts of its pods, GPUs it asks for, age, Kueue
 admission (its Workload) or Volcano PodGroup phase where the cluster profile uses
-them, and whether Git builds it and with the same spec. Per job of Git that the
+them, and whether Git builds it and with the same spec. For a running job, its pods'
+current logs are read (running.py): `Hung` when they show no progress, and a finding when
+NCCL runs over TCP sockets on an RDMA cluster. Per job of Git that the
 cluster lacks: a row that says so.
 """
 
@@ -14,9 +16,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainops.cluster import compare, kinds
+from trainops.cluster import compare, kinds, running
 from trainops.cluster.client import Client, Resource
 from trainops.cluster.errors import ClusterError
+from trainops.cluster.hang import DEFAULT_STALL_SECONDS
 from trainops.core.manifest import Manifest
 from trainops.facts import gpus as gpu_facts
 from trainops.spec.model import ClusterProfile
@@ -54,6 +57,9 @@ class JobStatus:
     """`kueue: Admitted`, `volcano: Running`, ...; None where the cluster uses neither."""
     file: str | None = None
     """The repository file Git builds it from."""
+    findings: list[str] = field(default_factory=list)
+    """What the running pods' logs say beyond the phase: a hang, NCCL on TCP sockets on an
+    RDMA cluster, a log that could not be read."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -72,6 +78,7 @@ class JobStatus:
             "queue": self.queue,
             "git": self.git,
             "file": self.file,
+            "findings": self.findings,
         }
 
 
@@ -202,11 +209,33 @@ def scheduler_objects(
     return workloads, podgroups
 
 
+def _running_findings(
+    client: Client,
+    profile: ClusterProfile,
+    ns: str,
+    pods: list[dict[str, Any]],
+    when: tuple[dt.datetime, int],
+) -> tuple[bool, list[str]]:
+    """(hung, findings) from the current logs of a running job's pods (running.py)."""
+    logs = running.Logs(client, ns)
+    now, stall_seconds = when
+    stuck = running.stalled(pods, logs, now, stall_seconds)
+    findings = [stuck.cause] if stuck is not None else []
+    fallback = running.socket_fallback(running.transports(logs), profile)
+    findings += [fallback] if fallback is not None else []
+    return stuck is not None, findings + [f"could not read {line}" for line in logs.unread]
+
+
 def collect(
-    client: Client, profile: ClusterProfile, built: list[Manifest], now: dt.datetime
+    client: Client,
+    profile: ClusterProfile,
+    built: list[Manifest],
+    now: dt.datetime,
+    stall_seconds: int = DEFAULT_STALL_SECONDS,
 ) -> list[JobStatus]:
     """Every training job on the cluster in the profile's namespaces, and every job Git
-    builds for it, sorted by namespace, name and kind."""
+    builds for it, sorted by namespace, name and kind. A running job whose logs show no
+    progress is `Hung`."""
     wanted = {
         (m.kind, m.namespace or "", m.name or ""): m
         for m in built
@@ -232,12 +261,18 @@ def collect(
             git = NOT_IN_GIT
             if desired is not None:
                 git = DIFFERS if compare.differs(desired.data, job) else IN_SYNC
+            phase, findings = kinds.phase(job), list[str]()
+            if phase == "Running" and pods.get(key[2]):
+                hung, findings = _running_findings(
+                    client, profile, ns, pods[key[2]], (now, stall_seconds)
+                )
+                phase = "Hung" if hung else phase
             rows.append(
                 JobStatus(
                     namespace=ns,
                     name=key[2],
                     kind=resource.kind,
-                    phase=kinds.phase(job),
+                    phase=phase,
                     git=git,
                     replicas=_replicas(job),
                     restarts=restarts(pods.get(key[2], [])),
@@ -246,6 +281,7 @@ def collect(
                     age_seconds=_age(meta.get("creationTimestamp"), now),
                     queue=queue_state(job, workloads, podgroups, profile.scheduler.kind),
                     file=desired.file if desired is not None else None,
+                    findings=findings,
                 )
             )
     for key, m in wanted.items():
@@ -297,4 +333,5 @@ def table(rows: list[JobStatus]) -> str:
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
              for row in [header, *body]]  # fmt: skip
-    return "\n".join(lines) + "\n"
+    notes = [f"{r.namespace}/{r.name}: {f}" for r in rows for f in r.findings]
+    return "\n".join([*lines, *(["", *notes] if notes else [])]) + "\n"

@@ -1,0 +1,246 @@
+"""Why a training job's pods failed, ranked so that the first failure is named first.
+
+A distributed job fails as a chain: one rank dies (OOMKilled, evicted, preempted, its node
+lost, its image unpullable) and every peer then fails its next collective (NCCL/gloo
+errors, torchrun restarts, CrashLoopBackOff). The pod whose name sorts first is rarely the
+culprit, so every pod's cause is collected and ranked by its nature, then by when it
+happened: what the platform did to a pod (kill, evict, preempt, node loss) comes before a
+pod that could not start, which comes before a pod that exited on its own, which comes
+before a pod that exited because a peer was gone.
+
+Pod conditions and reasons are the kubelet's and the scheduler's:
+https://kubernetes.io/docs/concepts/workloads/pods/disruptions/#pod-disruption-conditions
+(`DisruptionTarget` with PreemptionByScheduler, DeletionByTaintManager, EvictionByEvictionAPI,
+DeletionByPodGC, TerminationByKubelet) and
+https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/ (`Evicted`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+# Natures, most root-like first.
+PLATFORM = 0
+"""The platform ended the pod: OOM killer, eviction, preemption, node loss, image pull."""
+UNSCHEDULABLE = 1
+"""The pod never got a node."""
+EXITED = 2
+"""The container exited non-zero on its own."""
+FOLLOWER = 3
+"""The container exited because a peer had gone: its log ends in a collective error."""
+
+_IMAGE_PULL = {"ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull"}
+# The pod condition Kubernetes 1.26+ sets before it deletes a pod for a disruption; reason ->
+# what it means for the job.
+_DISRUPTION = {
+    "PreemptionByScheduler": "Preempted: the scheduler preempted pod {pod} for a higher-priority"
+    " pod",
+    "DeletionByTaintManager": "NodeLost: pod {pod} was deleted because its node {node} became"
+    " not-ready or unreachable",
+    "DeletionByPodGC": "NodeLost: pod {pod} was deleted because its node {node} is gone",
+    "EvictionByEvictionAPI": "Evicted: pod {pod} was evicted through the Eviction API (a node"
+    " drain or a descheduler)",
+    "TerminationByKubelet": "Evicted: the kubelet of node {node} terminated pod {pod} (node"
+    " pressure or node shutdown)",
+}
+KUEUE_EVICTED = "Preempted: Kueue evicted Workload"
+# Exit code 137 is 128 + SIGKILL: the kernel's OOM killer, or a kill after the grace period.
+SIGKILL_EXIT = 137
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One pod's (or the scheduler's) reason, with what ranks it."""
+
+    text: str
+    nature: int
+    when: str
+    """RFC 3339 time it happened ("" when unknown: ranked last within its nature)."""
+    pod: str | None = None
+    container: str | None = None
+    """The container whose log tells more."""
+    previous: bool = False
+    """Whether that log is of the container's previous run."""
+    past: bool = False
+    """A termination of a container that has since restarted and runs again."""
+
+    def key(self) -> tuple[int, int, str, str]:
+        return (self.nature, 0 if self.when else 1, self.when, self.pod or "")
+
+    def following(self) -> Cause:
+        """This cause, known (from its log) to follow a peer's failure."""
+        return replace(self, nature=max(self.nature, FOLLOWER))
+
+
+def rank(causes: list[Cause], job_running: bool) -> list[Cause]:
+    """Causes first failure first. A past termination of a container that runs again is only
+    a cause while something else is wrong too (else the job recovered from it)."""
+    if job_running and all(c.past for c in causes):
+        return []
+    return sorted(causes, key=Cause.key)
+
+
+def _name(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name", "?"))
+
+
+def containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    status = pod.get("status") or {}
+    found = (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
+    return [c for c in found if isinstance(c, dict)]
+
+
+def _limit(pod: dict[str, Any], container: str, resource: str) -> str | None:
+    spec = pod.get("spec") or {}
+    for c in (spec.get("containers") or []) + (spec.get("initContainers") or []):
+        if c.get("name") == container:
+            value = ((c.get("resources") or {}).get("limits") or {}).get(resource)
+            return str(value) if value is not None else None
+    return None
+
+
+def pod_causes(pod: dict[str, Any], summary: Callable[[str, dict[str, Any]], str]) -> list[Cause]:
+    """Every cause one pod shows. `summary(message, pod)` words the scheduler's message."""
+    name = _name(pod)
+    status = pod.get("status") or {}
+    node = (pod.get("spec") or {}).get("nodeName") or "?"
+    out: list[Cause] = []
+    disrupted: dict[str, Any] = next(
+        (
+            c
+            for c in status.get("conditions") or []
+            if c.get("type") == "DisruptionTarget" and c.get("status") == "True"
+        ),
+        {},
+    )
+    when = str(disrupted.get("lastTransitionTime") or "")
+    if status.get("reason") == "Evicted":  # node-pressure eviction: the kubelet's own words
+        message = str(status.get("message", "evicted by the kubelet")).strip()
+        out.append(Cause(f"Evicted: pod {name}: {message}", PLATFORM, when, name))
+    elif (template := _DISRUPTION.get(str(disrupted.get("reason")))) is not None:
+        out.append(Cause(template.format(pod=name, node=node), PLATFORM, when, name))
+    for c in containers(pod):
+        out += _container_causes(pod, c)
+    if status.get("phase") == "Pending" and not out:
+        for cond in status.get("conditions") or []:
+            if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+                text = f"Pending: {summary(str(cond.get('message', '')), pod)}"
+                when = str(cond.get("lastTransitionTime") or "")
+                out.append(Cause(text, UNSCHEDULABLE, when, name))
+    return out
+
+
+def _started(status: dict[str, Any]) -> str:
+    return str(status.get("startTime") or "")
+
+
+def _container_causes(pod: dict[str, Any], c: dict[str, Any]) -> list[Cause]:
+    name, cname = _name(pod), str(c.get("name"))
+    state, last = c.get("state") or {}, c.get("lastState") or {}
+    running = "running" in state
+    out: list[Cause] = []
+    for term, previous in ((state.get("terminated"), False), (last.get("terminated"), True)):
+        if term and term.get("reason") == "OOMKilled":
+            limit = _limit(pod, cname, "memory")
+            within = f" (memory limit {limit})" if limit else ""
+            text = (
+                f"OOMKilled: container {cname} of pod {name} ran out of memory{within}, exit"
+                f" code {term.get('exitCode', SIGKILL_EXIT)}; raise its memory or lower the"
+                " batch size"
+            )
+            when = str(term.get("finishedAt") or "")
+            out.append(Cause(text, PLATFORM, when, name, cname, previous, past=running))
+            return out
+    waiting = state.get("waiting") or {}
+    if waiting.get("reason") in _IMAGE_PULL:
+        text = (
+            f"{waiting['reason']}: pod {name} cannot pull image {c.get('image', '?')}:"
+            f" {waiting.get('message', '')}".rstrip(": ")
+        )
+        out.append(Cause(text, PLATFORM, _started(pod.get("status") or {}), name))
+    elif waiting.get("reason") == "CrashLoopBackOff":
+        term = last.get("terminated") or {}
+        text = (
+            f"CrashLoopBackOff: container {cname} of pod {name} keeps exiting (restarts"
+            f" {c.get('restartCount', 0)}, last exit code {term.get('exitCode', '?')}"
+            f" {term.get('reason', '')})".replace(" )", ")")
+        )
+        out.append(Cause(text, EXITED, str(term.get("finishedAt") or ""), name, cname, True))
+    else:
+        term = state.get("terminated") or {}
+        if term and int(term.get("exitCode") or 0) != 0:
+            text = (
+                f"{term.get('reason') or 'Error'}: container {cname} of pod {name} exited"
+                f" with code {term.get('exitCode')}"
+            )
+            out.append(Cause(text, EXITED, str(term.get("finishedAt") or ""), name, cname))
+    return out
+
+
+# The Training Operator's event on the job for each pod that exits: `Pod: <ns>.<pod> exited
+# with code <n>` (reason ExitedWithCode; kubeflow/training-operator
+# pkg/controller.v1/common/pod.go, v1.7-v1.9).
+_EXITED = re.compile(r"^Pod: (?P<ns>[^.\s]+)\.(?P<pod>\S+) exited with code (?P<code>-?\d+)")
+
+
+def event_time(event: dict[str, Any]) -> str:
+    return str(
+        event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp") or ""
+    )
+
+
+def event_causes(events: list[dict[str, Any]]) -> list[Cause]:
+    """Causes that the events still tell once the pods are gone (the Training Operator's
+    `cleanPodPolicy: All` deletes them) or that no pod shows: exits, evictions, preemption
+    by Kueue (a Workload event `Preempted`) or by Volcano (a PodGroup event `Evict` with
+    reason `preempt` or `reclaim`, volcano pkg/scheduler/cache/cache.go `Evict`)."""
+    out: list[Cause] = []
+    for e in events:
+        reason, message = str(e.get("reason") or ""), str(e.get("message") or "").strip()
+        obj = e.get("involvedObject") or {}
+        kind, name, when = str(obj.get("kind") or ""), str(obj.get("name") or ""), event_time(e)
+        exited = _EXITED.match(message) if reason == "ExitedWithCode" else None
+        if exited is not None and int(exited["code"]) != 0:
+            code = int(exited["code"])
+            why = (
+                " (SIGKILL: the kernel's OOM killer, or a kill after the grace period)"
+                if code == SIGKILL_EXIT
+                else ""
+            )
+            text = f"Exited: pod {exited['pod']} exited with code {code}{why}"
+            nature = PLATFORM if code == SIGKILL_EXIT else EXITED
+            out.append(Cause(text, nature, when, exited["pod"]))
+        elif kind == "Pod" and reason in {"Evicted", "Preempted", "OOMKilling"}:
+            out.append(Cause(f"{reason}: pod {name}: {message}", PLATFORM, when, name))
+        elif kind == "Workload" and reason in {"Preempted", "Evicted"}:
+            out.append(Cause(f"{KUEUE_EVICTED} {name}: {message}", PLATFORM, when, None))
+        elif kind == "PodGroup" and reason == "Evict":
+            text = f"Preempted: Volcano evicted pods of PodGroup {name} ({message or 'evict'})"
+            out.append(Cause(text, PLATFORM, when, None))
+    return out
+
+
+def workload_cause(workload: dict[str, Any]) -> Cause | None:
+    """Kueue's eviction of the job's Workload (preempted, or its node failed): the
+    `Evicted` condition (reason `Preempted`, `PodsReadyTimeout`, ...) or the `Preempted`
+    condition (kueue.x-k8s.io/v1beta1 Workload status, Kueue v0.9+)."""
+    for kind in ("Preempted", "Evicted"):
+        for cond in (workload.get("status") or {}).get("conditions") or []:
+            if cond.get("type") == kind and cond.get("status") == "True":
+                text = (
+                    f"{KUEUE_EVICTED} {_name(workload)}"
+                    f" ({cond.get('reason', kind)}): {cond.get('message', '')}".rstrip(": ")
+                )
+                if cond.get("reason") not in {
+                    "Preempted",
+                    "InClusterQueue",
+                    "InCohortReclamation",
+                    "InCohortFairSharing",
+                    "InCohortReclaimWhileBorrowing",
+                }:
+                    text = text.replace("Preempted: ", "Evicted: ", 1)
+                return Cause(text, PLATFORM, str(cond.get("lastTransitionTime") or ""))
+    return None
