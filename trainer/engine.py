@@ -24,8 +24,9 @@ from torch.nn import functional as F
 from torch.nn.parallel import DistributedDataParallel
 from torch.optim.lr_scheduler import LambdaLR
 
-from trainer.config import ConfigError, TrainConfig, load_deepspeed_config
+from trainer.config import ConfigError, TrainConfig
 from trainer.dist import DistEnv
+from trainer.dsconfig import load_deepspeed_config
 
 # SGD momentum of the ResNet reference recipes (https://arxiv.org/abs/1512.03385, section 3.4).
 SGD_MOMENTUM = 0.9
@@ -242,9 +243,7 @@ class DeepSpeedEngine(Engine):
         optimizer = None
         scheduler: Any = None
         if "optimizer" not in config:
-            optimizer = build_optimizer(cfg, model.parameters())
-            # ZeRO refuses client optimizers it has not tested unless told (AdamW/SGD are fine).
-            config.setdefault("zero_allow_untested_optimizer", True)
+            optimizer = build_ds_optimizer(cfg, config, model)
         if "scheduler" not in config:
             factor = lr_lambda(cfg, clock)
 
@@ -319,6 +318,38 @@ class DeepSpeedEngine(Engine):
             with self.ds.zero.GatheredParameters([param], modifier_rank=None):
                 _update_digest(h, param)
         return h.hexdigest()
+
+
+def offloads_optimizer(config: dict[str, Any]) -> bool:
+    """Whether ZeRO keeps optimizer state on the host (`offload_optimizer.device` cpu or nvme),
+    where DeepSpeed steps it with its own CPU optimizer."""
+    section = config.get("zero_optimization", {}).get("offload_optimizer") or {}
+    return str(section.get("device", "none")).lower() in {"cpu", "nvme"}
+
+
+def build_ds_optimizer(
+    cfg: TrainConfig, config: dict[str, Any], model: nn.Module
+) -> torch.optim.Optimizer:
+    """The client optimizer for a DeepSpeed config without an `optimizer` section.
+
+    With ZeRO-Offload, DeepSpeed 0.19.8 (`runtime/engine.py`, `_configure_optimizer`) refuses any
+    client optimizer but its CPU Adam/Lion ("You are using ZeRO-Offload with a client provided
+    optimizer"): AdamW is then `DeepSpeedCPUAdam` in AdamW mode (its C++ op is compiled on first
+    use when the image did not prebuild it). SGD has no DeepSpeed CPU version: torch's SGD steps
+    the offloaded fp32 weights on the host, allowed by `zero_force_ds_cpu_optimizer: false`.
+    """
+    if offloads_optimizer(config) and cfg.optimizer == "adamw":
+        from deepspeed.ops.adam import DeepSpeedCPUAdam
+
+        opt: torch.optim.Optimizer = DeepSpeedCPUAdam(
+            model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, adamw_mode=True
+        )
+        return opt
+    if offloads_optimizer(config):
+        config.setdefault("zero_force_ds_cpu_optimizer", False)
+    # ZeRO refuses client optimizers it has not tested unless told (AdamW/SGD are fine).
+    config.setdefault("zero_allow_untested_optimizer", True)
+    return build_optimizer(cfg, model.parameters())
 
 
 def build_engine(
