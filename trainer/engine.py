@@ -105,6 +105,9 @@ def _update_digest(h: Any, param: torch.Tensor) -> None:
 class Engine(abc.ABC):
     """One optimizer step from micro batches; checkpoint state in and out."""
 
+    optimizer_name = ""
+    """Class of the optimizer that steps the weights (logged at start)."""
+
     @abc.abstractmethod
     def train_step(self, batches: list[Batch]) -> float:
         """Forward/backward every micro batch, step once; returns this rank's mean loss."""
@@ -119,6 +122,10 @@ class Engine(abc.ABC):
     @abc.abstractmethod
     def load(self, folder: Path) -> None:
         """Collective: restore model, optimizer and schedule from a complete folder."""
+
+    @abc.abstractmethod
+    def full_state_dict(self) -> dict[str, torch.Tensor] | None:
+        """Collective: the whole model's state on rank 0 (None elsewhere), for the export."""
 
     @abc.abstractmethod
     def param_digest(self) -> str:
@@ -143,6 +150,7 @@ class DDPEngine(Engine):
             ids = [env.local_rank] if env.device.type == "cuda" else None
             self.wrapped = DistributedDataParallel(model, device_ids=ids)
         self.optimizer = build_optimizer(cfg, model.parameters())
+        self.optimizer_name = type(self.optimizer).__name__
         self.scheduler = LambdaLR(self.optimizer, lr_lambda(cfg, clock))
         self.dtype = DTYPES[cfg.precision]
         self.scaler = torch.amp.GradScaler(env.device.type, enabled=cfg.precision == "fp16")
@@ -192,6 +200,9 @@ class DDPEngine(Engine):
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.scaler.load_state_dict(state["scaler"])
+
+    def full_state_dict(self) -> dict[str, torch.Tensor] | None:
+        return self.module.state_dict() if self.env.is_main else None
 
     def param_digest(self) -> str:
         h = hashlib.sha256()
@@ -266,6 +277,7 @@ class DeepSpeedEngine(Engine):
             config=config,
         )
         self.input_dtype = DTYPES[cfg.precision] if cfg.is_image else None
+        self.optimizer_name = type(self.engine.basic_optimizer).__name__
 
     def train_step(self, batches: list[Batch]) -> float:
         total = 0.0
@@ -310,6 +322,17 @@ class DeepSpeedEngine(Engine):
             os.replace(tmp, target)
         if self.env.distributed:
             torch.distributed.barrier()
+
+    def full_state_dict(self) -> dict[str, torch.Tensor] | None:
+        """Under ZeRO-3 every rank holds a slice of each parameter: DeepSpeed's consolidation
+        (`runtime/engine.py`, `_zero3_consolidated_16bit_state_dict`, what its `save_16bit_model`
+        uses) gathers them one module at a time onto rank 0's CPU, in the training dtype."""
+        if self.stage == 3:
+            state: dict[str, torch.Tensor] | None = (
+                self.engine._zero3_consolidated_16bit_state_dict()
+            )
+            return state if self.env.is_main else None
+        return self.engine.module.state_dict() if self.env.is_main else None
 
     def param_digest(self) -> str:
         # One parameter at a time: ZeRO-3 never holds more than one gathered tensor at once.

@@ -29,9 +29,11 @@ from trainer.data import EpochLoader, ResumableDistributedSampler, build_dataset
 from trainer.dist import DistEnv, all_gather_str, all_reduce_sum, setup, teardown
 from trainer.dsconfig import load_deepspeed_config
 from trainer.engine import Engine, ScheduleClock, build_engine
+from trainer.export import export_pretrained
 from trainer.metrics import TrainerMetrics
 from trainer.models import build_model
 from trainer.rng import rng_state, seed_everything, set_rng_state
+from trainer.safeload import weights_only_loads
 from trainer.watchdog import Watchdog
 
 log = logging.getLogger("trainer")
@@ -100,9 +102,9 @@ class Trainer:
             if meta is not None
             else self.global_batch
         )
-        model = build_model(cfg, num_classes, *self._hf_build_options())
+        self.model = build_model(cfg, num_classes, *self._hf_build_options())
         self.engine: Engine = build_engine(
-            cfg, env, model, self._schedule_clock(meta), meta["world_size"] if meta else None
+            cfg, env, self.model, self._schedule_clock(meta), meta["world_size"] if meta else None
         )
         self.step = 0
         self.epoch = 0
@@ -179,16 +181,17 @@ class Trainer:
                 )
 
     def _resume(self, folder: Path, meta: dict[str, Any]) -> None:
-        self.engine.load(folder)
         self.step = int(meta["step"])
         self.epoch = int(meta["epoch"])
         self.consumed = int(meta["samples_in_epoch"])
         self.samples_total = int(meta["samples_total"])
         exact = meta["world_size"] == self.env.world_size
         rng = folder / RNG_FILE.format(rank=self.env.rank)
-        if exact and rng.is_file():
-            set_rng_state(self.env, torch.load(rng, weights_only=True))
-        else:  # re-sharded: fresh but deterministic streams per rank and step
+        with weights_only_loads(str(folder)):  # no code from the checkpoint volume runs
+            self.engine.load(folder)
+            if exact and rng.is_file():
+                set_rng_state(self.env, torch.load(rng, weights_only=True))
+        if not (exact and rng.is_file()):  # re-sharded: fresh but deterministic streams
             seed_everything(self.cfg.seed + 7919 * self.env.rank + self.step)
         if self.env.is_main:
             log_event(
@@ -265,6 +268,7 @@ class Trainer:
                 backend=env.backend,
                 device=str(env.device),
                 global_batch=self.global_batch,
+                optimizer=self.engine.optimizer_name,
                 total_steps=self.total_steps,
                 steps_per_epoch=self.steps_per_epoch,
                 restart_count=env.restart_count,
@@ -345,6 +349,11 @@ class Trainer:
         if self.cfg.check_ranks:  # opt-in: under ZeRO-3 this gathers the whole model
             digests = all_gather_str(self.env, self.engine.param_digest())
             check = {"param_digest": digests[0], "ranks_identical": len(set(digests)) == 1}
+        if self.cfg.export_dir and not stopped:  # a stopped run resumes; it exports at its end
+            start = time.perf_counter()
+            path = export_pretrained(self.env, self.engine, self.model, self.cfg.export_dir)
+            if self.env.is_main:
+                log_event("exported", path=str(path), seconds=round(time.perf_counter() - start, 3))
         if self.env.is_main:
             log_event(
                 "stopped" if stopped else "finished",
