@@ -20,7 +20,9 @@ from tests.trainer.launch import TINY_GPT, events, run_torchrun
 from trainer.checkpoint import META, CheckpointManager
 from trainer.config import ConfigError
 from trainer.dist import DistEnv
+from trainer.safeload import UntrustedCheckpoint, weights_only_loads
 
+REAL_LOAD = torch.load
 SINGLE = DistEnv(0, 0, 1, 0, torch.device("cpu"), "gloo", distributed=False)
 
 
@@ -93,3 +95,25 @@ def test_deepspeed_resume_refuses_a_planted_pickle(tmp_path: Path) -> None:
     assert not marker.exists(), "the planted pickle ran"
     assert "refusing to resume" in out and "step-3" in out, out[-3000:]
     assert not events(result.stdout, "step")  # nothing trained on a checkpoint we did not write
+
+
+@pytest.mark.slow  # importing DeepSpeed takes seconds
+def test_deepspeed_loader_runs_a_planted_pickle_unless_loads_are_weights_only(
+    tmp_path: Path,
+) -> None:
+    """The consumer itself: DeepSpeed 0.19.8's `TorchCheckpointEngine.load`
+    (`deepspeed/runtime/checkpoint_engine/torch_checkpoint_engine.py`, `weights_only=False`),
+    what `engine.load_checkpoint` reads every file with. Bare, it runs the pickle (the hole);
+    inside `weights_only_loads` it refuses it before anything runs."""
+    require_module("deepspeed")
+    engines = require_module("deepspeed.runtime.checkpoint_engine.torch_checkpoint_engine")
+    planted = tmp_path / "mp_rank_00_model_states.pt"
+    marker = tmp_path / "marker"
+    torch.save({"module": Planted(marker)}, planted)
+    with pytest.raises(UntrustedCheckpoint, match="refusing to resume"):
+        with weights_only_loads(str(tmp_path)):
+            engines.TorchCheckpointEngine().load(str(planted), map_location="cpu")
+    assert not marker.exists()
+    assert torch.load is REAL_LOAD  # restored after the block
+    engines.TorchCheckpointEngine().load(str(planted), map_location="cpu")
+    assert marker.read_text() == "ran"  # what resuming did before the fix
