@@ -110,9 +110,11 @@ def test_deepspeed_loader_runs_a_planted_pickle_unless_loads_are_weights_only(
     planted = tmp_path / "mp_rank_00_model_states.pt"
     marker = tmp_path / "marker"
     torch.save({"module": Planted(marker)}, planted)
-    with pytest.raises(UntrustedCheckpoint, match="refusing to resume"):
-        with weights_only_loads(str(tmp_path)):
-            engines.TorchCheckpointEngine().load(str(planted), map_location="cpu")
+    with (
+        pytest.raises(UntrustedCheckpoint, match="refusing to resume"),
+        weights_only_loads(str(tmp_path)),
+    ):
+        engines.TorchCheckpointEngine().load(str(planted), map_location="cpu")
     assert not marker.exists()
     assert torch.load is REAL_LOAD  # restored after the block
     engines.TorchCheckpointEngine().load(str(planted), map_location="cpu")
