@@ -21,17 +21,22 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from trainer.dist import DistEnv, barrier, broadcast_object
+from trainer.errors import ConfigError
 
 LATEST = "latest"
 META = "meta.json"
 TMP_PREFIX = ".tmp-"
 STEP_PREFIX = "step-"
+# A checkpoint folder's whole name: no separator, no `..`, so it can only name an entry of the
+# checkpoint directory itself.
+STEP_NAME = re.compile(r"step-[0-9]+")
 
 
 def _fsync_dir(path: Path) -> None:
@@ -78,9 +83,9 @@ class CheckpointManager:
         found = [
             p
             for p in self.root.iterdir()
-            if p.is_dir()
-            and p.name.startswith(STEP_PREFIX)
-            and p.name.removeprefix(STEP_PREFIX).isdigit()
+            if STEP_NAME.fullmatch(p.name)
+            and p.is_dir()
+            and not p.is_symlink()  # a link can point anywhere: not ours
             and (p / META).is_file()
         ]
         return sorted(found, key=step_of)
@@ -93,7 +98,15 @@ class CheckpointManager:
         if pointer.is_file():
             name = pointer.read_text(encoding="utf-8").strip()
             candidate = self.root / name
-            if name.startswith(STEP_PREFIX) and (candidate / META).is_file():
+            if not STEP_NAME.fullmatch(name) or candidate.is_symlink():
+                # Only this trainer writes `latest`, always a step-N folder beside it: anything
+                # else (`../other-team/step-9`, a link) is planted; resuming from it would load
+                # files we did not write.
+                raise ConfigError(
+                    f"{pointer}: names {name[:80]!r}, not a step-N folder of {self.root}; "
+                    "delete the file (the newest complete checkpoint is then used) or fix it"
+                )
+            if (candidate / META).is_file():
                 return candidate
         done = self.complete()
         return done[-1] if done else None

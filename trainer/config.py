@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -19,6 +18,12 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import yaml
+
+from trainer.dsconfig import apply_deepspeed_config, load_deepspeed_config
+from trainer.errors import ConfigError
+
+# ConfigError is re-exported: `trainer.config.ConfigError` is the documented public error type.
+__all__ = ["ConfigError", "TrainConfig", "build_parser", "parse_args", "validate"]
 
 MODELS = ("resnet18", "resnet50", "gpt-tiny", "gpt-small", "gpt-medium", "hf-causal-lm")
 DATASETS = ("synthetic-image", "synthetic-tokens", "image-folder", "tokens")
@@ -33,10 +38,6 @@ IMAGE_MODELS = frozenset({"resnet18", "resnet50"})
 # 9090 is what the trainops job spec defaults to as well.
 DEFAULT_METRICS_PORT = 9090
 METRICS_PORT_ENV = "TRAINOPS_METRICS_PORT"
-
-
-class ConfigError(ValueError):
-    """A bad flag, YAML key or value; the message says which and what to do (exit code 2)."""
 
 
 @dataclass
@@ -109,6 +110,20 @@ class TrainConfig:
     """At the end, hash the parameters on every rank and log whether all ranks agree (a test
     and debugging aid: under ZeRO-3 it gathers every parameter, which for a large model takes
     longer than a SIGTERM grace period)."""
+    collective_timeout: float = 1800.0
+    """Seconds a collective (and process-group setup) may wait for the slowest rank before it
+    fails: long enough for a large model's checkpoint to reach shared storage while the others
+    wait in a barrier (torch's own default for nccl is 10 minutes)."""
+    hang_timeout: float = 900.0
+    """Seconds without a completed step after which the watchdog dumps every thread's stack and
+    the flight recorder and exits non-zero (`trainer.watchdog`); 0 disables it. Armed after the
+    first step, paused during checkpoints."""
+    gradient_checkpointing: bool = False
+    """Recompute activations in the backward pass (Hugging Face path): less memory, ~30% more
+    compute per step."""
+    export_dir: str | None = None
+    """At the end of a finished run, `save_pretrained` the full model here (Hugging Face path;
+    ZeRO-3 partitions gathered on rank 0)."""
     engine: str = "ddp"
     """`ddp` (PyTorch DistributedDataParallel) or `deepspeed` (ZeRO from its JSON config)."""
     deepspeed_config: str | None = None
@@ -152,6 +167,8 @@ RANGES: dict[str, tuple[float, bool, float | None]] = {
     "num_workers": (0, True, None),
     "metrics_port": (0, True, 65535),  # 0 disables the endpoint
     "log_interval": (1, True, None),
+    "collective_timeout": (0, False, None),
+    "hang_timeout": (0, True, None),  # 0 disables the watchdog
 }
 
 
@@ -221,6 +238,10 @@ def build_parser() -> argparse.ArgumentParser:
         action=argparse.BooleanOptionalAction,
         help="log a parameter digest at the end and whether all ranks hold the same parameters",
     )
+    p.add_argument("--collective-timeout", type=float, help="seconds (default 1800)")
+    p.add_argument("--hang-timeout", type=float, help="seconds without a step (0: off)")
+    p.add_argument("--gradient-checkpointing", action=argparse.BooleanOptionalAction)
+    p.add_argument("--export-dir", help="save_pretrained the final model here (hf-causal-lm)")
     p.add_argument("--engine", choices=ENGINES)
     p.add_argument("--deepspeed-config", help="DeepSpeed JSON config (engine deepspeed)")
     return p
@@ -302,6 +323,10 @@ def validate(cfg: TrainConfig) -> None:
         )
     if cfg.data in {"image-folder", "tokens"} and not cfg.data_path:
         raise ConfigError(f"`--data {cfg.data}` needs `--data-path PATH`")
+    for name in ("gradient_checkpointing", "export_dir"):
+        if getattr(cfg, name) and cfg.model != "hf-causal-lm":
+            flag = "--" + name.replace("_", "-")
+            raise ConfigError(f"`{flag}` is only used with `--model hf-causal-lm`")
     if cfg.engine == "deepspeed" and not cfg.deepspeed_config:
         raise ConfigError("`--engine deepspeed` needs `--deepspeed-config FILE.json`")
     if cfg.deepspeed_config and cfg.engine != "deepspeed":
@@ -342,64 +367,3 @@ def parse_args(
     if cfg.engine == "deepspeed" and load_files and cfg.deepspeed_config:
         apply_deepspeed_config(cfg, load_deepspeed_config(cfg.deepspeed_config))
     return cfg
-
-
-def load_deepspeed_config(path: str) -> dict[str, Any]:
-    """Read the DeepSpeed JSON config (the renderer mounts it from a ConfigMap)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read DeepSpeed config ({exc.strerror})") from exc
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: DeepSpeed config must be a JSON object")
-    return data
-
-
-def deepspeed_precision(ds: Mapping[str, Any]) -> str:
-    """The precision a DeepSpeed config asks for (bf16/fp16 sections, else fp32)."""
-    for name in ("bf16", "fp16"):
-        section = ds.get(name)
-        if isinstance(section, dict) and section.get("enabled") in (True, "auto"):
-            return name
-    return "fp32"
-
-
-def apply_deepspeed_config(cfg: TrainConfig, ds: Mapping[str, Any]) -> None:
-    """Take micro batch, accumulation, precision and clipping from the DeepSpeed config.
-
-    The DeepSpeed config is the source of truth; a flag that says otherwise is an error
-    rather than a silent override. `train_batch_size` should be absent so DeepSpeed derives
-    it from the world size (elastic restarts at another size stay valid).
-    """
-    src = cfg.deepspeed_config or "DeepSpeed config"
-    micro = ds.get("train_micro_batch_size_per_gpu")
-    if not isinstance(micro, int) or micro < 1:
-        raise ConfigError(f"{src}: `train_micro_batch_size_per_gpu` must be an integer >= 1")
-    accum = ds.get("gradient_accumulation_steps", 1)
-    if not isinstance(accum, int) or accum < 1:
-        raise ConfigError(f"{src}: `gradient_accumulation_steps` must be an integer >= 1")
-    precision = deepspeed_precision(ds)
-    checks = (
-        ("batch_size", micro, "train_micro_batch_size_per_gpu"),
-        ("grad_accum", accum, "gradient_accumulation_steps"),
-        ("precision", precision, "bf16/fp16 sections"),
-    )
-    for name, ds_value, ds_key in checks:
-        if name in cfg.explicit and getattr(cfg, name) != ds_value:
-            flag = "--" + name.replace("_", "-")
-            raise ConfigError(
-                f"{flag} {getattr(cfg, name)} contradicts {src} ({ds_key} gives {ds_value}); "
-                f"the DeepSpeed config is the source of truth: drop {flag} or change the config"
-            )
-    clip = ds.get("gradient_clipping")
-    if "grad_clip" in cfg.explicit and clip not in (None, 0, 0.0) and clip != cfg.grad_clip:
-        raise ConfigError(
-            f"--grad-clip {cfg.grad_clip} contradicts {src} (gradient_clipping {clip})"
-        )
-    cfg.batch_size = micro
-    cfg.grad_accum = accum
-    cfg.precision = precision
-    if clip not in (None, 0, 0.0) and isinstance(clip, int | float):
-        cfg.grad_clip = float(clip)

@@ -22,9 +22,10 @@ from trainer import mpi
 
 # How often rank 0 polls the store while the ranks of a new round agree on their namespace.
 NAMESPACE_POLL_SECONDS = 0.05
-# Collective timeout: long enough for a checkpoint of a large model to reach shared storage
-# while other ranks wait in a barrier (torch's default for nccl is 10 minutes).
-COLLECTIVE_TIMEOUT = datetime.timedelta(minutes=30)
+# Flight-recorder entries kept per process group (torch 2.13 reads TORCH_FR_BUFFER_SIZE, else
+# TORCH_NCCL_TRACE_BUFFER_SIZE, when the group is created; 0 = off). The watchdog dumps the
+# unfinished ones of a hung job; 2000 is the size PyTorch's flight-recorder docs use.
+FLIGHT_RECORDER_ENTRIES = "2000"
 
 T = TypeVar("T")
 
@@ -51,10 +52,18 @@ def _env_int(name: str, default: int) -> int:
     return int(os.environ.get(name, default))
 
 
-def setup() -> DistEnv:
+def setup(collective_timeout: float = 1800.0) -> DistEnv:
     """Pick device and backend, and join the process group when launched by torchrun or
-    mpirun (whose rank variables become torchrun's first)."""
+    mpirun (whose rank variables become torchrun's first).
+
+    `collective_timeout` (seconds, `--collective-timeout`) bounds every collective and the
+    process-group setup. The flight recorder is turned on (unless the job's env says otherwise)
+    so a hang can be dumped, and NCCL writes it on its own timeout too (TORCH_NCCL_DUMP_ON_TIMEOUT).
+    """
     os.environ.update(mpi.torch_env(os.environ))
+    os.environ.setdefault("TORCH_FR_BUFFER_SIZE", FLIGHT_RECORDER_ENTRIES)
+    os.environ.setdefault("TORCH_NCCL_DUMP_ON_TIMEOUT", "1")
+    timeout = datetime.timedelta(seconds=collective_timeout)
     rank = _env_int("RANK", 0)
     local_rank = _env_int("LOCAL_RANK", 0)
     world = _env_int("WORLD_SIZE", 1)
@@ -73,22 +82,22 @@ def setup() -> DistEnv:
                 os.environ["MASTER_ADDR"],
                 int(os.environ["MASTER_PORT"]),
                 is_master=False,
-                timeout=COLLECTIVE_TIMEOUT,
+                timeout=timeout,
             )
-            prefix = round_namespace(store, rank, world)
+            prefix = round_namespace(store, rank, world, timeout.total_seconds())
             dist.init_process_group(
                 backend=backend,
                 store=dist.PrefixStore(prefix, store),  # type: ignore[attr-defined]
                 rank=rank,
                 world_size=world,
-                timeout=COLLECTIVE_TIMEOUT,
+                timeout=timeout,
             )
         else:
-            dist.init_process_group(backend=backend, timeout=COLLECTIVE_TIMEOUT)
+            dist.init_process_group(backend=backend, timeout=timeout)
     return DistEnv(rank, local_rank, world, restarts, device, backend, distributed)
 
 
-def round_namespace(store: Any, rank: int, world: int) -> str:
+def round_namespace(store: Any, rank: int, world: int, timeout: float = 1800.0) -> str:
     """A store prefix that all ranks of this worker round share and no earlier round used.
 
     torchrun (2.x) hands every restarted round the same agent TCPStore without a per-round
@@ -105,7 +114,7 @@ def round_namespace(store: Any, rank: int, world: int) -> str:
         namespace = f"trainops/round/{uuid.uuid4().hex}"
         answered: dict[int, bytes] = {}
         pending = set(range(1, world))
-        deadline = time.monotonic() + COLLECTIVE_TIMEOUT.total_seconds()
+        deadline = time.monotonic() + timeout
         while pending:
             for peer in sorted(pending):
                 key = f"trainops/hello/{peer}"

@@ -24,8 +24,9 @@ from torch.nn import functional as F
 from torch.nn.parallel import DistributedDataParallel
 from torch.optim.lr_scheduler import LambdaLR
 
-from trainer.config import ConfigError, TrainConfig, load_deepspeed_config
+from trainer.config import ConfigError, TrainConfig
 from trainer.dist import DistEnv
+from trainer.dsconfig import load_deepspeed_config
 
 # SGD momentum of the ResNet reference recipes (https://arxiv.org/abs/1512.03385, section 3.4).
 SGD_MOMENTUM = 0.9
@@ -104,6 +105,9 @@ def _update_digest(h: Any, param: torch.Tensor) -> None:
 class Engine(abc.ABC):
     """One optimizer step from micro batches; checkpoint state in and out."""
 
+    optimizer_name = ""
+    """Class of the optimizer that steps the weights (logged at start)."""
+
     @abc.abstractmethod
     def train_step(self, batches: list[Batch]) -> float:
         """Forward/backward every micro batch, step once; returns this rank's mean loss."""
@@ -118,6 +122,10 @@ class Engine(abc.ABC):
     @abc.abstractmethod
     def load(self, folder: Path) -> None:
         """Collective: restore model, optimizer and schedule from a complete folder."""
+
+    @abc.abstractmethod
+    def full_state_dict(self) -> dict[str, torch.Tensor] | None:
+        """Collective: the whole model's state on rank 0 (None elsewhere), for the export."""
 
     @abc.abstractmethod
     def param_digest(self) -> str:
@@ -142,6 +150,7 @@ class DDPEngine(Engine):
             ids = [env.local_rank] if env.device.type == "cuda" else None
             self.wrapped = DistributedDataParallel(model, device_ids=ids)
         self.optimizer = build_optimizer(cfg, model.parameters())
+        self.optimizer_name = type(self.optimizer).__name__
         self.scheduler = LambdaLR(self.optimizer, lr_lambda(cfg, clock))
         self.dtype = DTYPES[cfg.precision]
         self.scaler = torch.amp.GradScaler(env.device.type, enabled=cfg.precision == "fp16")
@@ -191,6 +200,9 @@ class DDPEngine(Engine):
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.scaler.load_state_dict(state["scaler"])
+
+    def full_state_dict(self) -> dict[str, torch.Tensor] | None:
+        return self.module.state_dict() if self.env.is_main else None
 
     def param_digest(self) -> str:
         h = hashlib.sha256()
@@ -242,9 +254,7 @@ class DeepSpeedEngine(Engine):
         optimizer = None
         scheduler: Any = None
         if "optimizer" not in config:
-            optimizer = build_optimizer(cfg, model.parameters())
-            # ZeRO refuses client optimizers it has not tested unless told (AdamW/SGD are fine).
-            config.setdefault("zero_allow_untested_optimizer", True)
+            optimizer = build_ds_optimizer(cfg, config, model)
         if "scheduler" not in config:
             factor = lr_lambda(cfg, clock)
 
@@ -267,6 +277,7 @@ class DeepSpeedEngine(Engine):
             config=config,
         )
         self.input_dtype = DTYPES[cfg.precision] if cfg.is_image else None
+        self.optimizer_name = type(self.engine.basic_optimizer).__name__
 
     def train_step(self, batches: list[Batch]) -> float:
         total = 0.0
@@ -312,6 +323,17 @@ class DeepSpeedEngine(Engine):
         if self.env.distributed:
             torch.distributed.barrier()
 
+    def full_state_dict(self) -> dict[str, torch.Tensor] | None:
+        """Under ZeRO-3 every rank holds a slice of each parameter: DeepSpeed's consolidation
+        (`runtime/engine.py`, `_zero3_consolidated_16bit_state_dict`, what its `save_16bit_model`
+        uses) gathers them one module at a time onto rank 0's CPU, in the training dtype."""
+        if self.stage == 3:
+            state: dict[str, torch.Tensor] | None = (
+                self.engine._zero3_consolidated_16bit_state_dict()
+            )
+            return state if self.env.is_main else None
+        return self.engine.module.state_dict() if self.env.is_main else None
+
     def param_digest(self) -> str:
         # One parameter at a time: ZeRO-3 never holds more than one gathered tensor at once.
         h = hashlib.sha256()
@@ -319,6 +341,38 @@ class DeepSpeedEngine(Engine):
             with self.ds.zero.GatheredParameters([param], modifier_rank=None):
                 _update_digest(h, param)
         return h.hexdigest()
+
+
+def offloads_optimizer(config: dict[str, Any]) -> bool:
+    """Whether ZeRO keeps optimizer state on the host (`offload_optimizer.device` cpu or nvme),
+    where DeepSpeed steps it with its own CPU optimizer."""
+    section = config.get("zero_optimization", {}).get("offload_optimizer") or {}
+    return str(section.get("device", "none")).lower() in {"cpu", "nvme"}
+
+
+def build_ds_optimizer(
+    cfg: TrainConfig, config: dict[str, Any], model: nn.Module
+) -> torch.optim.Optimizer:
+    """The client optimizer for a DeepSpeed config without an `optimizer` section.
+
+    With ZeRO-Offload, DeepSpeed 0.19.8 (`runtime/engine.py`, `_configure_optimizer`) refuses any
+    client optimizer but its CPU Adam/Lion ("You are using ZeRO-Offload with a client provided
+    optimizer"): AdamW is then `DeepSpeedCPUAdam` in AdamW mode (its C++ op is compiled on first
+    use when the image did not prebuild it). SGD has no DeepSpeed CPU version: torch's SGD steps
+    the offloaded fp32 weights on the host, allowed by `zero_force_ds_cpu_optimizer: false`.
+    """
+    if offloads_optimizer(config) and cfg.optimizer == "adamw":
+        from deepspeed.ops.adam import DeepSpeedCPUAdam
+
+        opt: torch.optim.Optimizer = DeepSpeedCPUAdam(
+            model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, adamw_mode=True
+        )
+        return opt
+    if offloads_optimizer(config):
+        config.setdefault("zero_force_ds_cpu_optimizer", False)
+    # ZeRO refuses client optimizers it has not tested unless told (AdamW/SGD are fine).
+    config.setdefault("zero_allow_untested_optimizer", True)
+    return build_optimizer(cfg, model.parameters())
 
 
 def build_engine(

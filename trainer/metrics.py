@@ -45,6 +45,12 @@ class TrainerMetrics:
         self.step = Gauge(
             f"{PREFIX}_step", "Optimizer steps completed (global, survives resume)", registry=r
         )
+        self.last_step_timestamp = Gauge(
+            f"{PREFIX}_last_step_timestamp_seconds",
+            "Unix time at which this pod's rank completed its last optimizer step (0 until the"
+            " first step of this process); a hang shows as a value that stops moving",
+            registry=r,
+        )
         self.samples = Counter(
             f"{PREFIX}_samples",
             "Samples trained on by this process's job since it started (all ranks)",

@@ -15,23 +15,26 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 import signal
 import time
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import numpy as np
 import torch
 
 from trainer.checkpoint import CheckpointManager
-from trainer.config import ConfigError, TrainConfig, load_deepspeed_config
+from trainer.config import ConfigError, TrainConfig
 from trainer.data import EpochLoader, ResumableDistributedSampler, build_dataset, steps_per_epoch
 from trainer.dist import DistEnv, all_gather_str, all_reduce_sum, setup, teardown
+from trainer.dsconfig import load_deepspeed_config
 from trainer.engine import Engine, ScheduleClock, build_engine
+from trainer.export import export_pretrained
 from trainer.metrics import TrainerMetrics
 from trainer.models import build_model
+from trainer.rng import rng_state, seed_everything, set_rng_state
+from trainer.safeload import weights_only_loads
+from trainer.watchdog import Watchdog
 
 log = logging.getLogger("trainer")
 
@@ -61,42 +64,6 @@ class StopSignal:
         self.received = signum
 
 
-def _rng_state(env: DistEnv) -> dict[str, Any]:
-    """Tensors, ints and tuples only, so resuming loads it with `weights_only=True` (a
-    pickle from a shared volume must not be able to run code in every rank)."""
-    numpy_state: Any = np.random.get_state()
-    kind, keys, pos, has_gauss, gauss = numpy_state
-    state: dict[str, Any] = {
-        "torch": torch.get_rng_state(),
-        "python": random.getstate(),
-        "numpy": (
-            str(kind),
-            torch.from_numpy(keys.astype(np.int64)),
-            int(pos),
-            int(has_gauss),
-            float(gauss),
-        ),
-    }
-    if env.device.type == "cuda":
-        state["cuda"] = torch.cuda.get_rng_state(env.device)
-    return state
-
-
-def _set_rng_state(env: DistEnv, state: dict[str, Any]) -> None:
-    torch.set_rng_state(state["torch"])
-    random.setstate(state["python"])
-    kind, keys, pos, has_gauss, gauss = state["numpy"]
-    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
-    if "cuda" in state and env.device.type == "cuda":
-        torch.cuda.set_rng_state(state["cuda"], env.device)
-
-
-def _seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-
-
 class Trainer:
     """State of one run: where it is (step, epoch, position) and the parts that move it."""
 
@@ -105,9 +72,10 @@ class Trainer:
         self.env = env
         self.stop = StopSignal()
         self.stop.install()
+        self.watchdog = Watchdog(cfg.hang_timeout, env.rank)
         self.metrics = TrainerMetrics() if env.local_rank == 0 else None
         self._serve_metrics()
-        _seed_everything(cfg.seed)
+        seed_everything(cfg.seed)
         self.dataset, num_classes = build_dataset(cfg)
         self.global_batch = cfg.batch_size * cfg.grad_accum * env.world_size
         self.steps_per_epoch = steps_per_epoch(len(self.dataset), self.global_batch)  # type: ignore[arg-type]
@@ -134,9 +102,9 @@ class Trainer:
             if meta is not None
             else self.global_batch
         )
-        model = build_model(cfg, num_classes, *self._hf_build_options())
+        self.model = build_model(cfg, num_classes, *self._hf_build_options())
         self.engine: Engine = build_engine(
-            cfg, env, model, self._schedule_clock(meta), meta["world_size"] if meta else None
+            cfg, env, self.model, self._schedule_clock(meta), meta["world_size"] if meta else None
         )
         self.step = 0
         self.epoch = 0
@@ -213,17 +181,18 @@ class Trainer:
                 )
 
     def _resume(self, folder: Path, meta: dict[str, Any]) -> None:
-        self.engine.load(folder)
         self.step = int(meta["step"])
         self.epoch = int(meta["epoch"])
         self.consumed = int(meta["samples_in_epoch"])
         self.samples_total = int(meta["samples_total"])
         exact = meta["world_size"] == self.env.world_size
         rng = folder / RNG_FILE.format(rank=self.env.rank)
-        if exact and rng.is_file():
-            _set_rng_state(self.env, torch.load(rng, weights_only=True))
-        else:  # re-sharded: fresh but deterministic streams per rank and step
-            _seed_everything(self.cfg.seed + 7919 * self.env.rank + self.step)
+        with weights_only_loads(str(folder)):  # no code from the checkpoint volume runs
+            self.engine.load(folder)
+            if exact and rng.is_file():
+                set_rng_state(self.env, torch.load(rng, weights_only=True))
+        if not (exact and rng.is_file()):  # re-sharded: fresh but deterministic streams
+            seed_everything(self.cfg.seed + 7919 * self.env.rank + self.step)
         if self.env.is_main:
             log_event(
                 "resumed",
@@ -246,7 +215,7 @@ class Trainer:
         def write(folder: Path) -> None:
             self.engine.save(folder)
             with open(folder / RNG_FILE.format(rank=self.env.rank), "wb") as fh:
-                torch.save(_rng_state(self.env), fh)
+                torch.save(rng_state(self.env), fh)
 
         meta = {
             "step": self.step,
@@ -259,7 +228,8 @@ class Trainer:
             "engine": self.cfg.engine,
             "config": self.cfg.to_dict(),
         }
-        folder = self.ckpt.save(self.step, write, meta)
+        with self.watchdog.paused():  # a save may take longer than a step
+            folder = self.ckpt.save(self.step, write, meta)
         seconds = time.perf_counter() - start
         if self.metrics is not None:
             self.metrics.checkpoint_seconds.observe(seconds)
@@ -298,14 +268,17 @@ class Trainer:
                 backend=env.backend,
                 device=str(env.device),
                 global_batch=self.global_batch,
+                optimizer=self.engine.optimizer_name,
                 total_steps=self.total_steps,
                 steps_per_epoch=self.steps_per_epoch,
                 restart_count=env.restart_count,
                 config=cfg.to_dict(),
             )
+        self.watchdog.start()
         try:
             stopped = self._loop(loader, length, tokens_per_sample)
         finally:
+            self.watchdog.stop()
             loader.close()  # joins the DataLoader workers before the rank reports and exits
         return self._finish(stopped)
 
@@ -325,6 +298,7 @@ class Trainer:
                 self.consumed += self.global_batch
                 self.samples_total += self.global_batch
                 loss_sum, votes = all_reduce_sum(env, [loss, self._stop_vote()])
+                self.watchdog.step_done(self.step)
                 seconds = time.perf_counter() - start
                 self._observe(loss_sum / env.world_size, seconds, tokens_per_sample)
                 stopped = votes > 0
@@ -353,6 +327,7 @@ class Trainer:
             m.loss.set(loss)
             m.learning_rate.set(lr)
             m.step.set(self.step)
+            m.last_step_timestamp.set(time.time())
             m.samples.inc(self.global_batch)
         if self.env.is_main and (
             self.step % self.cfg.log_interval == 0
@@ -374,6 +349,11 @@ class Trainer:
         if self.cfg.check_ranks:  # opt-in: under ZeRO-3 this gathers the whole model
             digests = all_gather_str(self.env, self.engine.param_digest())
             check = {"param_digest": digests[0], "ranks_identical": len(set(digests)) == 1}
+        if self.cfg.export_dir and not stopped:  # a stopped run resumes; it exports at its end
+            start = time.perf_counter()
+            path = export_pretrained(self.env, self.engine, self.model, self.cfg.export_dir)
+            if self.env.is_main:
+                log_event("exported", path=str(path), seconds=round(time.perf_counter() - start, 3))
         if self.env.is_main:
             log_event(
                 "stopped" if stopped else "finished",
@@ -389,7 +369,7 @@ class Trainer:
 
 def run(cfg: TrainConfig) -> int:
     """Set up the process group, train, and tear it down after a clean finish."""
-    env = setup()
+    env = setup(cfg.collective_timeout)
     code = Trainer(cfg, env).run()
     log_event("exit", rank=env.rank, code=code)
     # Only a clean finish leaves the group together (a barrier). After an error a peer may be

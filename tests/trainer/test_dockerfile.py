@@ -39,11 +39,23 @@ def test_hadolint_is_real_and_catches_problems(tmp_path: Path) -> None:
     assert "DL3007" in result.stdout and "DL3013" in result.stdout
 
 
-def test_official_pytorch_cuda_runtime_base_pinned_and_non_root() -> None:
+def base_image() -> tuple[str, str, str]:
+    """(image, digest, tag): the FROM line's digest pin and the tag named in the comment above
+    it (issue 29.8: a tag can be re-pushed under a pinned build, a digest cannot)."""
     text = DOCKERFILE.read_text()
     froms = re.findall(r"^FROM\s+(\S+)", text, re.MULTILINE)
     assert len(froms) == 1
-    image, _, tag = froms[0].partition(":")
+    pinned = re.fullmatch(r"([\w./-]+)@(sha256:[0-9a-f]{64})", froms[0])
+    assert pinned, f"FROM {froms[0]}: pin the base image by digest (docs/trainer.md)"
+    image, digest = pinned.groups()
+    tags = re.findall(r"^#\s+" + re.escape(image) + r":(\S+)\s*$", text, re.MULTILINE)
+    assert len(tags) == 1, "name the digest's tag in a comment: # pytorch/pytorch:<tag>"
+    return image, digest, tags[0]
+
+
+def test_official_pytorch_cuda_runtime_base_pinned_and_non_root() -> None:
+    text = DOCKERFILE.read_text()
+    image, _, tag = base_image()
     assert image == "pytorch/pytorch" and re.fullmatch(
         r"\d+\.\d+\.\d+-cuda[\d.]+-cudnn\d+-runtime", tag
     )

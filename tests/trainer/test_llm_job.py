@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 import yaml
 
 from tests.tools import REPO, require_module
@@ -108,3 +109,73 @@ def test_llm_finetune_job_trains_one_step_under_zero3(tmp_path: Path) -> None:
     # every rank wrote its ZeRO-3 shard of the (partitioned) model and optimizer
     shards = sorted(p.name for p in (tmp_path / "ckpt" / "step-1" / "deepspeed").iterdir())
     assert sum("optim_states" in name for name in shards) == 2, shards
+
+
+def write_tiny_model_and_tokens(tmp_path: Path, args: list[str]) -> None:
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text(json.dumps(TINY_LLAMA))
+    (tmp_path / "train").mkdir()
+    dtype = next(a.partition("=")[2] for a in args if a.startswith("--token-dtype="))
+    tokens = np.random.default_rng(0).integers(0, VOCAB, size=SEQ_LEN * 64, dtype=dtype)
+    tokens.tofile(tmp_path / "train" / "train.bin")
+
+
+def test_llm_finetune_zero3_cpu_offload_checkpointing_and_export(tmp_path: Path) -> None:
+    """Issue 24.1 and 24.2 on the shipped job's shape (ZeRO-3, bf16, its args), with seed 001's
+    memory options on: `offload_optimizer: {device: cpu}`, `--gradient-checkpointing`, and the
+    final `--export-dir`.
+
+    Before: DeepSpeed 0.19.8 (`deepspeed/runtime/engine.py`, `_configure_optimizer`) raised
+    `ZeRORuntimeException: You are using ZeRO-Offload with a client provided optimizer` for the
+    trainer's torch AdamW. Now the client optimizer is DeepSpeed's CPU Adam (its C++ op is
+    compiled on first use here, DS_BUILD_OPS=0). The export is what transformers'
+    `from_pretrained` reads back: the full parameters, gathered from both ranks' ZeRO-3
+    partitions, equal to the checkpoint's fp32 master weights in the training dtype (bf16), as
+    DeepSpeed's own `zero_to_fp32` reconstructs them.
+    """
+    require_module("deepspeed")
+    transformers = require_module("transformers")
+    require_module("accelerate")
+    args, ds = rendered_job()
+    write_tiny_model_and_tokens(tmp_path, args)
+    zero = ds["zero_optimization"]
+    assert zero["stage"] == 3 and zero["offload_optimizer"] == {"device": "none"}
+    zero["offload_optimizer"] = {"device": "cpu"}  # seed 001's ZeRO-Offload
+    zero["reduce_bucket_size"] = 10_000
+    zero["allgather_bucket_size"] = 10_000
+    ds_path = tmp_path / "ds_config.json"
+    ds_path.write_text(json.dumps(ds))
+    export = tmp_path / "export"
+    run_args = [
+        *local_args(args, tmp_path, ds_path),
+        "--gradient-checkpointing",
+        f"--export-dir={export}",
+    ]
+
+    result = run_torchrun(run_args, timeout=900, DS_ACCELERATOR="cpu")
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-4000:]
+    assert one(result.stdout, "start")["optimizer"] == "DeepSpeedCPUAdam"
+    (step,) = events(result.stdout, "step")
+    assert step["step"] == 1 and np.isfinite(step["loss"]), step
+    assert one(result.stdout, "exported")["path"] == str(export)
+    assert sorted(p.name for p in export.iterdir()) == [
+        "config.json",
+        "generation_config.json",
+        "model.safetensors",
+    ]
+
+    loaded = transformers.AutoModelForCausalLM.from_pretrained(str(export))
+    assert not loaded.config.use_cache  # saved as trained (gradient checkpointing)
+    exported = loaded.state_dict()
+    zero_to_fp32 = require_module("deepspeed.utils.zero_to_fp32")
+    master = zero_to_fp32.get_fp32_state_dict_from_zero_checkpoint(
+        str(tmp_path / "ckpt" / "step-1"), tag="deepspeed"
+    )
+    master = {k.removeprefix("inner."): v for k, v in master.items()}
+    assert set(exported) == set(master)
+    for name, tensor in master.items():
+        assert exported[name].shape == tensor.shape and tensor.numel() > 0, name
+        torch.testing.assert_close(
+            exported[name].to(torch.bfloat16), tensor.to(torch.bfloat16), rtol=0, atol=0
+        )

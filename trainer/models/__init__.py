@@ -26,7 +26,7 @@ def build_model(
     from trainer.models.hf import build_hf_causal_lm
 
     assert cfg.hf_model is not None  # validate() guarantees it
-    return build_hf_causal_lm(cfg.hf_model, dtype, zero3_config)
+    return build_hf_causal_lm(cfg.hf_model, dtype, zero3_config, cfg.gradient_checkpointing)
 
 
 __all__ = ["GPT", "ResNet", "build_model"]

@@ -37,12 +37,19 @@ class CausalLM(nn.Module):
 
 
 def build_hf_causal_lm(
-    path: str, dtype: torch.dtype | None = None, zero3_config: dict[str, Any] | None = None
-) -> nn.Module:
+    path: str,
+    dtype: torch.dtype | None = None,
+    zero3_config: dict[str, Any] | None = None,
+    gradient_checkpointing: bool = False,
+) -> CausalLM:
     """Load (weights present) or randomly initialise (config only) a causal LM from `path`.
 
     With a ZeRO-3 DeepSpeed config, `HfDeepSpeedConfig` is alive while the model is built, so
     transformers creates it under `deepspeed.zero.Init` (parameters partitioned as they load).
+    `gradient_checkpointing` recomputes each decoder layer's activations in backward (seed 001's
+    memory advice): transformers' own switch, non-reentrant checkpointing (the variant that
+    works with frozen inputs and ZeRO-3's parameter hooks), and no KV cache (it is useless in
+    training and transformers turns it off with a warning otherwise).
     """
     try:
         import transformers
@@ -64,4 +71,7 @@ def build_hf_causal_lm(
         config = transformers.AutoConfig.from_pretrained(str(root))
         model = transformers.AutoModelForCausalLM.from_config(config, torch_dtype=dtype)
     del keep_alive
+    if gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.config.use_cache = False
     return CausalLM(model)
