@@ -12,6 +12,7 @@ DESIGN.md contract), `junit` (CI test reports), `sarif` (GitHub code scanning),
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from itertools import groupby
 from typing import Any
@@ -133,10 +134,10 @@ def to_junit(findings: Sequence[Finding], resources: int) -> str:
     s = summary(findings, resources)
     cases: list[str] = []
     for f in _sorted(findings):
-        name = quoteattr(f"[{f.rule}] {_object(f) or f.file or ''}".strip())
-        classname = quoteattr(f.file or "trainops")
+        name = _attr(f"[{f.rule}] {_object(f) or f.file or ''}".strip())
+        classname = _attr(f.file or "trainops")
         where = f"{f.file}:{f.line}" if f.line else (f.file or "")
-        body = quoteattr(f.message)
+        body = _attr(f.message)
         text = _xml_text(f"{where}: {f.message}")
         if f.severity is Severity.ERROR:
             inner = f'<failure message={body} type="{f.rule}">{text}</failure>'
@@ -157,7 +158,22 @@ def to_junit(findings: Sequence[Finding], resources: int) -> str:
 
 
 def _xml_text(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _xml_chars(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+# XML 1.0 (section 2.2, `Char`) has no C0 controls but tab, LF and CR, no surrogates and no
+# U+FFFE/U+FFFF, not even as character references: a parser stops at the first one.
+_NOT_XML = re.compile("[\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_chars(text: str) -> str:
+    """`text` with control characters escaped (`one_line`) and other non-XML characters as
+    `\\uXXXX`, so a value holding an ESC still makes a well-formed report."""
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", one_line(text))
+
+
+def _attr(text: str) -> str:
+    return quoteattr(_xml_chars(text))
 
 
 def to_sarif(findings: Sequence[Finding], resources: int) -> str:
@@ -233,8 +249,11 @@ def sarif_rule(rule_id: str) -> dict[str, Any]:
 
 
 def _escape_data(text: str) -> str:
-    # https://github.com/actions/toolkit/blob/main/packages/core/src/command.ts (escapeData)
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    # https://github.com/actions/toolkit/blob/main/packages/core/src/command.ts (escapeData);
+    # other control characters (ESC starts terminal sequences on the runner's log) are
+    # escaped as in the text format.
+    escaped = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return one_line(escaped)
 
 
 def _escape_property(text: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 from itertools import groupby
+from urllib.parse import quote
 
 from trainops.core.findings import Finding
 from trainops.report import svg
@@ -34,9 +35,18 @@ figure{margin:8px 0 16px}figcaption{font-weight:600;margin-bottom:4px}
 
 
 def _link(file: str, line: int | None, link_base: str) -> str:
-    href = f"{link_base}{file}" + (f"#L{line}" if line else "")
-    text = f"{file}:{line}" if line else file
-    return f'<a href="{escape(href)}">{escape(text)}</a>'
+    """A link to the finding's file under `link_base`, for relative paths only.
+
+    A file name is whatever was on the command line or in the repository: taken as it is,
+    `javascript:alert(1).yaml` is a script URL and `//host/x.yaml` another site. The path is
+    percent-encoded (a `:` cannot start a scheme) and an absolute path gets no link at all,
+    so every href is `link_base` followed by a relative path (WHATWG URL: a scheme ends at
+    the first `:` before any `/`)."""
+    text = escape(f"{file}:{line}" if line else file)
+    if file.startswith(("/", "\\")):
+        return text
+    href = f"{link_base}{quote(file, safe='/')}" + (f"#L{line}" if line else "")
+    return f'<a href="{escape(href)}">{text}</a>'
 
 
 def _capacity(fleet: Fleet) -> list[str]:
