@@ -73,11 +73,24 @@ _BOLD, _DIM, _RESET = "\033[1m", "\033[2m", "\033[0m"
 
 
 def summary(findings: Sequence[Finding], resources: int) -> dict[str, int]:
+    """Counts; waived findings are counted apart (`waived`, present when there are any)."""
+    counted = [f for f in findings if f.waived is None]
+    waived = len(findings) - len(counted)
     return {
         "resources": resources,
-        "errors": sum(1 for f in findings if f.severity is Severity.ERROR),
-        "warnings": sum(1 for f in findings if f.severity is Severity.WARNING),
+        "errors": sum(1 for f in counted if f.severity is Severity.ERROR),
+        "warnings": sum(1 for f in counted if f.severity is Severity.WARNING),
+        **({"waived": waived} if waived else {}),
     }
+
+
+def failed(findings: Sequence[Finding]) -> bool:
+    """Whether a run fails (exit 1): an error finding that no waiver covers."""
+    return any(f.severity is Severity.ERROR and f.waived is None for f in findings)
+
+
+def _waived_suffix(s: dict[str, int]) -> str:
+    return f", {s['waived']} waived" if s.get("waived") else ""
 
 
 def _sorted(findings: Sequence[Finding]) -> list[Finding]:
@@ -108,15 +121,19 @@ def to_text(findings: Sequence[Finding], resources: int, *, color: bool = False)
         for f in group:
             where = f"{file}:{f.line}" if f.line else file
             sev = paint(_COLOURS[f.severity], f"{f.severity.value:7}")
+            if f.waived is not None:
+                sev = paint(_DIM, "waived ")
             obj = one_line(_object(f))
             obj_text = f" {paint(_DIM, obj)}" if obj else ""
             message = one_line(f.message)
+            if f.waived is not None:
+                message += f" (waived {f.severity.value}: {one_line(f.waived)})"
             lines.append(f"  {where}: {sev} [{f.rule}]{obj_text} {message}")
     s = summary(findings, resources)
     status = "FAILED" if s["errors"] else "ok"
     lines.append(
         f"{status}: {s['resources']} resource(s) checked, {s['errors']} error(s),"
-        f" {s['warnings']} warning(s)"
+        f" {s['warnings']} warning(s){_waived_suffix(s)}"
     )
     return "\n".join(lines) + "\n"
 
@@ -139,7 +156,11 @@ def to_junit(findings: Sequence[Finding], resources: int) -> str:
         where = f"{f.file}:{f.line}" if f.line else (f.file or "")
         body = _attr(f.message)
         text = _xml_text(f"{where}: {f.message}")
-        if f.severity is Severity.ERROR:
+        if f.waived is not None:
+            # JUnit's `skipped`: shown, not failed (the reason is the waiver's).
+            reason = _attr(f"waived {f.severity.value}: {f.waived}")
+            inner = f"<skipped message={reason}/><system-out>{text}</system-out>"
+        elif f.severity is Severity.ERROR:
             inner = f'<failure message={body} type="{f.rule}">{text}</failure>'
         else:
             inner = f"<system-out>warning: {text}</system-out>"
@@ -153,7 +174,9 @@ def to_junit(findings: Sequence[Finding], resources: int) -> str:
         '<?xml version="1.0" encoding="UTF-8"?>\n'
         f'<testsuites name="trainops" tests="{tests}" failures="{s["errors"]}">\n'
         f'  <testsuite name="trainops validate" tests="{tests}" failures="{s["errors"]}"'
-        ' errors="0" skipped="0">\n' + "\n".join(cases) + "\n  </testsuite>\n</testsuites>\n"
+        f' errors="0" skipped="{s.get("waived", 0)}">\n'
+        + "\n".join(cases)
+        + "\n  </testsuite>\n</testsuites>\n"
     )
 
 
@@ -193,6 +216,12 @@ def to_sarif(findings: Sequence[Finding], resources: int) -> str:
             if f.line:
                 physical["region"] = {"startLine": f.line}
             result["locations"] = [{"physicalLocation": physical}]
+        if f.waived is not None:
+            # SARIF 2.1.0 3.27.23 / 3.35: an in-source suppression with its justification;
+            # GitHub code scanning shows a suppressed result as dismissed, not open.
+            result["suppressions"] = [
+                {"kind": "inSource", "status": "accepted", "justification": f.waived}
+            ]
         results.append(result)
     log = {
         "$schema": SARIF_SCHEMA,
@@ -273,10 +302,15 @@ def to_github(findings: Sequence[Finding], resources: int) -> str:
         props.append(f"title={_escape_property(f'trainops {f.rule}')}")
         obj = _object(f)
         message = f"{obj}: {f.message}" if obj else f.message
-        lines.append(f"::{f.severity.value} {','.join(props)}::{_escape_data(message)}")
+        level = f.severity.value
+        if f.waived is not None:
+            # A notice annotates the diff without failing the check.
+            level, message = "notice", f"waived {level}: {message} ({f.waived})"
+        lines.append(f"::{level} {','.join(props)}::{_escape_data(message)}")
     s = summary(findings, resources)
     lines.append(
-        f"{s['resources']} resource(s) checked, {s['errors']} error(s), {s['warnings']} warning(s)"
+        f"{s['resources']} resource(s) checked, {s['errors']} error(s),"
+        f" {s['warnings']} warning(s){_waived_suffix(s)}"
     )
     return "\n".join(lines) + "\n"
 
