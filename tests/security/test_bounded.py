@@ -4,15 +4,21 @@ nothing written, no traceback)."""
 
 from __future__ import annotations
 
+import json
 import os
+import resource
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.security.test_attacks import _refused
+from tests.tools import REPO
 from trainops import build
 from trainops.core import limits
+from trainops.facts.deepspeed import MAX_CLUSTER_PODS
 from trainops.validate import kubeconform
 
 
@@ -96,3 +102,97 @@ def test_kubeconform_runs_through_the_same_bounded_runner(
     else:
         os.kill(child, 9)
         pytest.fail("kubeconform's child outlived the timeout")
+
+
+HUGE = 2_147_483_647  # the int32 maximum the Kubeflow CRDs accept for replicas
+
+ELASTIC_DEEPSPEED = """\
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: elastic, namespace: ai-training}
+spec:
+  elasticPolicy: {rdzvBackend: c10d, minReplicas: 1, maxReplicas: %(n)d}
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: %(n)d
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: registry.example/train:1.0
+              command: [torchrun, --nproc-per-node=2, train.py, --deepspeed, /config/ds.json]
+              resources:
+                limits: {nvidia.com/gpu: 2, memory: 64Gi, cpu: "8"}
+                requests: {nvidia.com/gpu: 2}
+              volumeMounts: [{name: ds, mountPath: /config}]
+          volumes: [{name: ds, configMap: {name: ds-config}}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: ds-config, namespace: ai-training}
+data:
+  ds.json: '{"train_batch_size": 64, "train_micro_batch_size_per_gpu": 2}'
+---
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: fixed, namespace: ai-training}
+spec:
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: %(n)d
+      restartPolicy: OnFailure
+      template:
+        spec:
+          nodeSelector: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}
+          containers:
+            - name: pytorch
+              image: registry.example/train:1.0
+              command: [torchrun, --nproc-per-node=8, train.py]
+              resources:
+                limits: {nvidia.com/gpu: 8, memory: 64Gi, cpu: "8"}
+                requests: {nvidia.com/gpu: 8}
+"""
+
+
+def _limit_memory() -> None:
+    """2 GiB of address space: far more than validating two objects needs, far less than the
+    16-19 GB the per-world-size and per-pod lists reached before the OOM killer."""
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+
+def test_int32_replicas_in_manifests_are_computed_not_enumerated(tmp_path: Path) -> None:
+    """`validate --manifests` reads any PyTorchJob the CRD accepts (replicas up to int32):
+    DeepSpeed's world sizes over the elastic range (rules/checks/deepspeed.py) and the gang's
+    pods (rules/checks/capacity.py) are counted, not listed."""
+    path = tmp_path / "huge.yaml"
+    path.write_text(ELASTIC_DEEPSPEED % {"n": HUGE})
+    result = subprocess.run(
+        [sys.executable, "-m", "trainops", "--root", str(REPO), "validate", "--manifests",
+         str(path), "--cluster", "onprem-a100", "--format", "json"],
+        capture_output=True, text=True, check=False, preexec_fn=_limit_memory,
+    )  # fmt: skip
+    assert "Traceback" not in result.stderr and "MemoryError" not in result.stderr
+    assert result.returncode == 1, result.stderr
+    rules = {f["rule"]: f["message"] for f in json.loads(result.stdout)["findings"]}
+    assert "gang-unschedulable" in rules  # 2,147,483,647 pods of 8 GPUs on 8 nodes
+    assert "deepspeed-elastic-batch" in rules and "in all)" in rules["deepspeed-elastic-batch"]
+
+
+def test_the_job_schema_caps_pod_counts_at_what_a_cluster_holds() -> None:
+    """Every pod count of the job spec stops at Kubernetes' 150,000 pods per cluster."""
+    schema = json.loads((REPO / "trainops/schemas/trainingjob.schema.json").read_text())
+    counts = [
+        schema["properties"]["replicas"],
+        schema["properties"]["elastic"]["properties"]["minReplicas"],
+        schema["properties"]["elastic"]["properties"]["maxReplicas"],
+    ]
+    assert {c["maximum"] for c in counts} == {MAX_CLUSTER_PODS}
+
+
+def test_an_int32_elastic_range_in_a_job_is_refused_at_load(scratch: Path) -> None:
+    """It made `render` build a list of two billion world sizes (MemoryError traceback)."""
+    job = scratch / "jobs" / "llm-finetune.yaml"
+    job.write_text(job.read_text().replace("  maxReplicas: 8\n", f"  maxReplicas: {HUGE}\n"))
+    err = _refused(scratch)
+    assert "jobs/llm-finetune.yaml:37:" in err and "maximum 150000" in err
