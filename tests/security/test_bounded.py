@@ -196,3 +196,58 @@ def test_an_int32_elastic_range_in_a_job_is_refused_at_load(scratch: Path) -> No
     job.write_text(job.read_text().replace("  maxReplicas: 8\n", f"  maxReplicas: {HUGE}\n"))
     err = _refused(scratch)
     assert "jobs/llm-finetune.yaml:37:" in err and "maximum 150000" in err
+
+
+@pytest.mark.parametrize(
+    ("file", "old", "new", "says"),
+    [
+        # Argo CD matches AppProject destinations and sourceRepos with github.com/gobwas/glob
+        # (argo-cd util/glob/glob.go): `{a,b}` and `[...]` match several servers/repositories.
+        (
+            "clusters/onprem-a100.yaml",
+            "server: https://onprem-a100.k8s.internal:6443",
+            "server: https://{onprem-a100,evil}.k8s.internal:6443",
+            "must match",
+        ),
+        (
+            "clusters/onprem-a100.yaml",
+            "server: https://onprem-a100.k8s.internal:6443",
+            "server: https://onprem-a10[0-9].k8s.internal:6443",
+            "must match",
+        ),
+        (
+            "trainops.yaml",
+            "repoURL: https://github.com/example/trainops.git",
+            "repoURL: https://github.com/example/{trainops,evil}.git",
+            "must match",
+        ),
+        (
+            "clusters/cloud-h100.yaml",
+            "namespaces: [ml-vision, ai-training]",
+            "namespaces: [ml-vision, ai-training]\nmonitoringNamespace: kube-system",
+            "is not allowed",
+        ),
+    ],
+    ids=["server-braces", "server-class", "repo-braces", "monitoring-kube-system"],
+)
+def test_profile_globs_and_system_namespaces_are_refused(
+    scratch: Path, file: str, old: str, new: str, says: str
+) -> None:
+    path = scratch / file
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+    err = _refused(scratch)
+    line = next(
+        i for i, x in enumerate(path.read_text().splitlines(), 1) if new.splitlines()[-1] in x
+    )
+    assert f"{file}:{line}" in err and says in err
+
+
+def test_a_training_namespace_cannot_be_the_flux_namespace(scratch: Path) -> None:
+    """Flux's namespace holds the GitRepository (and its credentials) and the Kustomizations
+    that impersonate the delivery account: a job there could read or change them."""
+    settings = scratch / "trainops.yaml"
+    settings.write_text(settings.read_text() + "fluxNamespace: ai-training\n")
+    err = _refused(scratch)
+    assert "clusters/cloud-h100.yaml:" in err and "fluxNamespace" in err
