@@ -22,7 +22,7 @@ from trainops.core.yamlio import Document
 from trainops.facts import deepspeed as ds_facts
 from trainops.facts.kubeflow import MPIJOB_V1
 from trainops.facts.kubernetes_schemas import parse_version
-from trainops.spec import model, podtemplate, schemas, trainer_v2
+from trainops.spec import model, pod_fence, podtemplate, schemas, trainer_v2
 from trainops.spec.cluster import build_cluster
 from trainops.spec.job import build_job
 from trainops.spec.platform import load_platform
@@ -71,6 +71,8 @@ def _job_against_clusters(
     out = Collector(doc)
     known = [clusters[t.cluster] for t in job.targets if t.cluster in clusters]
     podtemplate.check_fields(doc.data, [c.kubernetes_version for c in known], out)
+    if not out.problems:
+        pod_fence.check_fence(doc.data, known, out)
     if job.pod.sidecars:
         for profile in known:
             if (parse_version(profile.kubernetes_version) or (0, 0)) < NATIVE_SIDECARS:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from trainops.facts import capacity as capacity_facts
+from trainops.facts.pod_fence import PodFence
 from trainops.facts.trainer import TRAINER
 from trainops.spec.schemas import CLUSTER, default
 
@@ -171,6 +172,9 @@ class ClusterProfile:
     monitoring_namespace: str = default(CLUSTER, "monitoringNamespace")
     """Where the Prometheus scraping the jobs runs: the only namespace the jobs'
     NetworkPolicy admits to the metrics port."""
+    job_access: PodFence = field(default_factory=PodFence)
+    """What job pods may ask for beyond what trainops renders (`jobAccess` with the
+    profile's own scheduler, priority class and GPU tolerations): `facts/pod_fence.py`."""
 
     def gpu(self, name: str) -> GpuProduct | None:
         return next((g for g in self.gpus if g.name == name), None)

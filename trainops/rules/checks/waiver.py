@@ -39,7 +39,8 @@ RULES = (
         code="TO905",
         severity=Severity.ERROR,
         summary="A waiver annotation without a reason, naming no known rule, or waiving a rule"
-        " only the cluster profile may relax (pod-security, privileged, delivery-fence).",
+        " only the cluster profile may relax (pod-security, privileged, delivery-fence,"
+        " pod-fence).",
         why="A waiver is a reviewed exception: without a reason nobody can tell later whether"
         " it still holds, and a misspelt rule waives nothing.",
         fix='Write `trainops.dev/waive.<rule>: "<why this object may break the rule>"` with a'
