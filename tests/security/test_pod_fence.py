@@ -103,8 +103,17 @@ def test_manifests_under_validation_are_held_to_the_profiles_fence(tmp_path: Pat
     assert result.returncode == 1, result.stderr
     messages = [f["message"] for f in json.loads(result.stdout)["findings"]
                 if f["rule"] == "pod-fence"]  # fmt: skip
-    for says in ("delivery account", "system-node-critical", "`nodeName`", "every taint",
-                 "control-plane", "`envFrom`", "Secret volume", "CSI volume", "the token"):
+    for says in (
+        "delivery account",
+        "system-node-critical",
+        "`nodeName`",
+        "every taint",
+        "control-plane",
+        "`envFrom`",
+        "Secret volume",
+        "CSI volume",
+        "the token",
+    ):
         assert any(says in m for m in messages), (says, messages)  # fmt: skip
 
 
