@@ -51,6 +51,9 @@ ESCAPES = {
     "csi-volume": ("podTemplate:\n  spec:\n    volumes:\n"
                    "      - {name: v, csi: {driver: secrets-store.csi.k8s.io}}\n",
                    "- {name: v", "CSI volume"),
+    "other-jobs-claim": ("podTemplate:\n  spec:\n    volumes:\n"
+                         "      - {name: x, persistentVolumeClaim: {claimName: other-ckpt}}\n",
+                         "- {name: x", "claim `other-ckpt` is neither created by this job"),
     "env-from-secret": ("sidecars:\n  - name: s\n    image: registry.example/s:1.0\n"
                         "    envFrom: [{secretRef: {name: other-team}}]\n",
                         "envFrom", "`envFrom` a Secret"),
@@ -127,3 +130,15 @@ def test_a_profile_cannot_declare_the_delivery_account_for_jobs(scratch: Path) -
         profile.read_text() + "jobAccess:\n  serviceAccounts: [{name: trainops-delivery}]\n"
     )
     assert "clusters/onprem-a100.yaml:" in _refused(scratch)
+
+
+def test_a_shared_claim_is_read_only_unless_the_profile_says_writable(scratch: Path) -> None:
+    """llm-finetune's dataset claim is shared read-only: mounting it read-write (and so
+    being able to poison every job's data) is refused; its checkpoint claim is declared
+    writable by the shipped profiles."""
+    job = scratch / "jobs/llm-finetune.yaml"
+    text = job.read_text()
+    claim = "    claimName: nfsordma-datasets\n"
+    job.write_text(text.replace(claim, claim + "    readOnly: false\n"))
+    err = _refused(scratch)
+    assert "jobs/llm-finetune.yaml:57:" in err and "is read-only for jobs" in err

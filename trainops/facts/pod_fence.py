@@ -58,6 +58,29 @@ class PodFence:
     tolerations: tuple[Mapping[str, Any], ...] = ()
     secret_volumes: frozenset[str] = frozenset()
     """Secrets a job may mount as a volume (a CA bundle, a key file): named by the profile."""
+    shared_claims: tuple[tuple[str, bool], ...] = ()
+    """Existing claims any job may mount that it does not create: (name, writable)."""
+
+
+def claim_problem(claim: str, writes: bool, own: frozenset[str], fence: PodFence) -> str | None:
+    """Why a job may not mount `claim` (written to when `writes`), or None. A job owns the
+    claims trainops creates for it; any other claim is another team's data unless the
+    profile shares it, read-only unless it says writable (issue 29.3: a job mounting another
+    job's checkpoint claim read-write could plant a checkpoint that job resumes from)."""
+    if claim in own:
+        return None
+    shared = dict(fence.shared_claims)
+    if claim not in shared:
+        return (
+            f"claim `{claim}` is neither created by this job (give the volume a `size`) nor"
+            " shared by the cluster profile (`jobAccess.sharedClaims`): another job's data"
+        )
+    if writes and not shared[claim]:
+        return (
+            f"shared claim `{claim}` is read-only for jobs (`jobAccess.sharedClaims`): mount it"
+            " `readOnly: true`, or have the profile declare it `writable: true`"
+        )
+    return None
 
 
 def _toleration_key(tol: Mapping[str, Any]) -> tuple[str, str, str, str]:

@@ -169,4 +169,5 @@ def _job_access(d: dict[str, Any]) -> PodFence:
             *(t for g in d["gpus"] for t in g.get("tolerations", ())),
         ),
         secret_volumes=frozenset(access["secretVolumes"]),
+        shared_claims=tuple((c["name"], c["writable"]) for c in access["sharedClaims"]),
     )

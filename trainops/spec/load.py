@@ -73,6 +73,7 @@ def _job_against_clusters(
     podtemplate.check_fields(doc.data, [c.kubernetes_version for c in known], out)
     if not out.problems:
         pod_fence.check_fence(doc.data, known, out)
+        pod_fence.check_claims(job, doc.data, known, out)
     if job.pod.sidecars:
         for profile in known:
             if (parse_version(profile.kubernetes_version) or (0, 0)) < NATIVE_SIDECARS:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from trainops.facts.pod_fence import escapes
+from trainops.facts.pod_fence import claim_problem, escapes
 from trainops.spec import model
 from trainops.spec.problems import Collector
 
@@ -47,3 +47,32 @@ def check_fence(d: dict[str, Any], clusters: list[model.ClusterProfile], out: Co
                 found.setdefault(((*where, head, *path[1:]), message), []).append(cluster.name)
     for (path, message), names in found.items():
         out.add(list(path), f"{message} (cluster {', '.join(f'`{n}`' for n in names)})")
+
+
+def check_claims(
+    job: model.TrainingJob, d: dict[str, Any], clusters: list[model.ClusterProfile], out: Collector
+) -> None:
+    """Existing claims (a volume's `claimName` without `size`, a PVC in the escape hatch)
+    against each cluster's `jobAccess.sharedClaims`."""
+    own = frozenset(v.claim_name for v in job.volumes if v.create)
+    writes_sync = job.data_sync.volume if job.data_sync is not None else None
+    mounts: list[tuple[list[str | int], str, bool]] = [
+        (["volumes", v.name, "claimName"], v.claim_name, not v.read_only or v.name == writes_sync)
+        for v in job.volumes
+        if not v.create
+    ]
+    for spec, where, first_class in _asked(d):
+        if first_class:
+            continue
+        for i, volume in enumerate(spec.get("volumes") or ()):
+            pvc = (volume or {}).get("persistentVolumeClaim") or {}
+            if isinstance(pvc.get("claimName"), str):
+                path = [*where, "volumes", i, "persistentVolumeClaim", "claimName"]
+                mounts.append((path, pvc["claimName"], not pvc.get("readOnly")))
+    for path, claim, writes in mounts:
+        names = [c.name for c in clusters if claim_problem(claim, writes, own, c.job_access)]
+        problem = next(
+            (p for c in clusters if (p := claim_problem(claim, writes, own, c.job_access))), None
+        )
+        if problem:
+            out.add(path, f"{problem} (cluster {', '.join(f'`{n}`' for n in names)})")
