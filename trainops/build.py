@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from trainops.core import paths
-from trainops.core.limits import TOOL_TIMEOUT_SECONDS
+from trainops.core.limits import TOOL_TIMEOUT_SECONDS, run_tool
 
 # Overlays are built concurrently, one `kustomize build` process per core: each is
 # single-threaded and on a large repository takes most of the run (kustomize's own
@@ -42,13 +42,7 @@ def kustomize_command() -> list[str]:
 def kustomize(directory: Path) -> str:
     """`kustomize build DIRECTORY` and return the YAML stream it prints."""
     try:
-        proc = subprocess.run(
-            [*kustomize_command(), str(directory)],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=TOOL_TIMEOUT_SECONDS,
-        )
+        proc = run_tool([*kustomize_command(), str(directory)])
     except subprocess.TimeoutExpired:
         raise KustomizeError(
             f"kustomize build {directory.name} timed out after {TOOL_TIMEOUT_SECONDS:g}s"

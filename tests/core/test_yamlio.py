@@ -181,6 +181,19 @@ def test_alias_bomb_is_still_refused_after_a_shared_node() -> None:
     assert doc.data["b"] == [[1], [1], {"c": [1]}]
 
 
+def test_aliases_chained_deep_are_refused_not_a_recursion_error() -> None:
+    """Issue 29.7: 1,400 anchors, each an alias of the one before, nest the data 1,400 levels
+    deep in a text two levels deep (well under the node budget); the schema validator walking
+    it raised RecursionError. The depth through aliases is bounded like the text's."""
+    text = "a0: &a0 [1]\n" + "".join(f"a{i}: &a{i} [*a{i - 1}]\n" for i in range(1, 1400))
+    with pytest.raises(InputError, match="levels of nesting through aliases"):
+        yamlio.load_text(text, "chain.yaml")
+    [doc] = yamlio.load_text(
+        "a0: &a0 [1]\n" + "".join(f"a{i}: &a{i} [*a{i - 1}]\n" for i in range(1, 150)), "ok.yaml"
+    )
+    assert doc.data["a3"] == [[[[1]]]]
+
+
 def test_aliased_node_is_one_object_as_in_pyyaml() -> None:
     """With anchors in the text, PyYAML's own bookkeeping still makes an alias the same object."""
     [doc] = yamlio.load_text(CASES["anchors_and_merge"], "case.yaml")

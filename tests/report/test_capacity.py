@@ -99,13 +99,13 @@ def test_base_shows_the_change_of_a_pr(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def test_pod_placement_reasons() -> None:
-    assert unplaceable([16], 8, 4) is not None  # a pod larger than a node
-    assert unplaceable([16], 8, None) is not None  # sure even without declared nodes
-    assert unplaceable([8] * 5, 8, None) is None  # the rest needs declared nodes
-    assert unplaceable([8] * 5, 8, 4) is not None  # 40 > 32
-    assert unplaceable([5] * 5, 8, 4) is not None  # 25 <= 32 but one 5-GPU pod per node
-    assert unplaceable([5] * 4, 8, 4) is None
-    assert unplaceable([8, 8, 8, 4, 4], 8, 4) is None  # 32 exactly, packs
+    assert unplaceable({16: 1}, 8, 4) is not None  # a pod larger than a node
+    assert unplaceable({16: 1}, 8, None) is not None  # sure even without declared nodes
+    assert unplaceable({8: 5}, 8, None) is None  # the rest needs declared nodes
+    assert unplaceable({8: 5}, 8, 4) is not None  # 40 > 32
+    assert unplaceable({5: 5}, 8, 4) is not None  # 25 <= 32 but one 5-GPU pod per node
+    assert unplaceable({5: 4}, 8, 4) is None
+    assert unplaceable({8: 3, 4: 2}, 8, 4) is None  # 32 exactly, packs
 
 
 def _fleet_changes(n_clusters: int) -> list[capacity.ProductChange]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from trainops.facts.pod_fence import PodFence
 from trainops.spec.model import (
     Capacity,
     ClusterProfile,
@@ -51,6 +52,15 @@ def make_cluster(**changes: object) -> ClusterProfile:
         # node's /dev/shm as a hostPath (the EFA/RDMA recipe) is declared too.
         "pod_security": PodSecurityLevel(
             allow_capabilities=("IPC_LOCK",), allow_host_paths=("/dev/shm",)
+        ),
+        # What `jobAccess` would give jobs here (pod-fence): Volcano's scheduler and kube-
+        # scheduler's, and the default account's token, which most fixtures (written for
+        # other rules) leave mounted; the token fence is exercised by the pod-fence fixtures
+        # with their own cluster and by tests/security/test_pod_fence.py on real profiles.
+        "job_access": PodFence(
+            schedulers=frozenset({"volcano", "default-scheduler"}),
+            token_accounts=frozenset({"default"}),
+            priority_classes=frozenset({"training-high"}),
         ),
     }
     base.update(changes)

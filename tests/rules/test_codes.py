@@ -45,6 +45,7 @@ PUBLISHED = {
     "TO602": "privileged",
     "TO603": "pod-security",
     "TO604": "delivery-fence",
+    "TO650": "pod-fence",
     "TO701": "deepspeed-batch-mismatch",
     "TO702": "deepspeed-elastic-batch",
     "TO703": "deepspeed-precision-conflict",

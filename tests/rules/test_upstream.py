@@ -35,12 +35,15 @@ NAMESPACE: Kept = ("namespace-not-allowed", E)
 GANG: Kept = ("gang-scheduling-inconsistent", E)
 RERUN: Kept = ("gitops-rerun-risk", E)
 POD_SECURITY: Kept = ("pod-security", E)
+POD_FENCE: Kept = ("pod-fence", E)
 SUSPEND: Kept = ("trainjob-foreign-fields", W)
 
 # (rule, severity) -> why it is right on the upstream demos, not a false positive.
 REASONS: dict[Kept, str] = {
     POD_SECURITY: "the shipped clusters enforce Pod Security restricted and no demo sets"
     " runAsNonRoot, seccomp RuntimeDefault, drop ALL and allowPrivilegeEscalation: false",
+    POD_FENCE: "no demo sets automountServiceAccountToken: false, and no shipped profile grants"
+    " jobs the default account's token (issue 29.1)",
     UNBOUNDED: "containers that hold GPUs without a memory limit or a CPU request; a shared"
     " cluster should not run them as they are",
     BEST_EFFORT: "containers (demo workers, MPI launchers, TrainJob demos) with no resources at"
@@ -221,7 +224,10 @@ def _findings(cluster: str | None) -> frozenset[tuple[str, Kept]]:
 
 def test_every_kept_finding_has_a_reason() -> None:
     listed = {k for kept in KEPT.values() for k in kept}
-    listed |= {k for added in ADDED_BY_CLUSTER.values() for _, k in added} | {POD_SECURITY}
+    listed |= {k for added in ADDED_BY_CLUSTER.values() for _, k in added} | {
+        POD_SECURITY,
+        POD_FENCE,
+    }
     assert listed == set(REASONS)
     assert all(rule in RULES_BY_SLUG for rule, _ in REASONS)
 
@@ -244,4 +250,5 @@ def test_upstream_examples_with_each_cluster_profile(name: str) -> None:
     without, with_cluster = _findings(None), _findings(name)
     assert without - with_cluster == set(), "a cluster profile hid findings"
     restricted = {(f, POD_SECURITY) for f in _with_containers()}
-    assert with_cluster - without == ADDED_BY_CLUSTER[name] | restricted
+    fenced = {(f, POD_FENCE) for f in _with_containers()}
+    assert with_cluster - without == ADDED_BY_CLUSTER[name] | restricted | fenced

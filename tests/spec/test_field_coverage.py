@@ -74,6 +74,16 @@ NOT_IN_OUTPUT = {
     " is delivered from its manifests or installed by the platform; not delivered",
     "clusterprofile:providedByPlatform.networks": "a check at load, as for queues",
     "clusterprofile:providedByPlatform.priorityClasses": "a check at load, as for queues",
+    "clusterprofile:jobAccess.serviceAccounts[].name": "the pod fence (issue 29): accounts jobs"
+    " may name, checked at load and by pod-fence; not delivered",
+    "clusterprofile:jobAccess.serviceAccounts[].automountToken": "the pod fence: whether that"
+    " account's token may be mounted; not delivered",
+    "clusterprofile:jobAccess.priorityClasses": "the pod fence: priority classes jobs may name",
+    "clusterprofile:jobAccess.schedulerNames": "the pod fence: schedulers jobs may name",
+    "clusterprofile:jobAccess.tolerations": "the pod fence: tolerations jobs may add",
+    "clusterprofile:jobAccess.secretVolumes": "the pod fence: Secrets jobs may mount",
+    "clusterprofile:jobAccess.sharedClaims[].name": "the pod fence: claims jobs may mount",
+    "clusterprofile:jobAccess.sharedClaims[].writable": "the pod fence: whether read-write",
 }
 
 

@@ -23,7 +23,7 @@ from trainops.report import capacity
 from trainops.report.html import render_html
 from trainops.validate.repo import validate_repository
 
-FINDING_KEYS = ("file", "line", "kind", "name", "namespace", "cluster")
+FINDING_KEYS = ("file", "line", "kind", "name", "namespace", "cluster", "waived")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -180,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
         raise
     color = args.format == "text" and sys.stdout.isatty()
     sys.stdout.write(report.render(args.format, findings, resources, color=color))
-    return 1 if any(f.severity is Severity.ERROR for f in findings) else 0
+    return 1 if report.failed(findings) else 0
 
 
 def _validate(args: argparse.Namespace) -> tuple[list[Finding], int]:

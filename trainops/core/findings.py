@@ -29,8 +29,13 @@ class Finding:
     name: str | None = None
     namespace: str | None = None
     cluster: str | None = None
+    waived: str | None = None
+    """Why this finding does not count, when it does not: the waiver annotation and its
+    reason, or the cluster policy that switched a security rule off. Reported in every
+    format, never counted as an error or warning (rules/waivers.py)."""
 
     def to_dict(self) -> dict[str, Any]:
+        extra = {"waived": self.waived} if self.waived is not None else {}
         return {
             "rule": self.rule,
             "severity": self.severity.value,
@@ -41,6 +46,7 @@ class Finding:
             "name": self.name,
             "namespace": self.namespace,
             "cluster": self.cluster,
+            **extra,
         }
 
     def sort_key(self) -> tuple[str, int, str, str, str, str]:

@@ -8,9 +8,12 @@ MemoryError. The limits are generous for real manifests and named here once.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import stat
+import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -109,3 +112,31 @@ def _may_nest_too_deep(text: str, pieces: Iterable[tuple[int, str]]) -> bool:
 def inside(path: Path, root: Path) -> bool:
     """`path`, symlinks resolved, lies under `root` (also resolved)."""
     return path.resolve().is_relative_to(root.resolve())
+
+
+def run_tool(
+    argv: Sequence[str], stdin: str | None = None, timeout: float | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run an external tool (kustomize, kubeconform) in its own process group; on timeout
+    kill the whole group and raise `subprocess.TimeoutExpired`.
+
+    `subprocess.run(timeout=...)` kills only the direct child: what the tool started (a
+    kustomize exec plugin or `helm`, `kubectl kustomize`'s own children) keeps running, and
+    run() then waits for the output pipes that those children still hold open, for ever.
+    """
+    with subprocess.Popen(
+        list(argv),
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own session and process group, id = its pid
+    ) as proc:
+        try:
+            out, err = proc.communicate(stdin, timeout=timeout or TOOL_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()  # every holder of the pipes is gone: returns at once
+            raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)

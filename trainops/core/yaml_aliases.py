@@ -25,8 +25,17 @@ class RecursiveAlias(Exception):
         self.parent, self.child = parent, child
 
 
-def expanded_size(node: yaml.Node, memo: dict[int, int], active: set[int]) -> int:
-    """Number of nodes once every alias is expanded, memoised per node (linear time).
+def expanded_shape(
+    node: yaml.Node, memo: dict[int, tuple[int, int]], active: set[int]
+) -> tuple[int, int]:
+    """(nodes, depth) once every alias is expanded, memoised per node (linear time).
+
+    The depth matters as much as the size: 1,400 anchors each holding an alias of the one
+    before nest the data 1,400 levels deep in a file nested two levels deep, and every
+    recursive walk of the data after loading (the JSON Schema validator's among them) ends
+    in a RecursionError. An anchor precedes its aliases, so the target of an alias is
+    memoised before the alias is met and this function recurses only as deep as the text
+    nests (bounded by `limits.MAX_DEPTH` before it runs).
 
     `active` holds the nodes being counted (this one's ancestors): meeting one of
     them again is an alias to an enclosing node, which would expand forever.
@@ -35,7 +44,7 @@ def expanded_size(node: yaml.Node, memo: dict[int, int], active: set[int]) -> in
     if key in memo:
         return memo[key]
     active.add(key)
-    size = 1
+    size, deepest = 1, 0
     if isinstance(node, yaml.MappingNode):
         children = [child for pair in node.value for child in pair]
     elif isinstance(node, yaml.SequenceNode):
@@ -49,10 +58,12 @@ def expanded_size(node: yaml.Node, memo: dict[int, int], active: set[int]) -> in
         elif id(child) in active:
             raise RecursiveAlias(node, child)
         else:
-            size += expanded_size(child, memo, active)
+            child_size, child_depth = expanded_shape(child, memo, active)
+            size += child_size
+            deepest = max(deepest, child_depth)
     active.discard(key)
-    memo[key] = size
-    return size
+    shape = memo[key] = (size, deepest + 1 if isinstance(node, yaml.CollectionNode) else 0)
+    return shape
 
 
 _ANCHOR = re.compile(r"&([^\s,\[\]{}]+)")

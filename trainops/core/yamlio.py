@@ -36,11 +36,11 @@ import yaml
 
 from trainops.core import yaml_fast
 from trainops.core.errors import InputError, Problem
-from trainops.core.limits import check_depth, read_bounded
+from trainops.core.limits import MAX_DEPTH, check_depth, read_bounded
 from trainops.core.yaml_aliases import (
     MAX_EXPANDED_NODES,
     RecursiveAlias,
-    expanded_size,
+    expanded_shape,
     recursive_alias_problem,
 )
 
@@ -411,8 +411,10 @@ def _pyyaml_documents(text: str) -> list[tuple[yaml.Node, Any]]:
     try:
         while loader.check_node():
             node = loader.get_node()
-            if not loader.tree_only and expanded_size(node, {}, set()) > MAX_EXPANDED_NODES:
-                raise _AliasBomb(node.start_mark.line + 1)
+            if not loader.tree_only:
+                size, depth = expanded_shape(node, {}, set())
+                if size > MAX_EXPANDED_NODES or depth > MAX_DEPTH:
+                    raise _AliasBomb(node.start_mark.line + 1)
             documents.append((node, loader.construct_document(node)))
     finally:
         loader.dispose()
@@ -428,8 +430,9 @@ def _load_pyyaml(text: str, file: str) -> list[Document]:
                 file,
                 bomb.line,
                 None,
-                f"document expands to more than {MAX_EXPANDED_NODES:,} nodes through aliases;"
-                " refusing to load it (remove the anchors/aliases)",
+                f"document expands to more than {MAX_EXPANDED_NODES:,} nodes or"
+                f" {MAX_DEPTH} levels of nesting through aliases; refusing to load it"
+                " (remove the anchors/aliases)",
             )
         ) from None
     except yaml.YAMLError as err:

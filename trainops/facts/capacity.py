@@ -93,25 +93,28 @@ def gang_min_available(obj: Mapping[str, Any]) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def unplaceable(pod_gpus: Sequence[int], per_node: int, nodes: int | None) -> str | None:
-    """Why pods asking for `pod_gpus` GPUs each can never all run at once on `nodes` nodes of
-    `per_node` GPUs, or None when they might. Only sure reasons (each is a lower bound on
-    what the pods need): a pod larger than a node; more GPUs than all nodes have; or, for
+def unplaceable(pods: Mapping[int, int], per_node: int, nodes: int | None) -> str | None:
+    """Why pods can never all run at once on `nodes` nodes of `per_node` GPUs, or None when
+    they might; `pods`: GPUs per pod -> how many such pods (counts, never one entry per pod:
+    a manifest may ask for 2,147,483,647 replicas). Only sure reasons (each is a lower bound
+    on what the pods need): a pod larger than a node; more GPUs than all nodes have; or, for
     each pod size s, more pods of at least s GPUs than fit (per_node // s per node).
     `nodes` None (not declared): only a pod larger than a node is sure."""
-    if not pod_gpus:
+    sizes = sorted((size for size, count in pods.items() if count > 0), reverse=True)
+    if not sizes:
         return None
-    largest = max(pod_gpus)
+    largest = sizes[0]
     if largest > per_node:
         return f"a pod asks for {largest} GPUs and a node has {per_node}: a pod runs on one node"
     if nodes is None:
         return None
-    total, capacity = sum(pod_gpus), nodes * per_node
+    total, capacity = sum(size * pods[size] for size in sizes), nodes * per_node
     if total > capacity:
         return f"{total} GPUs at once, {capacity} in the cluster ({nodes} nodes x {per_node})"
-    for size in sorted(set(pod_gpus), reverse=True):
-        count = sum(1 for g in pod_gpus if g >= size)
-        fit = nodes * (per_node // size)
+    count = 0
+    for size in sizes:
+        count += pods[size]  # pods of at least `size` GPUs
+        fit = nodes * (per_node // size) if size else count
         if count > fit:
             return (
                 f"{count} pods of {size}+ GPUs, and {nodes} nodes of {per_node} GPUs hold"

@@ -68,12 +68,24 @@ def build_config(
     return merged
 
 
-def world_sizes(procs_per_pod: int, pods: int, elastic: tuple[int, int] | None) -> list[int]:
+# Kubernetes' documented scalability limit: no more than 150,000 pods in one cluster
+# (https://kubernetes.io/docs/setup/best-practices/cluster-large/). The job spec schema caps
+# `replicas` and `elastic.maxReplicas` at it (tests/spec/test_bounds.py checks they agree).
+MAX_CLUSTER_PODS = 150_000
+
+
+def world_sizes(procs_per_pod: int, pods: int, elastic: tuple[int, int] | None) -> range:
     """Every data-parallel world size a job can run at: pods x processes per pod, at every
-    pod count of an elastic range (torchrun restarts the group at any size inside it)."""
-    if elastic is not None:
-        return [n * procs_per_pod for n in range(elastic[0], elastic[1] + 1)]
-    return [pods * procs_per_pod]
+    pod count of an elastic range (torchrun restarts the group at any size inside it).
+
+    A `range`, computed not enumerated: `maxReplicas: 2147483647` made a list of two billion
+    sizes (16-19 GB before the OOM killer, issue 29.7). An elastic range is cut at
+    `MAX_CLUSTER_PODS`: no cluster runs more pods, so no larger world size ever forms."""
+    if elastic is not None and procs_per_pod > 0:
+        low, high = elastic[0], min(elastic[1], MAX_CLUSTER_PODS)
+        return range(low * procs_per_pod, (high + 1) * procs_per_pod, procs_per_pod)
+    size = pods * procs_per_pod if elastic is None else 0
+    return range(size, size + 1)
 
 
 def config_json(config: dict[str, Any]) -> str:

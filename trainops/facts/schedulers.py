@@ -9,6 +9,8 @@ from __future__ import annotations
 
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 VOLCANO_SCHEDULER = "volcano"
+# kube-scheduler's name: what a pod without `schedulerName` gets (PodSpec API reference).
+DEFAULT_SCHEDULER = "default-scheduler"
 VOLCANO_JOB_GROUP = "batch.volcano.sh"
 # Volcano's Queue and PodGroup kinds.
 VOLCANO_SCHEDULING_GROUP = "scheduling.volcano.sh"

@@ -76,7 +76,14 @@ def runtime_spec(
         "ports": [{"name": METRICS_PORT_NAME, "containerPort": port, "protocol": "TCP"}],
         "securityContext": _container_security(job),
     }
-    pod_spec: dict[str, Any] = {"containers": [container], "restartPolicy": "OnFailure"}
+    # Like every other kind's pod (render/pod.py): no API token for a compromised rank. The
+    # runtime's pod template is a full PodSpec (a JobSet's), and the Trainer copies it into
+    # the node Job as written (issue 29.4: the Trainer v2 pods mounted the default token).
+    pod_spec: dict[str, Any] = {
+        "automountServiceAccountToken": False,
+        "containers": [container],
+        "restartPolicy": "OnFailure",
+    }
     pod_meta: dict[str, Any] = {}
     spec: dict[str, Any] = {"mlPolicy": {"numNodes": 1, "torch": {}}}
     if cluster is not None:

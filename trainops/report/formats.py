@@ -12,6 +12,7 @@ DESIGN.md contract), `junit` (CI test reports), `sarif` (GitHub code scanning),
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from itertools import groupby
 from typing import Any
@@ -72,11 +73,24 @@ _BOLD, _DIM, _RESET = "\033[1m", "\033[2m", "\033[0m"
 
 
 def summary(findings: Sequence[Finding], resources: int) -> dict[str, int]:
+    """Counts; waived findings are counted apart (`waived`, present when there are any)."""
+    counted = [f for f in findings if f.waived is None]
+    waived = len(findings) - len(counted)
     return {
         "resources": resources,
-        "errors": sum(1 for f in findings if f.severity is Severity.ERROR),
-        "warnings": sum(1 for f in findings if f.severity is Severity.WARNING),
+        "errors": sum(1 for f in counted if f.severity is Severity.ERROR),
+        "warnings": sum(1 for f in counted if f.severity is Severity.WARNING),
+        **({"waived": waived} if waived else {}),
     }
+
+
+def failed(findings: Sequence[Finding]) -> bool:
+    """Whether a run fails (exit 1): an error finding that no waiver covers."""
+    return any(f.severity is Severity.ERROR and f.waived is None for f in findings)
+
+
+def _waived_suffix(s: dict[str, int]) -> str:
+    return f", {s['waived']} waived" if s.get("waived") else ""
 
 
 def _sorted(findings: Sequence[Finding]) -> list[Finding]:
@@ -107,15 +121,19 @@ def to_text(findings: Sequence[Finding], resources: int, *, color: bool = False)
         for f in group:
             where = f"{file}:{f.line}" if f.line else file
             sev = paint(_COLOURS[f.severity], f"{f.severity.value:7}")
+            if f.waived is not None:
+                sev = paint(_DIM, "waived ")
             obj = one_line(_object(f))
             obj_text = f" {paint(_DIM, obj)}" if obj else ""
             message = one_line(f.message)
+            if f.waived is not None:
+                message += f" (waived {f.severity.value}: {one_line(f.waived)})"
             lines.append(f"  {where}: {sev} [{f.rule}]{obj_text} {message}")
     s = summary(findings, resources)
     status = "FAILED" if s["errors"] else "ok"
     lines.append(
         f"{status}: {s['resources']} resource(s) checked, {s['errors']} error(s),"
-        f" {s['warnings']} warning(s)"
+        f" {s['warnings']} warning(s){_waived_suffix(s)}"
     )
     return "\n".join(lines) + "\n"
 
@@ -133,12 +151,16 @@ def to_junit(findings: Sequence[Finding], resources: int) -> str:
     s = summary(findings, resources)
     cases: list[str] = []
     for f in _sorted(findings):
-        name = quoteattr(f"[{f.rule}] {_object(f) or f.file or ''}".strip())
-        classname = quoteattr(f.file or "trainops")
+        name = _attr(f"[{f.rule}] {_object(f) or f.file or ''}".strip())
+        classname = _attr(f.file or "trainops")
         where = f"{f.file}:{f.line}" if f.line else (f.file or "")
-        body = quoteattr(f.message)
+        body = _attr(f.message)
         text = _xml_text(f"{where}: {f.message}")
-        if f.severity is Severity.ERROR:
+        if f.waived is not None:
+            # JUnit's `skipped`: shown, not failed (the reason is the waiver's).
+            reason = _attr(f"waived {f.severity.value}: {f.waived}")
+            inner = f"<skipped message={reason}/><system-out>{text}</system-out>"
+        elif f.severity is Severity.ERROR:
             inner = f'<failure message={body} type="{f.rule}">{text}</failure>'
         else:
             inner = f"<system-out>warning: {text}</system-out>"
@@ -152,12 +174,29 @@ def to_junit(findings: Sequence[Finding], resources: int) -> str:
         '<?xml version="1.0" encoding="UTF-8"?>\n'
         f'<testsuites name="trainops" tests="{tests}" failures="{s["errors"]}">\n'
         f'  <testsuite name="trainops validate" tests="{tests}" failures="{s["errors"]}"'
-        ' errors="0" skipped="0">\n' + "\n".join(cases) + "\n  </testsuite>\n</testsuites>\n"
+        f' errors="0" skipped="{s.get("waived", 0)}">\n'
+        + "\n".join(cases)
+        + "\n  </testsuite>\n</testsuites>\n"
     )
 
 
 def _xml_text(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _xml_chars(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+# XML 1.0 (section 2.2, `Char`) has no C0 controls but tab, LF and CR, no surrogates and no
+# U+FFFE/U+FFFF, not even as character references: a parser stops at the first one.
+_NOT_XML = re.compile("[\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_chars(text: str) -> str:
+    """`text` with control characters escaped (`one_line`) and other non-XML characters as
+    `\\uXXXX`, so a value holding an ESC still makes a well-formed report."""
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", one_line(text))
+
+
+def _attr(text: str) -> str:
+    return quoteattr(_xml_chars(text))
 
 
 def to_sarif(findings: Sequence[Finding], resources: int) -> str:
@@ -177,6 +216,12 @@ def to_sarif(findings: Sequence[Finding], resources: int) -> str:
             if f.line:
                 physical["region"] = {"startLine": f.line}
             result["locations"] = [{"physicalLocation": physical}]
+        if f.waived is not None:
+            # SARIF 2.1.0 3.27.23 / 3.35: an in-source suppression with its justification;
+            # GitHub code scanning shows a suppressed result as dismissed, not open.
+            result["suppressions"] = [
+                {"kind": "inSource", "status": "accepted", "justification": f.waived}
+            ]
         results.append(result)
     log = {
         "$schema": SARIF_SCHEMA,
@@ -233,8 +278,11 @@ def sarif_rule(rule_id: str) -> dict[str, Any]:
 
 
 def _escape_data(text: str) -> str:
-    # https://github.com/actions/toolkit/blob/main/packages/core/src/command.ts (escapeData)
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    # https://github.com/actions/toolkit/blob/main/packages/core/src/command.ts (escapeData);
+    # other control characters (ESC starts terminal sequences on the runner's log) are
+    # escaped as in the text format.
+    escaped = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return one_line(escaped)
 
 
 def _escape_property(text: str) -> str:
@@ -254,10 +302,15 @@ def to_github(findings: Sequence[Finding], resources: int) -> str:
         props.append(f"title={_escape_property(f'trainops {f.rule}')}")
         obj = _object(f)
         message = f"{obj}: {f.message}" if obj else f.message
-        lines.append(f"::{f.severity.value} {','.join(props)}::{_escape_data(message)}")
+        level = f.severity.value
+        if f.waived is not None:
+            # A notice annotates the diff without failing the check.
+            level, message = "notice", f"waived {level}: {message} ({f.waived})"
+        lines.append(f"::{level} {','.join(props)}::{_escape_data(message)}")
     s = summary(findings, resources)
     lines.append(
-        f"{s['resources']} resource(s) checked, {s['errors']} error(s), {s['warnings']} warning(s)"
+        f"{s['resources']} resource(s) checked, {s['errors']} error(s),"
+        f" {s['warnings']} warning(s){_waived_suffix(s)}"
     )
     return "\n".join(lines) + "\n"
 

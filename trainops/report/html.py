@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 from itertools import groupby
+from urllib.parse import quote
 
 from trainops.core.findings import Finding
 from trainops.report import svg
@@ -25,7 +26,7 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bott
 table{border-collapse:collapse;width:100%;margin:8px 0}th,td{border:1px solid #d0d7de;
 padding:4px 8px;text-align:left;vertical-align:top}th{background:#f6f8fa}
 td.num{text-align:right}.none{color:#8c959f}.error{color:#c0392b;font-weight:600}
-.warning{color:#9a6700;font-weight:600}.summary span{margin-right:18px}
+.warning{color:#9a6700;font-weight:600}.waived{color:#8c959f}.summary span{margin-right:18px}
 svg text{font:12px system-ui,sans-serif;fill:#1f2328}svg text.over{fill:#c0392b;font-weight:600}
 .legend span{display:inline-block;width:12px;height:12px;margin:0 4px 0 12px;vertical-align:-1px}
 tr.file td{background:#f6f8fa;font-family:ui-monospace,monospace}
@@ -34,9 +35,18 @@ figure{margin:8px 0 16px}figcaption{font-weight:600;margin-bottom:4px}
 
 
 def _link(file: str, line: int | None, link_base: str) -> str:
-    href = f"{link_base}{file}" + (f"#L{line}" if line else "")
-    text = f"{file}:{line}" if line else file
-    return f'<a href="{escape(href)}">{escape(text)}</a>'
+    """A link to the finding's file under `link_base`, for relative paths only.
+
+    A file name is whatever was on the command line or in the repository: taken as it is,
+    `javascript:alert(1).yaml` is a script URL and `//host/x.yaml` another site. The path is
+    percent-encoded (a `:` cannot start a scheme) and an absolute path gets no link at all,
+    so every href is `link_base` followed by a relative path (WHATWG URL: a scheme ends at
+    the first `:` before any `/`)."""
+    text = escape(f"{file}:{line}" if line else file)
+    if file.startswith(("/", "\\")):
+        return text
+    href = f"{link_base}{quote(file, safe='/')}" + (f"#L{line}" if line else "")
+    return f'<a href="{escape(href)}">{text}</a>'
 
 
 def _capacity(fleet: Fleet) -> list[str]:
@@ -136,10 +146,13 @@ def _findings(findings: Sequence[Finding], link_base: str) -> list[str]:
             for f in in_file:
                 where = _link(f.file, f.line, link_base) if f.file else ""
                 obj = "/".join(x for x in (f.kind, f.namespace, f.name) if x)
+                severity, level, message = f.severity.value, f.severity.value, f.message
+                if f.waived is not None:
+                    level, message = "waived", f"{message} (waived {severity}: {f.waived})"
                 out.append(
-                    f'<tr class="finding"><td>{where}</td><td class="{f.severity.value}">'
-                    f"{f.severity.value}</td><td>{escape(f.cluster or '')}</td>"
-                    f"<td>{escape(obj)}</td><td>{escape(f.message)}</td></tr>"
+                    f'<tr class="finding"><td>{where}</td><td class="{level}">'
+                    f"{level}</td><td>{escape(f.cluster or '')}</td>"
+                    f"<td>{escape(obj)}</td><td>{escape(message)}</td></tr>"
                 )
         out.append("</tbody>")
     out.append("</table></section>")
@@ -155,8 +168,10 @@ def render_html(
 ) -> str:
     """The whole page. `link_base` prefixes finding links (a repository URL such as
     `https://github.com/org/repo/blob/<sha>/`, or a relative path back to the checkout)."""
-    errors = sum(1 for f in findings if f.severity.value == "error")
-    warnings = len(findings) - errors
+    counted = [f for f in findings if f.waived is None]
+    errors = sum(1 for f in counted if f.severity.value == "error")
+    warnings = len(counted) - errors
+    waived = len(findings) - len(counted)
     gpus = sum(p.gpus for p in fleet.placements)
     body = [
         "<!DOCTYPE html>",
@@ -169,7 +184,8 @@ def render_html(
         f'<span id="count-placements">{len(fleet.placements)} job placements</span>'
         f"<span>{gpus} GPUs requested</span>"
         f'<span class="error" id="count-errors">{errors} errors</span>'
-        f'<span class="warning" id="count-warnings">{warnings} warnings</span></p>',
+        f'<span class="warning" id="count-warnings">{warnings} warnings</span>'
+        f'<span class="waived" id="count-waived">{waived} waived</span></p>',
         *_capacity(fleet),
         *_placement(fleet),
         *_findings(findings, link_base),

@@ -2,7 +2,8 @@
 
 The engine, not the rules, decides where (file, line, object, cluster) and how loud
 (the rule's severity, the violation's milder variant, then the cluster profile's
-`policy` override, Polaris-style) — and drops what a valid waiver covers.
+`policy` override, Polaris-style) — and marks what a valid waiver covers: a waived
+finding is still reported, with its reason, and counted apart (rules/waivers.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from trainops.rules.context import Context
 from trainops.rules.model import Rule
 from trainops.rules.objects import Object
 from trainops.rules.registry import RULES, RULES_BY_SLUG
-from trainops.rules.waivers import waivers
+from trainops.rules.waivers import SECURITY, UNWAIVABLE, waivers
 from trainops.spec.model import ClusterProfile
 
 OFF = "off"
@@ -30,12 +31,24 @@ def _severity(rule: Rule, default: Severity, cluster: ClusterProfile | None) -> 
     return Severity(override) if override else default
 
 
-def _waived(obj: Object) -> set[str]:
-    """Slugs this object validly waives (known rule, non-empty reason)."""
+def _waived(obj: Object) -> dict[str, str]:
+    """Slug -> reason for the rules this object validly waives (known, waivable, a reason)."""
     return {
-        w.slug
+        w.slug: f"{w.annotation}: {w.reason}"
         for w in waivers(obj)
-        if w.reason and w.slug in RULES_BY_SLUG and w.slug != WAIVER_SLUG
+        if w.reason and w.slug in RULES_BY_SLUG and w.slug not in UNWAIVABLE | {WAIVER_SLUG}
+    }
+
+
+def _off(cluster: ClusterProfile | None) -> dict[str, str]:
+    """Slug -> reason for the security rules the cluster's `policy` switches off: their
+    findings are listed, waived, never dropped without a word."""
+    if cluster is None:
+        return {}
+    return {
+        slug: f"policy of cluster {cluster.name}: {slug}: off"
+        for slug in sorted(SECURITY)
+        if cluster.policy.get(slug) == OFF
     }
 
 
@@ -53,19 +66,19 @@ def check(
     with_pods = [rule for rule in rules if cluster is not None or not rule.needs_cluster]
     without_pods = [rule for rule in with_pods if not rule.pods_only]
     findings: list[Finding] = []
+    off = _off(cluster)
     for obj in ctx.objects:
-        waived = _waived(obj)
+        waived = {**off, **_waived(obj)}
         for rule in with_pods if obj.pods else without_pods:
-            if rule.slug in waived:
-                continue
             for violation in rule.check(obj, ctx):
-                severity = _severity(rule, violation.severity or rule.severity, cluster)
-                if severity is None:
+                default = violation.severity or rule.severity
+                severity = _severity(rule, default, cluster)
+                if severity is None and rule.slug not in off:
                     break
                 findings.append(
                     Finding(
                         rule=rule.slug,
-                        severity=severity,
+                        severity=severity or default,
                         message=violation.message,
                         file=obj.manifest.file,
                         line=obj.manifest.line_of(obj.source_path(violation.path)),
@@ -74,6 +87,7 @@ def check(
                         namespace=obj.namespace,
                         cluster=obj.manifest.cluster
                         or (cluster.name if cluster is not None else None),
+                        waived=waived.get(rule.slug),
                     )
                 )
     unique = {(f.sort_key(), f.message): f for f in findings}

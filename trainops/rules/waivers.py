@@ -7,6 +7,14 @@
 Modelled on kube-linter's `ignore-check.kube-linter.io/<check>`. The reason is required: a
 waiver without one, or naming a rule that does not exist, is itself a finding
 (`waiver-invalid`), which cannot be waived.
+
+A waiver silences, it does not hide: the findings it covers are still reported, marked
+waived with the reason, in every output format, and counted apart (issue 29.6). The
+annotation sits in the manifest under review, so the author of a manifest that CI validates
+can write it: the rules that guard the node and the delivery path (`UNWAIVABLE`) are relaxed
+only by the cluster profile (`podSecurity.exceptions`, `policy:`), which the platform team
+owns; a manifest's waiver of one is `waiver-invalid`. A cluster profile that switches a
+`SECURITY` rule off still gets its findings listed, marked waived by the profile's policy.
 """
 
 from __future__ import annotations
@@ -17,6 +25,21 @@ from dataclasses import dataclass
 from trainops.rules.objects import Object
 
 WAIVER_PREFIX = "trainops.dev/waive."
+
+# Rules a manifest cannot waive: a pod reaching the node (pod-security, privileged), a
+# delivery object escaping its fence (delivery-fence) or a pod leaving the profile's
+# `jobAccess` (pod-fence: the delivery account, system priority, other teams' secrets) is
+# the attack itself, not a reviewed exception.
+UNWAIVABLE = frozenset({"pod-security", "privileged", "delivery-fence", "pod-fence"})
+
+# Security rules: switched off by a profile's `policy`, their findings are still listed,
+# waived. The TO6xx family, plus secrets in plain env, the namespace allow-list and waivers.
+SECURITY = UNWAIVABLE | {
+    "image-unpinned",
+    "secret-in-plain-env",
+    "namespace-not-allowed",
+    "waiver-invalid",
+}
 
 
 @dataclass(frozen=True)

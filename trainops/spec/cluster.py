@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from trainops.core.yamlio import Document
+from trainops.facts.pod_fence import PodFence
+from trainops.facts.schedulers import DEFAULT_SCHEDULER, VOLCANO_SCHEDULER
 from trainops.facts.trainer import MIN_TRAINER_VERSION, TRAINER, TRAINING_OPERATOR
 from trainops.spec import model, schemas
 from trainops.spec.policy import read_policy
@@ -147,4 +149,30 @@ def build_cluster(
             networks=tuple(d["providedByPlatform"]["networks"]),
             priority_classes=tuple(d["providedByPlatform"]["priorityClasses"]),
         ),
+        job_access=_job_access(d),
+    )
+
+
+def _job_access(d: dict[str, Any]) -> PodFence:
+    """The profile's `jobAccess`, plus what the profile renders itself: its scheduler
+    (Volcano's name; kube-scheduler's default), priority class and GPU tolerations."""
+    access, sched = d["jobAccess"], d["scheduler"]
+    scheduler = VOLCANO_SCHEDULER if sched["name"] == "volcano" else DEFAULT_SCHEDULER
+    accounts = access["serviceAccounts"]
+    return PodFence(
+        service_accounts=frozenset(a["name"] for a in accounts),
+        token_accounts=frozenset(a["name"] for a in accounts if a["automountToken"]),
+        priority_classes=frozenset(
+            [
+                *access["priorityClasses"],
+                *([sched["priorityClass"]] if sched.get("priorityClass") else []),
+            ]
+        ),
+        schedulers=frozenset([scheduler, *access["schedulerNames"]]),
+        tolerations=(
+            *access["tolerations"],
+            *(t for g in d["gpus"] for t in g.get("tolerations", ())),
+        ),
+        secret_volumes=frozenset(access["secretVolumes"]),
+        shared_claims=tuple((c["name"], c["writable"]) for c in access["sharedClaims"]),
     )

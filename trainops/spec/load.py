@@ -22,7 +22,7 @@ from trainops.core.yamlio import Document
 from trainops.facts import deepspeed as ds_facts
 from trainops.facts.kubeflow import MPIJOB_V1
 from trainops.facts.kubernetes_schemas import parse_version
-from trainops.spec import model, podtemplate, schemas, trainer_v2
+from trainops.spec import model, pod_fence, podtemplate, schemas, trainer_v2
 from trainops.spec.cluster import build_cluster
 from trainops.spec.job import build_job
 from trainops.spec.platform import load_platform
@@ -72,6 +72,9 @@ def _job_against_clusters(
     out = Collector(doc)
     known = [clusters[t.cluster] for t in job.targets if t.cluster in clusters]
     podtemplate.check_fields(doc.data, [c.kubernetes_version for c in known], out)
+    if not out.problems:
+        pod_fence.check_fence(doc.data, known, out)
+        pod_fence.check_claims(job, doc.data, known, out)
     if job.pod.sidecars:
         for profile in known:
             if (parse_version(profile.kubernetes_version) or (0, 0)) < NATIVE_SIDECARS:
@@ -171,6 +174,28 @@ def _job_against_clusters(
     return out.problems
 
 
+def _delivery_namespaces_apart(
+    cluster: model.ClusterProfile, doc: Document, settings: model.RepoSettings
+) -> list[Problem]:
+    """The delivery tools' own namespaces are never training namespaces (issue 29.7): Flux's
+    holds the Git credentials and the Kustomizations that impersonate the delivery account,
+    Argo CD's its Applications and cluster secrets; a job there could read or edit them."""
+    out = Collector(doc)
+    tools = {
+        settings.flux_namespace: "fluxNamespace",
+        settings.argocd_namespace: "argocdNamespace",
+    }
+    for index, namespace in enumerate(cluster.namespaces):
+        if namespace in tools:
+            out.add(
+                ["namespaces", index],
+                f"`{namespace}` is the delivery tool's own namespace ({paths.SETTINGS_FILE}"
+                f" `{tools[namespace]}`): jobs must not run beside the GitOps controllers'"
+                " objects; use another namespace for training",
+            )
+    return out.problems
+
+
 def _settings(root: Path) -> tuple[model.RepoSettings, list[Problem]]:
     path = root / paths.SETTINGS_FILE
     if not path.exists():
@@ -211,6 +236,8 @@ def load_repository(root: Path, rule_slugs: Collection[str] = ()) -> model.Repos
     loaded = load_all(root / paths.CLUSTERS_DIR, root, build, problems)
     problems += duplicates("cluster", loaded)
     clusters = {cluster.name: cluster for cluster, _ in loaded}
+    for cluster, doc in loaded:
+        problems += _delivery_namespaces_apart(cluster, doc, settings)
     invalid = {p.stem for p in yaml_files(root / paths.CLUSTERS_DIR)} - set(clusters)
     jobs = load_all(root / paths.JOBS_DIR, root, build_job, problems)
     problems += duplicates("job", jobs)

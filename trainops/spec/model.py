@@ -339,7 +339,7 @@ class TrainingJob:
         """Processes per training pod: torchrun's nprocPerNode, MPI's slotsPerWorker."""
         return max(self.gpus_per_replica, 1)
 
-    def world_sizes(self, target: Target) -> list[int]:
+    def world_sizes(self, target: Target) -> range:
         """Every data-parallel world size the job can run at on `target`."""
         elastic = (self.elastic.min_replicas, self.elastic.max_replicas) if self.elastic else None
         return ds_facts.world_sizes(max(self.gpus_per_replica, 1), self.pods_on(target), elastic)

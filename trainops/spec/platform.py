@@ -16,6 +16,7 @@ from typing import Any
 
 from trainops.core import paths
 from trainops.core.errors import InputError, Problem
+from trainops.core.limits import inside
 from trainops.core.yamlio import Document, load_file
 from trainops.facts.platform import PLATFORM_KINDS
 from trainops.spec import model
@@ -108,6 +109,12 @@ def load_platform(
         seen: dict[tuple[str, str, str, str], str] = {}
         for path in sorted(manifests.iterdir()):
             display = _display(path, root)
+            if not inside(path, root):
+                # A symlink (of the file, or of manifests/ or the cluster's directory) out of
+                # the repository would be read and copied into the overlay (issue 29.7).
+                message = "a symlink to a file outside the repository: put the file itself here"
+                problems.append(Problem(display, None, None, message))
+                continue
             if path.suffix not in {".yaml", ".yml"} or not path.is_file():
                 message = (
                     "platform manifests are YAML files (*.yaml) directly in"

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from trainops.facts import capacity as capacity_facts
+from trainops.facts.pod_fence import PodFence
 from trainops.facts.trainer import TRAINER
 from trainops.spec.schemas import CLUSTER, default
 
@@ -186,6 +187,9 @@ class ClusterProfile:
     NetworkPolicy admits to the metrics port."""
     provided_by_platform: ProvidedByPlatform = field(default_factory=ProvidedByPlatform)
     """The queues, networks and priority classes the platform installs (not delivered here)."""
+    job_access: PodFence = field(default_factory=PodFence)
+    """What job pods may ask for beyond what trainops renders (`jobAccess` with the
+    profile's own scheduler, priority class and GPU tolerations): `facts/pod_fence.py`."""
 
     def gpu(self, name: str) -> GpuProduct | None:
         return next((g for g in self.gpus if g.name == name), None)

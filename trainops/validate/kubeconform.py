@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from trainops.core.limits import TOOL_TIMEOUT_SECONDS
+from trainops.core.limits import TOOL_TIMEOUT_SECONDS, run_tool
 from trainops.validate.schemas import CRD_SCHEMA_DIR, core_schema_dir
 
 CORE_SUBDIR = "_kubernetes"
@@ -58,14 +58,7 @@ def kubeconform_command(schema_dir: Path, kubernetes_version: str) -> list[str]:
 def run_kubeconform(yaml_text: str, schema_dir: Path, kubernetes_version: str) -> tuple[int, str]:
     """Exit code and JSON output of kubeconform on a YAML stream (stdin)."""
     try:
-        proc = subprocess.run(
-            kubeconform_command(schema_dir, kubernetes_version),
-            input=yaml_text,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=TOOL_TIMEOUT_SECONDS,
-        )
+        proc = run_tool(kubeconform_command(schema_dir, kubernetes_version), yaml_text)
     except subprocess.TimeoutExpired:
         return 124, f"timed out after {TOOL_TIMEOUT_SECONDS:g}s"
     return proc.returncode, proc.stdout + proc.stderr

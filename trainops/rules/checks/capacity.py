@@ -4,6 +4,7 @@ declares (`capacity:`); an undeclared product or queue is not judged."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
@@ -35,7 +36,9 @@ def _gang(obj: Object, ctx: Context) -> Iterator[Violation]:
         mine = [g for g in groups if g.product == name]
         if not mine:
             continue
-        pods = [g.gpus_per_pod for g in mine for _ in range(at_once[g.replica_type])]
+        pods: Counter[int] = Counter()
+        for g in mine:
+            pods[g.gpus_per_pod] += at_once[g.replica_type]
         reason = facts.unplaceable(pods, product.per_node, product.nodes)
         if reason is None:
             continue

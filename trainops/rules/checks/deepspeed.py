@@ -160,13 +160,18 @@ def _procs(obj: Object, pod: PodTemplate, ctx: Context) -> int:
     return max(pod.gpus(ctx.cluster), 1)
 
 
-def world_sizes(obj: Object, ds: DeepSpeedConfig, ctx: Context) -> list[int]:
+# World sizes named in one message at most: an elastic range spans up to 150,000.
+SHOWN_SIZES = 10
+
+
+def world_sizes(obj: Object, ds: DeepSpeedConfig, ctx: Context) -> range:
     """Every world size the job can run at (several for an elastic job)."""
     procs = _procs(obj, ds.pod, ctx)
     if obj.kind == "MPIJob":
         slots = as_int(obj.spec.get("slotsPerWorker")) or 1
         worker = obj.replica("Worker")
-        return [slots * ((worker.replicas or 0) if worker else 0)]
+        size = slots * ((worker.replicas or 0) if worker else 0)
+        return range(size, size + 1)
     nodes = as_int((ds.launch.option("num_nodes") or ("", ()))[0])
     return ds_facts.world_sizes(
         procs, obj.pod_count() if nodes is None else nodes, elastic_range(obj)
@@ -234,8 +239,11 @@ def _elastic_batch(obj: Object, ctx: Context) -> Iterator[Violation]:
             continue
         bad = [w for w in worlds if batch_problem(ds.config, w)]
         if bad:
+            shown = ", ".join(map(str, bad[:SHOWN_SIZES]))
+            if len(bad) > SHOWN_SIZES:
+                shown += f", ... ({len(bad)} in all)"
             yield Violation(
-                f"{ds.source} is invalid at world size(s) {', '.join(map(str, bad))} inside the"
+                f"{ds.source} is invalid at world size(s) {shown} inside the"
                 f" elastic range: {batch_problem(ds.config, bad[0])}",
                 ds.flag_path,
             )
