@@ -176,6 +176,8 @@ CHOSEN: dict[str, Any] = {
         "network", "rdma", "multusNetwork", key="networks"
     ),
     "clusterprofile:scheduler.queue": _provided("scheduler", "queue", key="queues"),
+    # Jobs may name only the priority classes the profile lets them (`jobAccess`).
+    "trainingjob:priorityClassName": "batch",
     "clusterprofile:scheduler.priorityClass": _provided(
         "scheduler", "priorityClass", key="priorityClasses"
     ),
