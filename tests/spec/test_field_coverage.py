@@ -125,6 +125,16 @@ def _provided(*path: str, key: str) -> Callable[[dict[str, Any]], None]:
     return change
 
 
+def _own_volume(field: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    """Change a volume of the job's own claim (`scratch`, with a size): the shared claims the
+    profile lists are fenced (read-only unless writable, no other job's claim)."""
+
+    def change(job: dict[str, Any]) -> None:
+        job["volumes"]["scratch"][field] = value
+
+    return change
+
+
 def _to_tensorflow(job: dict[str, Any]) -> None:
     """Trainer v2 clusters run PyTorch jobs only (spec/trainer_v2.py): drop those targets."""
     job["framework"] = "tensorflow"
@@ -143,7 +153,6 @@ CHOSEN: dict[str, Any] = {
     "trainingjob:volumes.*.size": "3Ti",
     "trainingjob:volumes.*.storageClass": "nfs-rdma",
     "trainingjob:volumes.*.accessMode": "ReadOnlyMany",
-    "trainingjob:dataSync.volume": "refs",
     "trainingjob:targets[].cluster": "rdma-volcano",
     "trainingjob:targets[].gpuProduct": "a100",
     "clusterprofile:network.transport": _to_tcp,
@@ -176,8 +185,13 @@ CHOSEN: dict[str, Any] = {
         "network", "rdma", "multusNetwork", key="networks"
     ),
     "clusterprofile:scheduler.queue": _provided("scheduler", "queue", key="queues"),
+    # The claim fence (jobAccess.sharedClaims): change what the job owns.
+    "trainingjob:volumes.*.claimName": _own_volume("claimName", "scratch-space"),
+    "trainingjob:volumes.*.readOnly": _own_volume("readOnly", True),
+    "trainingjob:dataSync.volume": "scratch",
     # Jobs may name only the priority classes the profile lets them (`jobAccess`).
     "trainingjob:priorityClassName": "batch",
+    "trainingjob:serviceAccountName": "evaluator",
     "clusterprofile:scheduler.priorityClass": _provided(
         "scheduler", "priorityClass", key="priorityClasses"
     ),
