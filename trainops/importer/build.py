@@ -319,8 +319,12 @@ def _metrics_port(
                 )
 
 
-def import_files(paths: list[Path], root: Path, cluster: ClusterProfile) -> Result:
-    """Every training job in `paths` as a job spec targeting `cluster`."""
+def import_files(
+    paths: list[Path], root: Path, cluster: ClusterProfile, namespace: str | None = None
+) -> Result:
+    """Every training job in `paths` as a job spec targeting `cluster`, in `namespace` where
+    one is given (`--namespace`: manifests written for `default` or `kubeflow`, which no
+    profile may list, move into one the cluster allows; the objects beside move with them)."""
     docs = _read(paths, root)
     _refuse_removed(docs)
     beside = [(d.data, d) for d in docs if _gvk(d.data) in BESIDE]
@@ -346,11 +350,11 @@ def import_files(paths: list[Path], root: Path, cluster: ClusterProfile) -> Resu
             )
             continue
         obj = copy.deepcopy(doc.data)
-        namespace = (obj.get("metadata") or {}).get("namespace") or "default"
+        origin = (obj.get("metadata") or {}).get("namespace") or "default"
         mine = [
             (o, d)
             for o, d in beside
-            if ((o.get("metadata") or {}).get("namespace") or "default") == namespace
+            if ((o.get("metadata") or {}).get("namespace") or "default") == origin
         ]
         claims: dict[str, dict[str, Any]] = {
             str((o.get("metadata") or {}).get("name")): o
@@ -358,6 +362,14 @@ def import_files(paths: list[Path], root: Path, cluster: ClusterProfile) -> Resu
             if o.get("kind") == "PersistentVolumeClaim"
         }
         notes = Notes(doc, beside_docs)
+        if namespace is not None and namespace != origin:
+            obj.setdefault("metadata", {})["namespace"] = namespace
+            notes.add(
+                ["metadata", "namespace"]
+                if (doc.data.get("metadata") or {}).get("namespace")
+                else ["kind"],
+                f"namespace `{origin}` -> `{namespace}` (--namespace)",
+            )
         importer, key = IMPORTERS[gvk]
         before = set(claims)
         job = importer(obj, doc, claims, cluster, notes)

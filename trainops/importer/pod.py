@@ -11,6 +11,7 @@ from typing import Any
 from trainops.importer.notes import Notes
 from trainops.render.pod import SHM_VOLUME
 from trainops.spec.job_checks import RESERVED_ENV
+from trainops.spec.metadata import owner
 from trainops.spec.model import ClusterProfile
 
 SHM_PATH = "/dev/shm"
@@ -26,9 +27,16 @@ def default_pull_policy(image: str) -> str:
 
 
 def normalised_template(template: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a pod template with its /dev/shm memory volume named like trainops's and
-    Kubernetes' default imagePullPolicy made explicit (trainops always writes one)."""
+    """A copy of a pod template with its /dev/shm memory volume named like trainops's,
+    Kubernetes' default imagePullPolicy made explicit (trainops always writes one), and
+    without the labels and annotations the cluster profile sets (`common.scheduler_keys`
+    noted each: the escape hatch must not carry them back)."""
     out = copy.deepcopy(template)
+    meta = out.get("metadata")
+    if isinstance(meta, dict):
+        for key in ("labels", "annotations"):
+            if isinstance(meta.get(key), dict):
+                meta[key] = {k: v for k, v in meta[key].items() if owner(str(k)) is None}
     pod = out.get("spec") or {}
     for container in [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]:
         if "imagePullPolicy" not in container and isinstance(container.get("image"), str):
