@@ -9,7 +9,16 @@ from collections.abc import Iterator
 from trainops.core.findings import Severity
 from trainops.core.manifest import FieldPath as Path
 from trainops.rules.context import Context
-from trainops.rules.launch import MPI, is_shell_script, launches, shell_script
+from trainops.rules.launch import (
+    MPI,
+    MPI_FLAGS,
+    MPI_TWO_VALUES,
+    Launch,
+    is_shell_script,
+    launches,
+    option_key,
+    shell_script,
+)
 from trainops.rules.model import Rule, Violation
 from trainops.rules.objects import Object
 from trainops.rules.values import as_int
@@ -70,7 +79,7 @@ def _has_space(obj: Object, ctx: Context) -> Iterator[Violation]:
                 if launch.tool != MPI:
                     continue
                 if in_script:  # a quoted word of `sh -c`: one word, as an argv element is
-                    for word, path in launch.words:
+                    for word, path in _option_words(launch):
                         if _FUSED.match(word):
                             yield _fused(word, path, "quoted word")
                 program = launch.program[0] if launch.program else None
@@ -82,6 +91,24 @@ def _has_space(obj: Object, ctx: Context) -> Iterator[Violation]:
                         " arguments into separate words",
                         program[1],
                     )
+
+
+def _option_words(launch: Launch) -> Iterator[tuple[str, Path]]:
+    """The words of an mpirun command line in option position: not the value of the option
+    before it (`-mca plm_rsh_args "-p 2222"` passes ssh its own arguments as one word, as
+    Open MPI's plm_rsh_args wants), not the program's."""
+    words = launch.words[1 : len(launch.words) - len(launch.program)]
+    i = 0
+    while i < len(words):
+        word, path = words[i]
+        key = option_key(word)
+        yield word, path
+        if key in MPI_TWO_VALUES:
+            i += 3
+        elif word.startswith("-") and "=" not in word and key not in MPI_FLAGS:
+            i += 2
+        else:
+            i += 1
 
 
 def _launcher_gpus(obj: Object, ctx: Context) -> Iterator[Violation]:
