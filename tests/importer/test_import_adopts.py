@@ -175,3 +175,59 @@ def test_scheduler_labels_are_dropped_naming_the_profiles_queue(tmp_path: Path) 
     assert "`scheduling.volcano.sh/queue-name: default` dropped" in result.stdout
     spec = yaml.safe_load((root / "jobs" / "hvd-mnist.yaml").read_text())
     assert "queue-name" not in yaml.safe_dump(spec)  # only the header's notes name it
+
+
+SMALL = """\
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: small, namespace: ml-vision}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: REPLICAS
+      template:
+        spec:
+          terminationGracePeriodSeconds: 0
+          containers:
+            - name: pytorch
+              image: example/train:1.0
+              command: [python, train.py]
+              resources: {limits: {nvidia.com/gpu: 1, memory: 8Gi}, requests: {cpu: "2"}}
+              volumeMounts: [{name: shmem, mountPath: /dev/shm}]
+          volumes: [{name: shmem, hostPath: {path: /dev/shm}}]
+"""
+
+
+def test_a_placeholder_count_is_refused_with_its_line_not_a_traceback(tmp_path: Path) -> None:
+    """Issue 26: `replicas: $NUM_NODES` (an envsubst template, aws-samples'
+    awsome-distributed-training FSDP recipe) ended in a ValueError traceback."""
+    root, result = _import(tmp_path, SMALL.replace("REPLICAS", "$NUM_NODES"))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    line = next(i for i, t in enumerate(SMALL.splitlines(), 1) if "replicas:" in t)
+    assert f"in.yaml:{line}:" in result.stderr and "`replicas: $NUM_NODES` is not a number" in (
+        result.stderr
+    )
+    assert not (root / "jobs" / "small.yaml").exists()
+
+
+def test_host_shm_and_a_zero_grace_period_are_replaced_with_a_note(tmp_path: Path) -> None:
+    """The node's /dev/shm as a hostPath (AWS' NCCL-test MPIJobs) and a grace period below the
+    spec's least made the imported spec refuse to load; now each is replaced and named."""
+    root, result = _import(tmp_path, SMALL.replace("REPLICAS", "1"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "the node's /dev/shm (hostPath) is not carried" in result.stdout
+    assert "terminationGracePeriodSeconds 0 is below trainops' least (30" in result.stdout
+    text = (root / "jobs" / "small.yaml").read_text()
+    assert "hostPath" not in yaml.safe_dump(yaml.safe_load(text))
+    assert trainops(root, "render").returncode == 0
+
+
+def test_a_nameless_object_and_a_v1_mpijob_on_kueue_are_refused_at_import(tmp_path: Path) -> None:
+    root, result = _import(tmp_path, SMALL.replace("REPLICAS", "1").replace("name: small, ", ""))
+    assert result.returncode == 2 and "no `metadata.name`" in result.stderr
+    v1 = NCCL_TESTS.replace("kubeflow.org/v2beta1", "kubeflow.org/v1")
+    root, result = _import(tmp_path / "v1", v1, "--namespace", "ml-vision")
+    assert result.returncode == 2
+    assert "queues jobs with Kueue, which manages the MPI Operator's" in result.stderr
+    assert not (root / "jobs" / "nccl-allreduce.yaml").exists()
