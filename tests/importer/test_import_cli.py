@@ -184,17 +184,19 @@ def test_mpijob_launcher_argv_is_read_back(tmp_path: Path) -> None:
     assert "[image-unpinned]" in validated.stdout and "[gitops-rerun-risk]" in validated.stdout
 
 
-def test_an_mpi_program_that_is_not_python_is_listed(tmp_path: Path) -> None:
+def test_an_mpi_program_that_is_not_python_runs_as_an_executable(tmp_path: Path) -> None:
+    """Issue 26: ranks that run a compiled program (the MPI Operator's pi) are imported with
+    `mpi.rankProgram: executable`, the note at the Launcher's command line."""
     root = _repo(tmp_path)
     source = tmp_path / "pi.yaml"
     source.write_text(MPIJOB_PI)
-    before = tree(root)
     result = trainops(root, "import", str(source), "--cluster", "cloud-h100")
-    assert result.returncode == 1
+    assert result.returncode == 0, result.stdout + result.stderr
     line = next(i for i, t in enumerate(MPIJOB_PI.splitlines(), 1) if "command:" in t)
     assert f"pi.yaml:{line}:" in result.stdout
-    assert "the ranks run `/opt/pi`, not a python program" in result.stdout
-    assert tree(root) == before
+    assert "the ranks run `/opt/pi`, not a python program: `mpi.rankProgram:" in result.stdout
+    spec = yaml.safe_load((root / "jobs" / "pi.yaml").read_text())
+    assert (spec["command"], spec["mpi"]["rankProgram"]) == (["/opt/pi"], "executable")
 
 
 def test_refusals_write_nothing(tmp_path: Path) -> None:

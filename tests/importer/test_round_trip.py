@@ -36,10 +36,6 @@ NEVER = (
     "restartPolicy Never: trainops renders OnFailure (render/tfjob.py: a lost peer fails the"
     " survivors, only restarting lets the job resume)"
 )
-NOT_PYTHON = (
-    "not imported: the ranks run a compiled program (`/home/mpiuser/pi`); a job's"
-    " `command` is the python program mpirun starts"
-)
 
 # (source, object name) -> why it does not come back equal. Each is also a note `import`
 # prints, so the user learns it at import time.
@@ -55,9 +51,6 @@ EXCEPTIONS = {
     ("examples__tensorflow__dist-mnist__tf_job_mnist.yaml", "dist-mnist-for-e2e-test"): NEVER,
     ("examples__tensorflow__distribution_strategy__multi_worker_tfjob.yaml", "multi-worker"): NEVER,
     ("examples__tensorflow__mnist_with_summaries__tf_job_mnist.yaml", "mnist"): NEVER,
-    ("examples__v2beta1__pi__pi.yaml", "pi"): NOT_PYTHON,
-    ("examples__v2beta1__pi__pi-intel.yaml", "pi"): NOT_PYTHON,
-    ("examples__v2beta1__pi__pi-mpich.yaml", "pi"): NOT_PYTHON,
     (
         "examples__mpi__tensorflow-mnist-elastic.yaml",
         "tensorflow-mnist-elastic",

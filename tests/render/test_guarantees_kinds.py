@@ -104,7 +104,8 @@ def test_mpijob_launcher_and_workers(build: Any, label: str, cluster: str) -> No
     per word: the job's mpirun options, `-np` = Workers x slots, with Open MPI a `-x NAME` for
     every variable of its env (the cluster's NCCL settings among them), the cluster's socket
     interface for MPI's TCP traffic, then the program and its args. On v2beta1 MASTER_ADDR is
-    Worker 0, the first host of the operator's hostfile."""
+    Worker 0, the first host of the operator's hostfile, for python ranks only
+    (`mpi.rankProgram: executable` runs any program, which reads no torch.distributed env)."""
     b = build(label, cluster)
     interface = b.profile["network"]["socketInterface"]
     for job, spec in _jobs(b, "mpi"):
@@ -134,16 +135,19 @@ def test_mpijob_launcher_and_workers(build: Any, label: str, cluster: str) -> No
         assert argv[argv.index("-np") + 1] == str(pods * slots)
         program = [*spec["command"], *[str(a) for a in spec.get("args", [])]]
         assert argv[-len(program) :] == program
-        exported = {argv[i + 1] for i, w in enumerate(argv) if w == "-x"}
+        generated = argv[1 + len(options) :]  # the author's own `-x` stay theirs
+        exported = {generated[i + 1] for i, w in enumerate(generated) if w == "-x"}
         assert exported == (set(env) if implementation == "OpenMPI" else set())
         if implementation == "OpenMPI":
             assert argv[argv.index("btl_tcp_if_include") + 1] == interface
             assert argv[argv.index("oob_tcp_if_include") + 1] == interface
         else:
             assert argv[argv.index("-iface") + 1] == interface
-        if api == MPI_DEFAULT_API:
+        if api == MPI_DEFAULT_API and mpi.get("rankProgram", "python") == "python":
             wanted = f"{name}-worker-0.{name}.{namespace}.svc"
             assert env["MASTER_ADDR"]["value"] == wanted
+        else:  # no such Service (v1), or ranks that are no torch.distributed program
+            assert "MASTER_ADDR" not in env
         (worker,) = specs["Worker"]["template"]["spec"]["containers"]
         assert _gpus(worker) == spec["gpusPerReplica"]
         assert "args" not in worker

@@ -62,7 +62,7 @@ def test_json_lists_the_waived_finding_and_refuses_the_security_waiver(tmp_path:
     assert code == 1
 
 
-@pytest.mark.parametrize("unwaivable", ["pod-security", "delivery-fence"])
+@pytest.mark.parametrize("unwaivable", ["pod-security", "pod-security-baseline", "delivery-fence"])
 def test_the_other_security_rules_cannot_be_waived_either(tmp_path: Path, unwaivable: str) -> None:
     report = json.loads(_validate(tmp_path, "json", unwaivable)[1])
     [invalid] = [f for f in report["findings"] if f["rule"] == "waiver-invalid"]

@@ -4,9 +4,10 @@ and monitors) as job specs.
 Writes `jobs/<name>.yaml` (or `--out DIR`) targeting `--cluster` (the repository's only
 cluster when there is one), using the high-level fields where they fit and `podTemplate` for
 the rest; prints every field it could not carry and why. Removed APIs (MPIJob v1alpha1,
-v1alpha2, ...) are refused. Exit 0: everything imported; 1: some objects were not imported
-(listed); 2: bad input (unreadable YAML, a removed API, an unknown cluster, a job file that
-already exists), and nothing is written.
+v1alpha2, ...) are refused. `--namespace NS` moves the jobs into NS (docs/import.md).
+Exit 0: everything imported; 1: some objects were not imported (listed); 2: bad input
+(unreadable YAML, a removed API, an unknown cluster, a job file that already exists), and
+nothing is written.
 """
 
 from __future__ import annotations
@@ -29,6 +30,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--cluster", default=None, help="the cluster the jobs target (default: the only one)"
+    )
+    parser.add_argument(
+        "--namespace",
+        default=None,
+        metavar="NS",
+        help="move the imported jobs into NS, one of the cluster's namespaces (manifests"
+        " written for `default` or `kubeflow`, which no profile may list)",
     )
 
 
@@ -58,7 +66,18 @@ def run(args: argparse.Namespace) -> int:
     root = Path(args.root)
     repo = load(root)
     cluster = _cluster(repo, args.cluster)
-    result = import_files([Path(f) for f in args.files], root.resolve(), cluster)
+    if args.namespace is not None and args.namespace not in cluster.namespaces:
+        allowed = ", ".join(cluster.namespaces)
+        raise InputError(
+            Problem(
+                "--namespace",
+                None,
+                None,
+                f"`{args.namespace}` is not one of cluster `{cluster.name}`'s namespaces"
+                f" ({allowed})",
+            )
+        )
+    result = import_files([Path(f) for f in args.files], root.resolve(), cluster, args.namespace)
     out = args.out if args.out is not None else root / paths.JOBS_DIR
     targets = {job.name: out / f"{job.name}.yaml" for job in result.jobs}
     existing = [

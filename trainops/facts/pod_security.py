@@ -57,6 +57,35 @@ RESTRICTED_VOLUMES = frozenset(
 )
 APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/"
 
+# Host paths whose mount is a way onto the node (its configuration, its kernel's view, the
+# container runtime's socket, the kubelet's credentials): the path itself, anything under it,
+# and any directory above it (`/` and `/var` hold them all). The baseline floor of
+# `validate --manifests` without a profile reports only these: hostPaths such as
+# `/dev/infiniband` or `/dev/shm` are how RDMA and shared-memory recipes work, a call for the
+# cluster's profile (`podSecurity.allowHostPaths`), not a way out. The list follows
+# kube-linter's `sensitive-host-mounts` and kubeaudit's `mounts` defaults.
+SENSITIVE_HOST_PATHS = frozenset(
+    {
+        "/etc",
+        "/proc",
+        "/sys",
+        "/boot",
+        "/root",
+        "/var/lib/kubelet",
+        "/var/lib/docker",
+        "/var/lib/containerd",
+        "/var/run/docker.sock",
+        "/run/docker.sock",
+        "/var/run/containerd",
+        "/run/containerd",
+        "/var/run/crio",
+        "/run/crio",
+    }
+)
+# Whole system trees that are sensitive only as a whole (their subtrees are what device and
+# driver recipes mount: `/dev/infiniband`, `/usr/local/nvidia`).
+SENSITIVE_HOST_ROOTS = frozenset({"/dev", "/usr", "/lib", "/lib64", "/bin", "/sbin"})
+
 Path = tuple[str | int, ...]
 
 
@@ -292,6 +321,37 @@ def admitted(
     if kind == "capability":
         return value in capabilities
     return any(value == p or value.startswith(p.rstrip("/") + "/") for p in host_paths)
+
+
+def sensitive_host_path(path: str) -> bool:
+    """Whether mounting host `path` reaches the node's configuration, kernel or runtime."""
+    norm = "/" + "/".join(p for p in path.split("/") if p not in ("", "."))
+    if norm in SENSITIVE_HOST_ROOTS:
+        return True
+    return any(
+        norm == s or norm.startswith(s + "/") or s.startswith(norm.rstrip("/") + "/")
+        for s in SENSITIVE_HOST_PATHS
+    )
+
+
+# Baseline controls that are not on the floor: each is either a recipe's need a cluster
+# profile may declare (hostNetwork, hostPaths outside the sensitive ones), or already a
+# finding everywhere by a rule of its own (`privileged`, TO602: privileged containers and
+# capabilities beyond IPC_LOCK).
+OFF_FLOOR_CONTROLS = frozenset({"Privileged Containers", "Capabilities"})
+
+
+def on_floor(breach: Breach) -> bool:
+    """Whether `breach` breaks the baseline floor that holds on every cluster, with or without
+    a profile: no profile may except it (hostPID, hostIPC, host ports, the node's sensitive
+    paths, unconfined seccomp, custom SELinux, unmasked /proc, unsafe sysctls, HostProcess)."""
+    if breach.level != "baseline" or breach.control in OFF_FLOOR_CONTROLS:
+        return False
+    if breach.exception == "hostNetwork":
+        return False
+    if breach.control == "HostPath Volumes":
+        return sensitive_host_path((breach.exception or "").removeprefix("hostPath:"))
+    return True
 
 
 def level_of(found: list[Breach]) -> Level:

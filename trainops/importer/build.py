@@ -20,10 +20,12 @@ from trainops.importer.kinds import BESIDE, IMPORTERS, REMOVED
 from trainops.importer.launch import same_launch
 from trainops.importer.notes import Notes
 from trainops.importer.pod import normalised_template
+from trainops.importer.precheck import note_replaced, unreadable
 from trainops.render.objects import training_job
 from trainops.render.overrides import merge
 from trainops.render.pod import pod_template
 from trainops.spec.job import build_job
+from trainops.spec.load import job_against_cluster
 from trainops.spec.model import ClusterProfile
 from trainops.spec.podtemplate import check_fields
 from trainops.spec.problems import Collector
@@ -274,7 +276,10 @@ def _load(job: dict[str, Any], cluster: ClusterProfile, source: str) -> Any:
     out = Collector(doc)
     built = build_job(doc, out)
     check_fields(doc.data, [cluster.kubernetes_version], out)
-    if built is None or out.problems:
+    problems = list(out.problems)
+    if built is not None and not problems:
+        problems = job_against_cluster(built, doc, cluster)
+    if built is None or problems:
         raise InputError(
             [
                 Problem(
@@ -284,7 +289,7 @@ def _load(job: dict[str, Any], cluster: ClusterProfile, source: str) -> Any:
                     f"the imported spec does not load ({p.message}); the object cannot be imported"
                     " as it is",
                 )
-                for p in out.problems
+                for p in problems
             ]
         )
     return built
@@ -319,8 +324,12 @@ def _metrics_port(
                 )
 
 
-def import_files(paths: list[Path], root: Path, cluster: ClusterProfile) -> Result:
-    """Every training job in `paths` as a job spec targeting `cluster`."""
+def import_files(
+    paths: list[Path], root: Path, cluster: ClusterProfile, namespace: str | None = None
+) -> Result:
+    """Every training job in `paths` as a job spec targeting `cluster`, in `namespace` where
+    one is given (`--namespace`: manifests written for `default` or `kubeflow`, which no
+    profile may list, move into one the cluster allows; the objects beside move with them)."""
     docs = _read(paths, root)
     _refuse_removed(docs)
     beside = [(d.data, d) for d in docs if _gvk(d.data) in BESIDE]
@@ -346,11 +355,11 @@ def import_files(paths: list[Path], root: Path, cluster: ClusterProfile) -> Resu
             )
             continue
         obj = copy.deepcopy(doc.data)
-        namespace = (obj.get("metadata") or {}).get("namespace") or "default"
+        origin = (obj.get("metadata") or {}).get("namespace") or "default"
         mine = [
             (o, d)
             for o, d in beside
-            if ((o.get("metadata") or {}).get("namespace") or "default") == namespace
+            if ((o.get("metadata") or {}).get("namespace") or "default") == origin
         ]
         claims: dict[str, dict[str, Any]] = {
             str((o.get("metadata") or {}).get("name")): o
@@ -358,7 +367,19 @@ def import_files(paths: list[Path], root: Path, cluster: ClusterProfile) -> Resu
             if o.get("kind") == "PersistentVolumeClaim"
         }
         notes = Notes(doc, beside_docs)
+        if namespace is not None and namespace != origin:
+            obj.setdefault("metadata", {})["namespace"] = namespace
+            notes.add(
+                ["metadata", "namespace"]
+                if (doc.data.get("metadata") or {}).get("namespace")
+                else ["kind"],
+                f"namespace `{origin}` -> `{namespace}` (--namespace)",
+            )
         importer, key = IMPORTERS[gvk]
+        unreadable(obj, key, notes)
+        if notes.refused:
+            refused += notes.refused
+            continue
         before = set(claims)
         job = importer(obj, doc, claims, cluster, notes)
         if notes.refused:
@@ -373,6 +394,7 @@ def import_files(paths: list[Path], root: Path, cluster: ClusterProfile) -> Resu
             if (o.get("metadata") or {}).get("name") in before - set(claims)
             and o.get("kind") == "PersistentVolumeClaim"
         }
+        note_replaced(obj, key, notes)
         _metrics_port(job, mine, notes, used)
         job = _ordered(_hatch(_ordered(job), obj, key, cluster, notes))
         _load(job, cluster, f"{doc.file}:{doc.line}")

@@ -6,25 +6,35 @@ replica specs and calls these for the rest."""
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 from trainops.facts.gpus import container_gpus, is_gpu_resource
 from trainops.facts.kubeflow import default_clean_pod_policy, default_restart_policy
-from trainops.facts.schedulers import KUEUE_QUEUE_LABEL, VOLCANO_SCHEDULER
+from trainops.facts.schedulers import QUEUE_KEYS, VOLCANO_SCHEDULER
 from trainops.importer.notes import Notes
 from trainops.importer.pod import map_env, map_volumes
 from trainops.render.pod import JOB_LABEL, MULTUS_ANNOTATION, nccl_env
+from trainops.spec.metadata import owner
 from trainops.spec.model import ClusterProfile
+from trainops.spec.schemas import CLUSTER, schema
 
 ISTIO = "sidecar.istio.io/inject"
 # What trainops renders for every replica of every kind (render/tfjob.py, render/mpijob.py).
 RENDERED_RESTART_POLICY = "OnFailure"
 
 
+def _namespace_fence() -> re.Pattern[str]:
+    """The system namespaces no profile may list, as the profile schema says (its one place)."""
+    item = schema(CLUSTER)["properties"]["namespaces"]["items"]
+    return re.compile(item["not"]["pattern"])
+
+
 def head(
     obj: dict[str, Any], framework: str, image: Any, cluster: ClusterProfile, notes: Notes
 ) -> dict[str, Any]:
-    """apiVersion .. image; the namespace must be one the cluster allows (else refused)."""
+    """apiVersion .. image; the namespace must be one the cluster allows (else refused, with
+    the `--namespace` that would import it)."""
     meta = obj.get("metadata") or {}
     job: dict[str, Any] = {
         "apiVersion": "trainops.dev/v1alpha1",
@@ -36,14 +46,50 @@ def head(
     }
     if not meta.get("namespace"):
         notes.add(["metadata"], "no namespace: `default` made explicit")
-    if job["namespace"] not in cluster.namespaces:
+    namespace = job["namespace"]
+    if namespace not in cluster.namespaces:
+        allowed = ", ".join(f"`{n}`" for n in cluster.namespaces)
+        advice = f"import with `--namespace {cluster.namespaces[0]}`"
+        if _namespace_fence().match(namespace):
+            why = " (a system namespace: no profile may list it)"
+        else:
+            why = ""
+            advice += f", add `{namespace}` to the profile's `namespaces`,"
         notes.refuse(
             ["metadata", "namespace"] if meta.get("namespace") else ["metadata"],
-            f"namespace `{job['namespace']}` is not allowed on cluster `{cluster.name}`"
-            f" ({', '.join(cluster.namespaces)}): add it to the profile's `namespaces`"
-            " or import for another --cluster",
+            f"namespace `{namespace}` is not allowed on cluster `{cluster.name}`{why}"
+            f" (allowed: {allowed}): {advice} or import for another --cluster",
         )
     return job
+
+
+def scheduler_keys(
+    keys: dict[str, Any], cluster: ClusterProfile, notes: Notes, where: list[str | int]
+) -> dict[str, Any]:
+    """`keys` (labels or annotations) without the ones the cluster profile sets (the queue,
+    Volcano's group, Multus, ...): each dropped with a note naming what replaces it, so an
+    import adopts a manifest written for one scheduler on a cluster set up for any."""
+    kept: dict[str, Any] = {}
+    queue = cluster.scheduler.queue
+    for key, value in keys.items():
+        who = owner(str(key))
+        if who is None:
+            kept[key] = value
+            continue
+        if str(key) in QUEUE_KEYS:
+            if cluster.scheduler.kind in ("kueue", VOLCANO_SCHEDULER) and value == queue:
+                what = f"the profile renders the same queue `{queue}`"
+            elif cluster.scheduler.kind in ("kueue", VOLCANO_SCHEDULER):
+                what = (
+                    f"queue `{value}` differs from cluster `{cluster.name}`'s queue `{queue}`"
+                    f" ({cluster.scheduler.kind}), which the job is rendered into"
+                )
+            else:
+                what = f"cluster `{cluster.name}` has no queue (scheduler `default`)"
+            notes.add([*where, key], f"`{key}: {value}` dropped: {what}")
+        else:
+            notes.add([*where, key], f"`{key}` dropped: set by {who}")
+    return kept
 
 
 def unknown_keys(
@@ -161,6 +207,10 @@ def pod_fields(
     rdma = cluster.network.rdma if cluster.network.transport == "rdma" else None
     if rdma and annotations.get(MULTUS_ANNOTATION) == rdma.multus_network:
         del annotations[MULTUS_ANNOTATION]
+    labels = scheduler_keys(labels, cluster, notes, [*where[:-1], "metadata", "labels"])
+    annotations = scheduler_keys(
+        annotations, cluster, notes, [*where[:-1], "metadata", "annotations"]
+    )
     if labels:
         job["podLabels"] = labels
     if annotations:
@@ -228,16 +278,16 @@ def finish(
     """The job's own labels and annotations, and its one target (the GPU product named by the
     training pods' node selector)."""
     meta = obj.get("metadata") or {}
-    job_labels = dict(meta.get("labels") or {})
-    if (
-        cluster.scheduler.kind == "kueue"
-        and job_labels.get(KUEUE_QUEUE_LABEL) == cluster.scheduler.queue
-    ):
-        del job_labels[KUEUE_QUEUE_LABEL]
+    job_labels = scheduler_keys(
+        dict(meta.get("labels") or {}), cluster, notes, ["metadata", "labels"]
+    )
     if job_labels:
         job["labels"] = job_labels
-    if meta.get("annotations"):
-        job["annotations"] = dict(meta["annotations"])
+    annotations = scheduler_keys(
+        dict(meta.get("annotations") or {}), cluster, notes, ["metadata", "annotations"]
+    )
+    if annotations:
+        job["annotations"] = annotations
     gpu = next(
         (
             g

@@ -19,7 +19,15 @@ from trainops.facts.kubeflow import (
 )
 from trainops.importer import common
 from trainops.importer.launch import PYTHONS
-from trainops.importer.mpirun import ALLOW_ROOT, MpiRun, read_mpirun
+from trainops.importer.mpirun import (
+    ALLOW_ROOT,
+    HOROVOD_OPTIONS,
+    MpiRun,
+    read_horovodrun,
+    read_launch,
+    read_mpirun,
+    script_command,
+)
 from trainops.importer.notes import Notes
 from trainops.importer.pod import normalised_template
 from trainops.render.pod import METRICS_PORT_ENV, nccl_env
@@ -71,6 +79,10 @@ def import_mpijob(
     at_launcher: list[str | int] = ["spec", REPLICAS_KEY, "Launcher", "template", "spec"]
     launcher_pod = (launcher.get("template") or {}).get("spec") or {}
     first = _first(launcher_pod, MPI_LAUNCHER_CONTAINER, notes, at_launcher)
+    launcher_meta = (launcher.get("template") or {}).get("metadata") or {}
+    for field in ("labels", "annotations"):  # the rest reaches the Launcher by the hatch
+        keys = dict(launcher_meta.get(field) or {})
+        common.scheduler_keys(keys, cluster, notes, [*at_launcher[:-1], "metadata", field])
     job = common.head(obj, "mpi", main.get("image"), cluster, notes)
     job["replicas"] = int(worker.get("replicas", 1))
     common.size(job, main, cluster, where)
@@ -101,28 +113,31 @@ def import_mpijob(
         0,
         "args" if "args" in first else "command",
     ]
-    run = read_mpirun(argv, exported)
-    program = run.program if run is not None else _python_program(argv)
-    if run is None:
+    run, program = _read_launcher(argv, exported, notes, at_argv)
+    if not program:
         notes.add(
             at_argv,
-            f"the Launcher runs `{argv[0] if argv else '(the image)'}`, not mpirun: its"
-            " command is kept as it is in `replicaPodTemplates.Launcher`",
-        )
-    if not program or program[0] not in PYTHONS or len(program) < 2:
-        notes.add(
-            at_argv,
-            f"the ranks run `{program[0] if program else '(nothing)'}`, not a python program:"
-            " a job's `command` is the python program mpirun starts; not imported",
+            f"the Launcher runs `{argv[0] if argv else '(the image)'}` and no mpirun,"
+            " mpiexec or horovodrun with a program in it: nothing says what the ranks run;"
+            " not imported",
         )
         return None
-    job["command"], job["args"] = _split(program)
+    if program[0].rsplit("/", 1)[-1] in PYTHONS and len(program) >= 2:
+        job["command"], job["args"] = _split(program)
+    else:
+        mpi["rankProgram"] = "executable"
+        job["command"], job["args"] = program[:1], program[1:]
+        notes.add(
+            at_argv,
+            f"the ranks run `{program[0]}`, not a python program: `mpi.rankProgram:"
+            " executable` (mpirun starts it as written; no torch.distributed variables)",
+        )
     if run is not None:
         root = (job.get("securityContext") or {}).get("runAsUser") == 0
+        implementation = mpi.get("implementation", "OpenMPI")
+        options = HOROVOD_OPTIONS[implementation] if run.launcher == "horovodrun" else run.options
         mpi["mpirunArgs"] = [
-            o
-            for o in run.options
-            if not (root and mpi.get("implementation", "OpenMPI") == "OpenMPI" and o == ALLOW_ROOT)
+            o for o in options if not (root and implementation == "OpenMPI" and o == ALLOW_ROOT)
         ]
         _generated(run, job, cluster=cluster, notes=notes, where=at_argv)
     job["mpi"] = mpi
@@ -182,6 +197,46 @@ def _split(program: list[str]) -> tuple[list[str], list[str]]:
             break
         i += 1
     return program[: i + 1], program[i + 1 :]
+
+
+def _read_launcher(
+    argv: list[str], exported: set[str], notes: Notes, where: list[str | int]
+) -> tuple[MpiRun | None, list[str]]:
+    """(the launcher read as the mpirun trainops generates, or None when the Launcher is kept
+    as written; the program each rank runs). mpirun/mpiexec as they are; `horovodrun -np N -H
+    ...` as the mpirun it runs; either inside `sh -c` when the script is that one command."""
+    run = read_launch(argv, exported)
+    inner = script_command(argv)
+    if run is not None and inner is not None:
+        notes.add(where, f"`{argv[0]} -c` around one {run.launcher} command: read as its argv")
+    elif inner is not None:
+        found = read_mpirun(inner[0], exported) or read_horovodrun(inner[0])
+        if found is not None:
+            notes.add(
+                where,
+                f"the Launcher runs a shell script around {found.launcher}: kept as it is in"
+                " `replicaPodTemplates.Launcher` (the ranks' program read from it)",
+            )
+            return None, found.program
+    if run is None:
+        notes.add(
+            where,
+            f"the Launcher runs `{argv[0] if argv else '(the image)'}`, not mpirun: its"
+            " command is kept as it is in `replicaPodTemplates.Launcher`",
+        )
+        return None, _python_program(argv)
+    if run.launcher == "horovodrun":
+        notes.add(
+            where,
+            "horovodrun read as the mpirun it runs (horovod/runner/mpi_run.py): trainops"
+            " generates -np and the exports"
+            + (
+                f"; -H {run.hosts} removed: the operator's hostfile lists the Workers"
+                if run.hosts
+                else ""
+            ),
+        )
+    return run, run.program
 
 
 def _python_program(argv: list[str]) -> list[str]:

@@ -10,6 +10,8 @@ https://docs.open-mpi.org/en/v5.0.x/man-openmpi/man1/mpirun.1.html
 
 from __future__ import annotations
 
+import re
+import shlex
 from dataclasses import dataclass, field
 
 LAUNCHERS = ("mpirun", "mpiexec", "mpiexec.hydra")
@@ -47,6 +49,10 @@ class MpiRun:
     """Interface options removed (trainops generates the cluster's)."""
     split: list[str] = field(default_factory=list)
     """Elements that held an option and its value in one word (`-x NCCL_DEBUG=INFO`)."""
+    hosts: str | None = None
+    """horovodrun's `-H`/`--hosts`, removed: the operator's hostfile lists the Workers."""
+    launcher: str = "mpirun"
+    """What the argv ran: `mpirun` (or mpiexec), or `horovodrun` read as the mpirun it runs."""
 
 
 def words(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -95,9 +101,105 @@ def read_mpirun(argv: list[str], exported: set[str]) -> MpiRun | None:
 
 def same_mpirun(original: list[str], rendered: list[str], exported: set[str]) -> bool:
     """Both run the same program with the same author's options (what trainops generates
-    aside): the generated mpirun is the point, not a difference to carry."""
-    theirs, ours = read_mpirun(original, exported), read_mpirun(rendered, exported)
+    aside): the generated mpirun is the point, not a difference to carry. An original
+    `horovodrun -np N -H ...` (or `sh -c` around one launcher command) is the same when the
+    program is: import wrote horovodrun's own mpirun options (`horovod_options`)."""
+    theirs, ours = read_launch(original, exported), read_mpirun(rendered, exported)
     if theirs is None or ours is None:
         return False
+    if theirs.launcher == "horovodrun":
+        return theirs.program == ours.program
     a, b = ([o for o in r.options if o != ALLOW_ROOT] for r in (theirs, ours))
     return (a, theirs.program) == (b, ours.program)
+
+
+def read_launch(argv: list[str], exported: set[str]) -> MpiRun | None:
+    """mpirun or horovodrun, as the argv or as the one command of an `sh -c` script with
+    nothing a shell would expand; None otherwise."""
+    found = read_mpirun(argv, exported) or read_horovodrun(argv)
+    if found is None:
+        inner = script_command(argv)
+        if inner is not None and inner[1]:
+            found = read_mpirun(inner[0], exported) or read_horovodrun(inner[0])
+    return found
+
+
+# horovodrun's options that a generated mpirun replaces: the process count and the hosts
+# (the MPI Operator's hostfile). horovodrun -np N -H h1:s,h2:s prog runs
+# `mpirun -np N -H h1:s,h2:s -bind-to none -map-by slot ... prog` (horovod/runner/mpi_run.py);
+# any other option (--gloo, timeline, autotune, a network interface) keeps it as written.
+HOROVOD_PROCESSES = frozenset({"-np", "--num-proc"})
+# The options horovodrun's mpirun gets beside -np, -H and the exports, per implementation
+# (mpi_run.py: `--tag-output`, `_NO_BINDING_ARGS`, `_OMPI_FLAGS`; Intel MPI: `-l`, no binding;
+# `--allow-run-as-root` is trainops's to generate for a root job).
+HOROVOD_OPTIONS: dict[str, tuple[str, ...]] = {
+    "OpenMPI": (
+        "--tag-output",
+        *("-bind-to", "none", "-map-by", "slot"),
+        *("-mca", "pml", "ob1", "-mca", "btl", "^openib"),
+    ),
+    "MPICH": ("-l", "-bind-to", "none", "-map-by", "slot"),
+    "Intel": ("-l",),
+}
+HOROVOD_HOSTS = frozenset({"-H", "--hosts"})
+
+
+def read_horovodrun(argv: list[str]) -> MpiRun | None:
+    """`horovodrun -np N [-H hosts] program...` as the mpirun it runs; None for any other
+    argv or option (the Launcher is then kept as written)."""
+    if not argv or argv[0].rsplit("/", 1)[-1] != "horovodrun":
+        return None
+    rest = argv[1:]
+    processes = hosts = None
+    i = 0
+    while i < len(rest) and rest[i].startswith("-"):
+        option, value = rest[i], rest[i + 1] if i + 1 < len(rest) else None
+        if option in HOROVOD_PROCESSES and value is not None:
+            processes = value
+        elif option in HOROVOD_HOSTS and value is not None:
+            hosts = value
+        else:
+            return None
+        i += 2
+    if i >= len(rest):
+        return None
+    return MpiRun([], rest[i:], processes, hosts=hosts, launcher="horovodrun")
+
+
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh"})
+# What a shell would expand (`$VAR`, `$(cmd)`, backticks, globs): an exec argv would not.
+# Redirections (`> log`, `2>&1`) a generated argv would drop too.
+_EXPANDS = re.compile(r"[$`*?~<>]")
+_FD_REDIRECT = re.compile(r"\d*[<>]&\d*-?|&>>?")
+
+
+def script_command(argv: list[str]) -> tuple[list[str], bool] | None:
+    """The MPI launcher command inside `sh -c "..."` (`(words, alone)`: alone when the script
+    is that command only, with nothing a shell expands, so a generated argv can replace it);
+    None when `argv` is no shell script or runs no mpirun/mpiexec/horovodrun."""
+    if len(argv) < 3 or argv[0].rsplit("/", 1)[-1] not in _SHELLS:
+        return None
+    flags = argv[1:-1]
+    if not flags or not all(f.startswith("-") for f in flags) or "c" not in flags[-1]:
+        return None
+    commands: list[list[str]] = []
+    for line in argv[-1].replace("\\\n", " ").split("\n"):
+        try:
+            lexer = shlex.shlex(_FD_REDIRECT.sub(" ", line), posix=True, punctuation_chars=";&|")
+            lexer.whitespace_split = True
+            lexer.commenters = "#"
+            tokens = list(lexer)
+        except ValueError:
+            return None
+        commands.append([])
+        for token in tokens:
+            if token in {";", "&&", "||", "|", "&"}:
+                commands.append([])
+            else:
+                commands[-1].append(token)
+    commands = [c for c in commands if c]
+    names = {*LAUNCHERS, "horovodrun"}
+    for command in commands:
+        if command[0].rsplit("/", 1)[-1] in names:
+            return command, len(commands) == 1 and not _EXPANDS.search(argv[-1])
+    return None

@@ -11,7 +11,9 @@ from typing import Any
 from trainops.importer.notes import Notes
 from trainops.render.pod import SHM_VOLUME
 from trainops.spec.job_checks import RESERVED_ENV
+from trainops.spec.metadata import owner
 from trainops.spec.model import ClusterProfile
+from trainops.spec.schemas import JOB, schema
 
 SHM_PATH = "/dev/shm"
 
@@ -26,9 +28,25 @@ def default_pull_policy(image: str) -> str:
 
 
 def normalised_template(template: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a pod template with its /dev/shm memory volume named like trainops's and
-    Kubernetes' default imagePullPolicy made explicit (trainops always writes one)."""
+    """A copy of a pod template with its /dev/shm memory volume named like trainops's,
+    Kubernetes' default imagePullPolicy made explicit (trainops always writes one), and
+    without the labels and annotations the cluster profile sets (`common.scheduler_keys`
+    noted each: the escape hatch must not carry them back)."""
     out = copy.deepcopy(template)
+    pod_spec = out.get("spec")
+    if isinstance(pod_spec, dict):
+        grace = pod_spec.get("terminationGracePeriodSeconds")
+        if isinstance(grace, int) and grace < min_grace_period():
+            del pod_spec["terminationGracePeriodSeconds"]  # noted by `precheck.note_replaced`
+        for vol in pod_spec.get("volumes") or []:
+            if host_shm(vol):  # noted by `precheck.note_replaced`
+                vol.pop("hostPath")
+                vol["emptyDir"] = {"medium": "Memory"}
+    meta = out.get("metadata")
+    if isinstance(meta, dict):
+        for key in ("labels", "annotations"):
+            if isinstance(meta.get(key), dict):
+                meta[key] = {k: v for k, v in meta[key].items() if owner(str(k)) is None}
     pod = out.get("spec") or {}
     for container in [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]:
         if "imagePullPolicy" not in container and isinstance(container.get("image"), str):
@@ -47,6 +65,19 @@ def normalised_template(template: dict[str, Any]) -> dict[str, Any]:
                             if m.get("name") == old:
                                 m["name"] = SHM_VOLUME
     return out
+
+
+def host_shm(volume: Any) -> bool:
+    """A hostPath volume of the node's /dev/shm: trainops mounts its own memory-backed one
+    instead (`sharedMemory`); the node's is shared with every pod on it, and Pod Security
+    baseline refuses the hostPath."""
+    host = (volume or {}).get("hostPath") if isinstance(volume, dict) else None
+    return isinstance(host, dict) and str(host.get("path", "")).rstrip("/") == SHM_PATH
+
+
+def min_grace_period() -> int:
+    """The least `terminationGracePeriodSeconds` a job spec takes (its schema's minimum)."""
+    return int(schema(JOB)["properties"]["terminationGracePeriodSeconds"]["minimum"])
 
 
 def training_container(pod: dict[str, Any], notes: Notes, where: list[str | int], name: str) -> int:

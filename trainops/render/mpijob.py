@@ -41,10 +41,12 @@ RENDEZVOUS_PORT = "29500"
 
 def rendezvous_env(job: TrainingJob) -> tuple[tuple[str, str], ...]:
     """MASTER_ADDR/MASTER_PORT for the ranks: Worker 0's host name under the MPI Operator's
-    headless Service. The Training Operator's v1 MPIJob creates no such Service: none there."""
+    headless Service. The Training Operator's v1 MPIJob creates no such Service: none there;
+    ranks that run another program than python (`mpi.rankProgram: executable`, e.g. the NCCL
+    tests) read no torch.distributed variables: none there either."""
     assert job.mpi is not None
-    if job.mpi.api_version != MPIJOB_V2BETA1:
-        return ()
+    if job.mpi.api_version != MPIJOB_V2BETA1 or job.mpi.rank_program != "python":
+        return ()  # no such Service, or ranks that are not torch.distributed
     host = mpi_worker_host(job.name, job.namespace, 0)
     return (("MASTER_ADDR", host), ("MASTER_PORT", RENDEZVOUS_PORT))
 

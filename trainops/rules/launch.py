@@ -189,7 +189,7 @@ def _parse_mpi(launch: Launch) -> None:
                 launch.options[f"{key}:{name}"] = (value, value_path)
             i += 3
             continue
-        if key in {"np", "n", "c"} and rest:
+        if key in {"np", "n", "c", "num_proc"} and rest:  # num_proc: horovodrun
             launch.options["np"] = rest[0]
             i += 1
         elif key == "x" and rest:
@@ -270,7 +270,7 @@ def _split_commands(words: list[tuple[str, Path]]) -> list[list[tuple[str, Path]
     return [c for c in commands if c]
 
 
-def _shell_script(argv: list[tuple[str, Path]]) -> tuple[str, Path] | None:
+def shell_script(argv: list[tuple[str, Path]]) -> tuple[str, Path] | None:
     """The script of `sh -c "..."` (also `bash -lc`, `/bin/sh -ec`)."""
     if len(argv) < 3 or posixpath.basename(argv[0][0]) not in SHELLS:
         return None
@@ -294,7 +294,7 @@ def _launches(container: Container) -> list[Launch]:
     argv = container.argv
     if not argv:
         return []
-    script = _shell_script(argv)
+    script = shell_script(argv)
     if script is None:
         return _resolve_inherited(container, [classify(list(argv))])
     text, path = script
@@ -330,5 +330,5 @@ def _resolve_inherited(container: Container, commands: list[Launch]) -> list[Lau
 
 def is_shell_script(container: Container, index: int) -> bool:
     """Whether argv element `index` is the script of `sh -c`."""
-    script = _shell_script(container.argv)
+    script = shell_script(container.argv)
     return script is not None and script[1] == container.argv[index][1]

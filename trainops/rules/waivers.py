@@ -26,11 +26,14 @@ from trainops.rules.objects import Object
 
 WAIVER_PREFIX = "trainops.dev/waive."
 
-# Rules a manifest cannot waive: a pod reaching the node (pod-security, privileged), a
+# Rules a manifest cannot waive: a pod reaching the node (pod-security, its profile-less floor
+# pod-security-baseline, privileged), a
 # delivery object escaping its fence (delivery-fence) or a pod leaving the profile's
 # `jobAccess` (pod-fence: the delivery account, system priority, other teams' secrets) is
 # the attack itself, not a reviewed exception.
-UNWAIVABLE = frozenset({"pod-security", "privileged", "delivery-fence", "pod-fence"})
+UNWAIVABLE = frozenset(
+    {"pod-security", "pod-security-baseline", "privileged", "delivery-fence", "pod-fence"}
+)
 
 # Security rules: switched off by a profile's `policy`, their findings are still listed,
 # waived. The TO6xx family, plus secrets in plain env, the namespace allow-list and waivers.

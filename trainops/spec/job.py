@@ -180,4 +180,5 @@ def _mpi(mpi: dict[str, Any]) -> model.Mpi:
         mpirun_args=tuple(mpi["mpirunArgs"]),
         worker_command=tuple(mpi["workerCommand"]) if "workerCommand" in mpi else None,
         ssh_auth_mount_path=mpi.get("sshAuthMountPath"),
+        rank_program=mpi["rankProgram"],
     )

@@ -73,16 +73,33 @@ def _metadata_checks(d: dict[str, Any], out: Collector) -> None:
             out.add([field], f"annotations total {size} bytes, over Kubernetes' 256 KiB")
 
 
-def _command_checks(cmd: list[str], framework: str, out: Collector) -> None:
-    """`command` is the program, started by python: trainops generates its launcher."""
-    if cmd[0] in DISTRIBUTED_LAUNCHERS or any("torch.distributed" in c for c in cmd):
+def _command_checks(d: dict[str, Any], out: Collector) -> None:
+    """`command` is the program, started by python (or, for an MPI job whose ranks run
+    `mpi.rankProgram: executable`, any program): trainops generates its launcher."""
+    cmd, framework = d["command"], d["framework"]
+    executable = framework == "mpi" and (d.get("mpi") or {}).get("rankProgram") == "executable"
+    head = str(cmd[0]).rsplit("/", 1)[-1]
+    if head in DISTRIBUTED_LAUNCHERS or any("torch.distributed" in c for c in cmd):
         out.add(
             ["command", 0],
             f"`command` is the training program, not its launcher: {LAUNCHED_BY[framework]};"
             " write e.g. [python, -m, trainer]",
         )
+    elif executable:
+        if d.get("deepspeed"):
+            out.add(
+                ["deepspeed"],
+                "`deepspeed` needs a python program: remove it or `mpi.rankProgram: executable`",
+            )
     elif cmd[0] not in PYTHON_LAUNCHERS:
-        out.add(["command", 0], f"`command` must start with python, got {cmd[0]!r}")
+        hint = (
+            "; for another program under mpirun set `mpi.rankProgram: executable`"
+            if framework == "mpi"
+            else ""
+        )
+        out.add(["command", 0], f"`command` must start with python, got {cmd[0]!r}{hint}")
+    elif len(cmd) < 2:
+        out.add(["command"], "`command` needs the program after python: [python, train.py]")
     elif cmd[1] == "-m" and len(cmd) < 3:
         out.add(["command"], "`python -m` needs a module name")
 
@@ -101,7 +118,7 @@ def check_job(d: dict[str, Any], out: Collector, stem: str) -> None:
         )
     cmd = d.get("command")
     if cmd:
-        _command_checks(cmd, d["framework"], out)
+        _command_checks(d, out)
     elif d["framework"] == "mpi":
         out.add(["command"], "an MPI job needs `command`: what each rank runs after `mpirun`")
     _framework_checks(d, out)

@@ -196,6 +196,14 @@ def _delivery_namespaces_apart(
     return out.problems
 
 
+def job_against_cluster(
+    job: model.TrainingJob, doc: Document, cluster: model.ClusterProfile
+) -> list[Problem]:
+    """A job's checks against one cluster profile, as the loader runs them (`trainops
+    import` checks what it writes with these, so that the render that follows cannot fail)."""
+    return _job_against_clusters(job, doc, {cluster.name: cluster}, set())
+
+
 def _settings(root: Path) -> tuple[model.RepoSettings, list[Problem]]:
     path = root / paths.SETTINGS_FILE
     if not path.exists():

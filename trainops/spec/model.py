@@ -210,6 +210,9 @@ class Mpi:
     """The Workers' command; None leaves it to the operator (v2beta1: sshd) or the image."""
     ssh_auth_mount_path: str | None = None
     """Where the MPI Operator mounts the SSH keys (v2beta1); None: its default."""
+    rank_program: str = default(JOB, "mpi.rankProgram")
+    """`python` (a python program, with torch.distributed's rendezvous variables) or
+    `executable` (any program mpirun starts as written: all_reduce_perf, a wrapper script)."""
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,11 @@
-"""The `pod-security` rule: every pod template meets the cluster's Pod Security level.
+"""The Pod Security rules: `pod-security-baseline`, the floor every pod template meets on any
+cluster and without a profile, and `pod-security`, the cluster's own level.
 
+The floor (`facts/pod_security.py:on_floor`) is what no cluster profile may except: hostPID,
+hostIPC, host ports, the node's sensitive paths, unconfined seccomp, custom SELinux, unmasked
+/proc, unsafe sysctls. `validate --manifests` in CI has no profile and is still a gate on it.
+
+`pod-security` reports the rest of the cluster's level (its exceptions admitted).
 The level is the cluster profile's `podSecurity.level` (baseline or restricted), or the
 namespace's own `pod-security.kubernetes.io/enforce` label where the manifests include
 the Namespace and it is stricter; the exceptions the profile declares (RDMA's IPC_LOCK, a
@@ -31,6 +37,17 @@ def _namespace_level(obj: Object, ctx: Context) -> pss.Level | None:
     return None
 
 
+def _floor(obj: Object, ctx: Context) -> Iterator[Violation]:
+    for pod in obj.pods:
+        for breach in pss.breaches(pod.metadata, pod.spec):
+            if pss.on_floor(breach):
+                yield Violation(
+                    f"{breach.message}: Pod Security `baseline` forbids it ({breach.control}),"
+                    " on every cluster",
+                    (*pod.path, *breach.path),
+                )
+
+
 def _check(obj: Object, ctx: Context) -> Iterator[Violation]:
     cluster = ctx.cluster
     if cluster is None:
@@ -46,6 +63,8 @@ def _check(obj: Object, ctx: Context) -> Iterator[Violation]:
         for breach in pss.breaches(pod.metadata, pod.spec):
             if breach.level == "restricted" and level != "restricted":
                 continue
+            if pss.on_floor(breach):
+                continue  # `pod-security-baseline`'s, with or without a profile
             if pss.admitted(breach, caps, paths, cluster.network.allow_host_network):
                 continue
             yield Violation(
@@ -56,11 +75,35 @@ def _check(obj: Object, ctx: Context) -> Iterator[Violation]:
 
 RULES = (
     Rule(
+        slug="pod-security-baseline",
+        code="TO610",
+        severity=Severity.ERROR,
+        summary="A pod template breaks a Pod Security baseline control that no cluster may"
+        " except: hostPID, hostIPC, a host port, a sensitive hostPath (`/`, `/etc`, `/proc`,"
+        " the container runtime's socket, ...), unconfined seccomp, custom SELinux, unmasked"
+        " /proc, an unsafe sysctl. Checked with or without a cluster profile.",
+        why="Each is a way out of the container onto a node that other teams' jobs share:"
+        " the node's processes (hostPID: read their environment, signal them), its shared"
+        " memory (hostIPC), its root filesystem or the runtime's socket (start any container)."
+        " Baseline admission refuses the pods on any namespace that enforces it, so the job is"
+        " created and no pod ever starts; where nothing enforces it, the pod runs with it.",
+        fix="Remove the setting. Mount data through a PersistentVolumeClaim, not the node's"
+        " filesystem; a training pod never needs the node's PID or IPC namespace.",
+        example="hostPID: true\nvolumes:\n  - name: root\n    hostPath: {path: /}",
+        check=_floor,
+        pods_only=True,
+        references=(
+            "https://kubernetes.io/docs/concepts/security/pod-security-standards/#baseline",
+            "https://github.com/stackrox/kube-linter/blob/main/docs/generated/checks.md#sensitive-host-mounts",
+        ),
+    ),
+    Rule(
         slug="pod-security",
         code="TO603",
         severity=Severity.ERROR,
         summary="A pod template breaks a control of the cluster's Pod Security level"
-        " (`podSecurity.level`: baseline or restricted) that the profile does not except.",
+        " (`podSecurity.level`: baseline or restricted) that the profile does not except"
+        " (the floor no profile may except is `pod-security-baseline`'s).",
         why="Pod Security admission refuses the pods, not the job: the PyTorchJob is"
         " accepted, no pod is ever created, and the GitOps sync still looks healthy. A"
         " baseline breach (host namespaces, hostPath, privileged, added capabilities) is"

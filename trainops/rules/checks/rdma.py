@@ -33,6 +33,11 @@ INFINIBAND_DEVICES = "/dev/infiniband"
 # AWS EFA's device plugin resource gives the pod its RDMA devices.
 # https://docs.aws.amazon.com/eks/latest/userguide/node-efa.html
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
+# SR-IOV virtual functions (the SR-IOV network device plugin's resources, named by the
+# cluster: `intel.com/sriov_111`, `nvidia.com/sriov_rdma_vf`, `openshift.io/mlxnics`) carry
+# the RDMA device of their VF into the pod.
+# https://github.com/k8snetworkplumbingwg/sriov-network-device-plugin#configurations
+SRIOV_MARKERS = ("sriov", "mlxnic")
 
 
 def _privileged(c: Container) -> bool:
@@ -46,8 +51,8 @@ def _ipc_lock(c: Container) -> bool:
 
 
 def _device_resource(pod: PodTemplate, ctx: Context) -> bool:
-    """The pod requests an RDMA device plugin's resource (the cluster's, rdma/*, Mellanox's
-    or EFA)."""
+    """The pod requests an RDMA device plugin's resource (the cluster's, rdma/*, Mellanox's,
+    EFA, or an SR-IOV virtual function's)."""
     wanted = (
         ctx.cluster.network.rdma.device_resource
         if (ctx.cluster and ctx.cluster.network.rdma)
@@ -58,7 +63,7 @@ def _device_resource(pod: PodTemplate, ctx: Context) -> bool:
             name = str(key)
             if name in {wanted, EFA_RESOURCE} or "rdma" in name.lower():
                 return True
-            if name.startswith("mellanox.com/"):
+            if name.startswith("mellanox.com/") or any(m in name.lower() for m in SRIOV_MARKERS):
                 return True
     return False
 

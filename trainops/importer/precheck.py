@@ -1,0 +1,67 @@
+"""What import says about an object around its kind's importer: what it refuses before
+reading it (no name, counts that are a template's placeholders) and what it notes after (the
+node's /dev/shm and a too short grace period replaced by trainops's). Each refusal names the
+field and what to do."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainops.importer.notes import Notes
+from trainops.importer.pod import host_shm, min_grace_period
+
+
+def unreadable(obj: dict[str, Any], key: str, notes: Notes) -> None:
+    """Refuse an object without a name, or whose replica counts or slots are no number."""
+    if not isinstance((obj.get("metadata") or {}).get("name"), str):
+        notes.refuse(
+            ["metadata"],
+            "no `metadata.name` (a `generateName` object is named by the API server):"
+            " name it, the job spec and its file take that name",
+        )
+    _counts(obj, key, notes)
+
+
+def _counts(obj: dict[str, Any], key: str, notes: Notes) -> None:
+    """Refuse replica counts and slots that are no number: a template's placeholder
+    (`replicas: $NUM_NODES`, filled in by envsubst or Helm) says nothing import can carry."""
+    spec = obj.get("spec") or {}
+    places: list[tuple[list[str | int], Any]] = [
+        (["spec", key, rtype, "replicas"], rspec.get("replicas"))
+        for rtype, rspec in sorted((spec.get(key) or {}).items())
+        if isinstance(rspec, dict)
+    ]
+    places.append((["spec", "slotsPerWorker"], spec.get("slotsPerWorker")))
+    for path, value in places:
+        if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+            continue
+        if isinstance(value, str) and value.strip().isdigit():
+            continue
+        notes.refuse(
+            path,
+            f"`{path[-1]}: {value}` is not a number (a template's placeholder?): fill the"
+            " template in (envsubst, helm template) and import the result",
+        )
+
+
+def note_replaced(obj: dict[str, Any], key: str, notes: Notes) -> None:
+    """Name what `pod.normalised_template` replaced in each replica: a hostPath /dev/shm, a
+    grace period below the spec's least."""
+    for rtype, rspec in sorted(((obj.get("spec") or {}).get(key) or {}).items()):
+        pod = ((rspec or {}).get("template") or {}).get("spec") or {}
+        grace = pod.get("terminationGracePeriodSeconds")
+        if isinstance(grace, int) and grace < min_grace_period():
+            notes.add(
+                ["spec", key, rtype, "template", "spec", "terminationGracePeriodSeconds"],
+                f"terminationGracePeriodSeconds {grace} is below trainops' least"
+                f" ({min_grace_period()}: the trainer checkpoints on SIGTERM): the default is"
+                " rendered",
+            )
+        for i, vol in enumerate(pod.get("volumes") or []):
+            if host_shm(vol):
+                notes.add(
+                    ["spec", key, rtype, "template", "spec", "volumes", i],
+                    "the node's /dev/shm (hostPath) is not carried: trainops mounts a"
+                    " memory-backed /dev/shm of `sharedMemory` (the node's is shared with"
+                    " every pod on it, and Pod Security baseline refuses the hostPath)",
+                )
