@@ -22,6 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     repo = load(args.root)
+    for job in repo.jobs:
+        for note in job.notes:
+            print(f"note: {note}", file=sys.stderr)
     files = render_repository(repo)
     if args.check:
         drift = write.check(args.root, files)
