@@ -32,6 +32,7 @@ PUBLISHED = {
     "TO403": "ttl-missing",
     "TO404": "gitops-rerun-risk",
     "TO405": "api-removed",
+    "TO470": "kueue-api-version",
     "TO430": "gang-unschedulable",
     "TO431": "queue-quota-exceeded",
     "TO440": "trainjob-foreign-fields",

@@ -32,6 +32,7 @@ KUEUE_DEFAULT_ON_SINCE = {"trainer.kubeflow.org/trainjob": (0, 14)}
 # `deprecated: true`, config/components/crd/bases/kueue.x-k8s.io_localqueues.yaml).
 KUEUE_GROUP = "kueue.x-k8s.io"
 KUEUE_V1BETA2_SINCE = (0, 15)
+KUEUE_V1BETA1_DEPRECATED_SINCE = (0, 16)
 
 
 def kueue_default_integrations(version: tuple[int, int]) -> frozenset[str]:
