@@ -11,5 +11,9 @@ rendered with the CLI and built with the real kustomize, the way the controllers
 Proven against: Argo CD v3.5.1 (AppProject destination and resource permission,
 destinationServiceAccounts impersonation, ApplicationSet templatePatch, gitops-engine sync
 waves) and Flux kustomize-controller v1.9.4 with fluxcd/pkg ssa v0.76.1 (dependsOn,
-staged server-side apply, impersonation). docs/gitops.md says how to add a consumer.
+staged server-side apply, impersonation); Kubeflow Trainer v2.3.0 (TrainJob webhook, volcano
+and coscheduling plugins), the Training Operator v1.9.4 (PyTorchJob/TFJob/MPIJob defaulting and
+validation webhooks, the Volcano PodGroup from runPolicy), the MPI Operator v0.8 (defaults,
+ValidateMPIJob, PodGroup), Kueue v0.19.2 (integrations, queue label) and the upstream CRDs of
+every built custom resource. docs/gitops.md and docs/trainer-v2.md say how to add a consumer.
 """

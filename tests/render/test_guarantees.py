@@ -293,8 +293,10 @@ def test_kueue_gets_only_the_queue_label_and_never_suspend(
 @pytest.mark.parametrize(("label", "cluster"), PAIRS)
 def test_volcano_gangs_every_pod(build: Any, label: str, cluster: str) -> None:
     """Volcano: `schedulerName: volcano` on every replica template and
-    `runPolicy.schedulingPolicy.minAvailable` = all pods of the job (gang scheduling: none
-    start until all fit), in the profile's queue and priority class."""
+    `runPolicy.schedulingPolicy.minAvailable` = all pods of a fixed-size job (gang
+    scheduling: none start until all fit), the elastic minimum of an elastic one (Workers
+    at `elasticPolicy.minReplicas`: the Training Operator v1.9.4 makes it the PodGroup's
+    minMember, and torchrun starts there), in the profile's queue and priority class."""
     b = build(label, cluster)
     for job, _ in b.training_jobs():
         templates = pod_templates(job)
@@ -304,7 +306,11 @@ def test_volcano_gangs_every_pod(build: Any, label: str, cluster: str) -> None:
                 templates
             )
             assert policy is not None
-            assert policy["minAvailable"] == sum(n for _, n, _ in templates)
+            low = (job["spec"].get("elasticPolicy") or {}).get("minReplicas")
+            assert policy["minAvailable"] == sum(
+                min(n, low) if low is not None and rtype == "Worker" else n
+                for rtype, n, _ in templates
+            )
             assert policy.get("queue") == b.scheduler.get("queue")
             assert policy.get("priorityClass") == b.scheduler.get("priorityClass")
         else:

@@ -157,7 +157,10 @@ def test_elastic_job_is_worker_only_with_pet_driven_torchrun() -> None:
     assert container["command"] == ["torchrun", "-m", "trainer"]
     launcher_flags = ("--nnodes", "--nproc", "--rdzv", "--master", "--node")
     assert not any(a.startswith(launcher_flags) for a in container["args"])
-    assert obj["spec"]["runPolicy"]["schedulingPolicy"]["minAvailable"] == job.replicas
+    # The gang is the elastic minimum: it starts when minReplicas pods fit (issue 23).
+    assert job.elastic is not None
+    gang = obj["spec"]["runPolicy"]["schedulingPolicy"]["minAvailable"]
+    assert gang == job.elastic.min_replicas
 
 
 def test_fixed_job_is_master_plus_workers() -> None:

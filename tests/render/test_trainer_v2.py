@@ -95,10 +95,13 @@ def test_the_same_job_is_a_pytorchjob_on_v1_and_a_trainjob_on_v2(
     (gpu,) = profiles[V2]["gpus"]
     assert _node_pod(runtime)["spec"]["nodeSelector"] == gpu["nodeSelector"]
     assert _node_pod(runtime)["spec"]["tolerations"] == gpu["tolerations"]
-    # Volcano: gang scheduling in the runtime, the queue on the TrainJob.
+    # Volcano: gang scheduling and the queue in the runtime, where Trainer v2.3 reads the
+    # queue (tests/conformance/test_trainer_v2.py follows its code); never on the TrainJob.
     assert runtime["spec"]["podGroupPolicy"] == {"volcano": {}}
     queue = profiles[V2]["scheduler"]["queue"]
-    assert trainjob["metadata"]["annotations"]["scheduling.volcano.sh/queue-name"] == queue
+    queue_key = "scheduling.volcano.sh/queue-name"
+    assert runtime["spec"]["template"]["metadata"]["annotations"][queue_key] == queue
+    assert queue_key not in trainjob["metadata"].get("annotations", {})
     # The pod's volumes, mounts and security context: the same, through the runtime patch.
     patch = _patch_pod(trainjob)
     assert patch["spec"]["volumes"] == master["spec"]["volumes"]

@@ -35,6 +35,7 @@ PUBLISHED = {
     "TO410": "command-never-exits",
     "TO411": "failure-ignored",
     "TO412": "pipe-hides-failure",
+    "TO470": "kueue-api-version",
     "TO430": "gang-unschedulable",
     "TO431": "queue-quota-exceeded",
     "TO440": "trainjob-foreign-fields",

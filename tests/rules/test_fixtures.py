@@ -15,6 +15,7 @@ from trainops.spec.model import ClusterProfile
 # Fail fixtures that trip a rule's milder variant, and the severities their findings have;
 # the findings of every other fail fixture have the rule's default severity.
 MILDER: dict[str, set[Severity]] = {
+    "kueue-api-version/fail-deprecated-v1beta1.yaml": {Severity.WARNING},
     "rdma-incomplete/fail-ib-default.yaml": {Severity.WARNING},
     "rdma-incomplete/fail-ipc-lock-uneven.yaml": {Severity.WARNING},
     "resources-unbounded/fail-besteffort-launcher.yaml": {Severity.WARNING},

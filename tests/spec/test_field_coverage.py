@@ -46,6 +46,12 @@ NOT_IN_OUTPUT = {
     "clusterprofile:$schema": "an editor hint (yaml-language-server), never read",
     "clusterprofile:name": "must equal the file name; jobs name the cluster in `targets`",
     "clusterprofile:kubernetesVersion": "selects the core JSON Schemas `trainops validate` uses",
+    "clusterprofile:installed.kueue.version": "a check: jobs of a kind its default"
+    " integrations leave off are refused at load (tests/spec/test_installed.py)",
+    "clusterprofile:installed.kueue.integrations": "a check: jobs of a kind not listed are"
+    " refused at load on a Kueue cluster (tests/spec/test_installed.py)",
+    "clusterprofile:installed.mpiJobs": "a check: an MPIJob of the other API version is"
+    " refused at load (tests/spec/test_installed.py)",
     "clusterprofile:network.allowHostNetwork": "a check: jobs with hostNetwork are refused"
     " where it is false",
     "clusterprofile:gpus[].name": "the name jobs use in `targets[].gpuProduct` (on a Trainer"
@@ -161,6 +167,8 @@ CHOSEN: dict[str, Any] = {
     "trainingjob:tensorflow.parameterServers.resources.memory": "20Gi",
     "trainingjob:tensorflow.evaluator.resources.memory": "12Gi",
     "trainingjob:mpi.launcher.resources.memory": "5Gi",
+    # A key DeepSpeed reads: an unknown one is refused at load (spec/deepspeed_config.py).
+    "trainingjob:deepspeed.config": {"steps_per_print": 7},
     # The pod fields are checked against their core schemas: values they accept.
     "trainingjob:imagePullSecrets": ["registry-example", "mirror"],
     "trainingjob:affinity": {

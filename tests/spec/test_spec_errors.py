@@ -280,4 +280,5 @@ def test_mpi_against_the_cluster(scratch: Path) -> None:
     err = _fails(scratch)
     line = _line_of(horovod, "gpus: 16")
     assert f"horovod-training.yaml:{line}:5: 16 GPUs per pod, but a `h100-80gb` node" in err
-    assert "Kueue, which manages the MPI Operator's kubeflow.org/v2beta1 MPIJob" in err
+    assert "Kueue has no integration for `kubeflow.org/v1` MPIJob" in err
+    assert "serves `mpijobs.kubeflow.org` as `kubeflow.org/v2beta1`" in err

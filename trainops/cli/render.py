@@ -29,6 +29,9 @@ def run(args: argparse.Namespace) -> int:
     if args.changed and not args.check:
         raise InputError(Problem("--changed", None, None, "only applies with --check"))
     scope = validate.changed_scope(args, repo)
+    for job in repo.jobs:
+        for note in job.notes:
+            print(f"note: {note}", file=sys.stderr)
     if args.check:
         if scope is None:
             files = render_repository(repo)

@@ -32,11 +32,10 @@ from trainops.validate import changes, kubeconform
 from trainops.validate.crd import load_crd_dir
 from trainops.validate.load import load_manifests
 from trainops.validate.pipeline import validate_manifests
-from trainops.validate.repo import validate_repository
+from trainops.validate.repo import RULE_SPEC, validate_repository
 from trainops.validate.schemas import DEFAULT_KUBERNETES_VERSION, SchemaStore
 
 UNKNOWN_KINDS = {"error": Severity.ERROR, "warning": Severity.WARNING, "ignore": None}
-RULE_SPEC = "spec"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -93,6 +93,23 @@ def gang_min_available(obj: Mapping[str, Any]) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def pods_at_once(
+    groups: Sequence[PodGroup], min_available: int | None, minimum: int
+) -> dict[str, int]:
+    """GPU pods per replica type that must run at the same time. The job starts at its
+    elastic minimum (`min_pods`; `minimum`: that over all its pods, `gpus.gang_minimum`); a
+    Volcano gang asking for more (`minAvailable` = the PodGroup's `minMember`, Training
+    Operator v1.9.4 `pkg/controller.v1/common/job.go`) holds them all back until that many
+    fit, so the pods above the minimum are added to the elastic groups, in the job's order."""
+    at_once = {g.replica_type: g.min_pods for g in groups}
+    extra = 0 if min_available is None else min_available - minimum
+    for group in groups:
+        grow = max(0, min(extra, group.pods - group.min_pods))
+        at_once[group.replica_type] += grow
+        extra -= grow
+    return at_once
+
+
 def unplaceable(pods: Mapping[int, int], per_node: int, nodes: int | None) -> str | None:
     """Why pods can never all run at once on `nodes` nodes of `per_node` GPUs, or None when
     they might; `pods`: GPUs per pod -> how many such pods (counts, never one entry per pod:

@@ -16,6 +16,11 @@ import copy
 import json
 from typing import Any
 
+# The DeepSpeed release whose config classes `trainops/schemas/deepspeed.schema.json` is
+# derived from (tests/facts/deepspeed_schema_gen.py), and what the trainer image installs.
+DEEPSPEED_VERSION = "0.19.8"
+CONFIG_SCHEMA = "deepspeed.schema.json"
+
 TRAIN_BATCH = "train_batch_size"
 MICRO_BATCH = "train_micro_batch_size_per_gpu"
 GRAD_ACCUM = "gradient_accumulation_steps"

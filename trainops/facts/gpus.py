@@ -102,6 +102,17 @@ def min_replicas(obj: Mapping[str, Any], replica_type: str, replicas: int) -> in
     return replicas
 
 
+def gang_minimum(obj: Mapping[str, Any]) -> int:
+    """Pods a Kubeflow training job runs with at its smallest size (every replica type at
+    `min_replicas`: an elastic job's Workers at `minReplicas`, plus its Master if any): the
+    gang a batch scheduler must place at once for it to start. Volcano's PodGroup takes
+    `runPolicy.schedulingPolicy.minAvailable` as its `minMember` (Training Operator v1.9.4,
+    `pkg/controller.v1/common/job.go` ReconcileJobs), so an elastic job's gang is this, not
+    every pod: the job then starts as soon as its minimum fits, as torchrun's `--nnodes=min:max`
+    allows (KAI Scheduler's pod grouper and the MPI Operator's elastic docs count it so)."""
+    return sum(min_replicas(obj, rtype, n) for rtype, n, _, _ in replica_gpus(obj))
+
+
 def job_min_gpus(obj: Mapping[str, Any], products: Collection[str] = ()) -> int:
     """GPUs a training job needs at its smallest size: an elastic job at `minReplicas`
     Workers; equal to `job_gpus` for a fixed-size job."""

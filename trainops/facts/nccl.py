@@ -7,6 +7,12 @@ https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html
 
 from __future__ import annotations
 
+# NCCL over InfiniBand/RoCE registers (pins) memory with the NIC, which needs the memlock
+# limit the IPC_LOCK capability lifts; no other capability is needed. Pod Security admits it
+# at no level (https://kubernetes.io/docs/concepts/security/pod-security-standards/#baseline,
+# "Capabilities"), so an RDMA cluster must admit it by name (`podSecurity.allowCapabilities`).
+RDMA_CAPABILITY = "IPC_LOCK"
+
 NCCL_VERSION = "2.27"
 """NCCL release whose documentation `KNOWN` follows."""
 

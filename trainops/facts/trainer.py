@@ -40,8 +40,11 @@ PET_ENV = frozenset(
     {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"}
 )
 
-# Volcano: the queue of the PodGroup the Trainer creates comes from this TrainJob annotation
-# (https://www.kubeflow.org/docs/components/trainer/operator-guides/job-scheduling/volcano/).
+# Volcano: the queue of the PodGroup the Trainer creates comes from this annotation on the
+# runtime's JobSet template (`spec.template.metadata.annotations`), which a TrainJob's runtime
+# patch (`trainingRuntimeSpec.template.metadata.annotations`) may override; never from the
+# TrainJob's own metadata (v2.3.0 `pkg/runtime/core/trainingruntime.go` newRuntimeInfo,
+# `pkg/runtime/framework/plugins/volcano/volcano.go` Build). Without it: Volcano's `default`.
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 
 # TrainJob spec fields with the CEL rule `self == oldSelf`: an update changing them is refused

@@ -41,8 +41,9 @@ def job_metadata(job: TrainingJob, cluster: ClusterProfile | None) -> dict[str, 
 
 
 def run_policy(job: TrainingJob, cluster: ClusterProfile | None, pods: int) -> dict[str, Any]:
-    """`runPolicy` (kubeflow.org/v1 RunPolicy, also MPIJob v2beta1's): `pods` is every pod of
-    the job, which Volcano's `minAvailable` must count so that none starts before all fit."""
+    """`runPolicy` (kubeflow.org/v1 RunPolicy, also MPIJob v2beta1's): `pods` is the gang,
+    what Volcano's `minAvailable` must count so that the job starts only when it fits: every
+    pod of a fixed-size job, the elastic minimum of an elastic one (`facts.gpus.gang_minimum`)."""
     policy: dict[str, Any] = {"cleanPodPolicy": job.run_policy.clean_pod_policy}
     if job.run_policy.backoff_limit is not None:
         policy["backoffLimit"] = job.run_policy.backoff_limit

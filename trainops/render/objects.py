@@ -12,10 +12,11 @@ from typing import Any
 
 from trainops.facts import argocd
 from trainops.facts import deepspeed as ds_config
+from trainops.facts.gpus import gang_minimum
 from trainops.facts.kubeflow import JOB_NAME_LABEL
 from trainops.facts.trainer import JOBSET_NAME_LABEL
 from trainops.render import mpijob, tfjob
-from trainops.render.common import job_metadata, labels, replica_spec, run_policy, total_pods
+from trainops.render.common import job_metadata, labels, replica_spec, run_policy
 from trainops.render.common import metadata as _metadata
 from trainops.render.netpol import network_policy
 from trainops.render.pod import JOB_LABEL, METRICS_PORT_NAME, deepspeed_configmap_name, pod_template
@@ -50,11 +51,7 @@ def pytorchjob(
             replica_specs["Worker"] = replica_spec(
                 pods - 1, "OnFailure", pod_template(job, cluster, target, replica_type="Worker")
             )
-    spec: dict[str, Any] = {
-        "nprocPerNode": str(job.slots()),
-        "pytorchReplicaSpecs": replica_specs,
-        "runPolicy": run_policy(job, cluster, total_pods(replica_specs)),
-    }
+    spec: dict[str, Any] = {"nprocPerNode": str(job.slots()), "pytorchReplicaSpecs": replica_specs}
     if job.elastic:
         spec["elasticPolicy"] = {
             "rdzvBackend": "c10d",
@@ -62,6 +59,10 @@ def pytorchjob(
             "maxReplicas": job.elastic.max_replicas,
             "maxRestarts": job.elastic.max_restarts,
         }
+    # The gang: every pod of a fixed-size job, the elastic minimum of an elastic one.
+    spec["runPolicy"] = run_policy(
+        job, cluster, gang_minimum({"apiVersion": API_PYTORCHJOB, "spec": spec})
+    )
     meta = job_metadata(job, cluster)
     return {"apiVersion": API_PYTORCHJOB, "kind": "PyTorchJob", "metadata": meta, "spec": spec}
 

@@ -16,6 +16,7 @@ from typing import Any
 from trainops.facts import deepspeed as ds_config
 from trainops.facts.gpus import DEFAULT_GPU_RESOURCE
 from trainops.facts.kubeflow import PYTORCH_CONTAINER
+from trainops.facts.nccl import RDMA_CAPABILITY
 from trainops.facts.schedulers import VOLCANO_SCHEDULER
 from trainops.facts.scratch import SCRATCH_ENV, SCRATCH_VOLUMES
 from trainops.render import overrides
@@ -27,8 +28,6 @@ METRICS_PORT_NAME = "metrics"
 METRICS_PORT_ENV = "TRAINOPS_METRICS_PORT"
 JOB_LABEL = "trainops.dev/job"
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
-# RDMA needs to pin (lock) memory for the NIC; IPC_LOCK is the only capability it needs.
-RDMA_CAPABILITY = "IPC_LOCK"
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,9 @@ A cluster running Trainer v2 gets one ClusterTrainingRuntime per GPU product of 
 (`trainops-torch-<product>`, plus `trainops-torch-cpu` when a job there has no GPU), in
 `overlays/<cluster>/_runtimes/`: torchrun under the torch ML policy, the cluster's NCCL env
 (RDMA or TCP), the product's node selector and tolerations, RDMA's IPC_LOCK and Multus
-network, and Volcano gang scheduling (`podGroupPolicy`). The TrainJobs that reference them
-then carry only what is the job's own.
+network, and Volcano gang scheduling (`podGroupPolicy`, and the queue annotation on the JobSet
+template, where the Trainer reads it). The TrainJobs that reference them then carry only what
+is the job's own.
 
 The node container declares the metrics port (`metrics`, the job spec's default port), which
 the job's metrics Service targets by name: runtime patches cannot add container ports.
@@ -20,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainops.facts import argocd
+from trainops.facts.nccl import RDMA_CAPABILITY
 from trainops.facts.schedulers import VOLCANO_SCHEDULER
 from trainops.facts.trainer import (
     ANCESTOR_LABEL,
@@ -30,11 +32,11 @@ from trainops.facts.trainer import (
     NODE_JOB,
     TRAINER_API,
     TRAINING_RUNTIME,
+    VOLCANO_QUEUE_ANNOTATION,
 )
 from trainops.render.pod import (
     METRICS_PORT_NAME,
     MULTUS_ANNOTATION,
-    RDMA_CAPABILITY,
     _container_security,
     _gpu,
     _init_containers,
@@ -105,6 +107,10 @@ def runtime_spec(
             pod_spec["schedulerName"] = VOLCANO_SCHEDULER
             if cluster.scheduler.priority_class:
                 pod_spec["priorityClassName"] = cluster.scheduler.priority_class
+            if cluster.scheduler.queue:
+                # Where v2.3's volcano plugin reads the PodGroup's queue (facts/trainer.py).
+                queue = {VOLCANO_QUEUE_ANNOTATION: cluster.scheduler.queue}
+                spec["template"] = {"metadata": {"annotations": queue}}
     job_spec: dict[str, Any] = {}
     if job is not None:
         init = _init_containers(job)
@@ -116,19 +122,17 @@ def runtime_spec(
     if pod_meta:
         pod["metadata"] = pod_meta
     job_spec["template"] = pod
-    spec["template"] = {
-        "spec": {
-            "replicatedJobs": [
-                {
-                    "name": NODE_JOB,
-                    "replicas": 1,
-                    "template": {
-                        "metadata": {"labels": {ANCESTOR_LABEL: ANCESTOR_TRAINER}},
-                        "spec": job_spec,
-                    },
-                }
-            ]
-        }
+    spec.setdefault("template", {})["spec"] = {
+        "replicatedJobs": [
+            {
+                "name": NODE_JOB,
+                "replicas": 1,
+                "template": {
+                    "metadata": {"labels": {ANCESTOR_LABEL: ANCESTOR_TRAINER}},
+                    "spec": job_spec,
+                },
+            }
+        ]
     }
     return spec
 

@@ -5,7 +5,7 @@ numNodes and processes per node, resources per node; and in one runtime patch (m
 `trainops.dev/render`) its pod's labels, volumes and mounts, security context and grace
 period. The cluster's NCCL env, GPU selectors, tolerations and gang scheduling live in the
 runtime. Kueue: the queue label only, never `suspend` (Kueue sets it on creation and flips
-it on admission). Volcano: the queue annotation the Trainer's PodGroup reads.
+it on admission). Volcano: nothing here; the queue is the runtime's (v2.3 reads it there).
 
 `trainjob(job)` is the cluster-agnostic base, `trainjob(job, cluster, target)` what runs on
 that cluster; the overlay is their difference, as for the v1 kinds (`objects.py`).
@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainops.facts.kubeflow import PYTORCH_CONTAINER
-from trainops.facts.schedulers import KUEUE_QUEUE_LABEL, VOLCANO_SCHEDULER
+from trainops.facts.schedulers import KUEUE_QUEUE_LABEL
 from trainops.facts.trainer import (
     CLUSTER_TRAINING_RUNTIME,
     NODE_CONTAINER,
@@ -25,7 +25,6 @@ from trainops.facts.trainer import (
     TRAINER_GROUP,
     TRAINING_RUNTIME,
     TRAINJOB,
-    VOLCANO_QUEUE_ANNOTATION,
 )
 from trainops.render import runtimes
 from trainops.render.pod import (
@@ -114,11 +113,9 @@ def trainjob(
         "labels": dict(labels),
         "annotations": dict(annotations),
     }
-    if cluster is not None and cluster.scheduler.queue:
-        if cluster.scheduler.kind == "kueue":
-            meta["labels"][KUEUE_QUEUE_LABEL] = cluster.scheduler.queue
-        elif cluster.scheduler.kind == VOLCANO_SCHEDULER:
-            meta["annotations"][VOLCANO_QUEUE_ANNOTATION] = cluster.scheduler.queue
+    # Volcano's queue is the runtime's (runtimes.py): v2.3 ignores it on TrainJob metadata.
+    if cluster is not None and cluster.scheduler.queue and cluster.scheduler.kind == "kueue":
+        meta["labels"][KUEUE_QUEUE_LABEL] = cluster.scheduler.queue
     return {"apiVersion": TRAINER_API, "kind": TRAINJOB, "metadata": meta, "spec": spec}
 
 

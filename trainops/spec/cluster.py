@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from trainops.core.yamlio import Document
+from trainops.facts.nccl import RDMA_CAPABILITY
 from trainops.facts.pod_fence import PodFence
 from trainops.facts.schedulers import DEFAULT_SCHEDULER, VOLCANO_SCHEDULER
 from trainops.facts.trainer import MIN_TRAINER_VERSION, TRAINER, TRAINING_OPERATOR
@@ -27,6 +28,8 @@ def _checks(d: dict[str, Any], stem: str, out: Collector) -> None:
         out.add(["network"], "transport `rdma` needs a `network.rdma` block (hca, gidIndex, ...)")
     if net["transport"] == "tcp" and rdma is not None:
         out.add(["network", "rdma"], "`network.rdma` is only for transport `rdma`: remove it")
+    if net["transport"] == "rdma":
+        _check_rdma_admitted(d, out)
     sched = d.get("scheduler", {})
     if sched.get("name") == "kueue" and "queue" not in sched:
         out.add(["scheduler"], "scheduler `kueue` needs `queue` (the LocalQueue jobs are sent to)")
@@ -49,6 +52,29 @@ def _checks(d: dict[str, Any], stem: str, out: Collector) -> None:
     delivery = d["delivery"]
     if "server" in delivery and "destinationName" in delivery:
         out.add(["delivery"], "give either `server` or `destinationName`, not both")
+
+
+def _check_rdma_admitted(d: dict[str, Any], out: Collector) -> None:
+    """An RDMA profile renders IPC_LOCK on every NCCL container; Pod Security admits it at no
+    level, so the profile must say the cluster admits it, or `validate` would blame the user's
+    CI for our own output (`pod-security`). Refused here with the exact addition."""
+    pod_security = d.get("podSecurity")
+    if RDMA_CAPABILITY in (pod_security or {}).get("allowCapabilities", ()):
+        return
+    if pod_security is None:
+        where: list[str | int] = ["network", "transport"]
+        add = f"add `podSecurity: {{allowCapabilities: [{RDMA_CAPABILITY}]}}`"
+    elif "allowCapabilities" in pod_security:
+        where, add = ["podSecurity", "allowCapabilities"], f"add `{RDMA_CAPABILITY}` to it"
+    else:
+        where = ["podSecurity"]
+        add = f"add `allowCapabilities: [{RDMA_CAPABILITY}]` under it"
+    out.add(
+        where,
+        f"transport `rdma` renders the {RDMA_CAPABILITY} capability on NCCL containers (RDMA"
+        " pins memory) and no Pod Security level admits it unless the profile says the"
+        f" cluster does: {add} (docs/security.md#rdma-what-needs-ipc_lock)",
+    )
 
 
 def _check_operator(operator: dict[str, Any], out: Collector) -> None:
@@ -150,6 +176,7 @@ def build_cluster(
             priority_classes=tuple(d["providedByPlatform"]["priorityClasses"]),
         ),
         job_access=_job_access(d),
+        installed=_installed(d["installed"]),
     )
 
 
@@ -175,4 +202,14 @@ def _job_access(d: dict[str, Any]) -> PodFence:
         ),
         secret_volumes=frozenset(access["secretVolumes"]),
         shared_claims=tuple((c["name"], c["writable"]) for c in access["sharedClaims"]),
+    )
+
+
+def _installed(installed: dict[str, Any]) -> model.Installed:
+    kueue = installed["kueue"]
+    declared = kueue.get("integrations")
+    return model.Installed(
+        kueue_version=kueue["version"],
+        kueue_integrations=frozenset(declared) if declared is not None else None,
+        mpi_jobs=installed["mpiJobs"],
     )

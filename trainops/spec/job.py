@@ -7,8 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from trainops.core.errors import Problem
 from trainops.core.yamlio import Document
 from trainops.spec import model, schemas
+from trainops.spec.deepspeed_config import check_config
 from trainops.spec.job_checks import check_job
 from trainops.spec.problems import Collector, schema_problems
 
@@ -51,6 +53,10 @@ def build_job(doc: Document, out: Collector) -> model.TrainingJob | None:
     if out.problems:
         return None
     check_job(doc.data, out, Path(doc.file).stem)
+    config = (doc.data.get("deepspeed") or {}).get("config")
+    notes: list[Problem] = []
+    if config is not None:
+        config, notes = check_config(config, out)
     if out.problems:
         return None
     d = schemas.with_defaults(schemas.JOB, doc.data)
@@ -95,7 +101,7 @@ def build_job(doc: Document, out: Collector) -> model.TrainingJob | None:
             precision=ds["precision"],
             micro_batch_per_gpu=ds.get("microBatchPerGpu"),
             gradient_accumulation=ds.get("gradientAccumulation"),
-            config=ds.get("config"),
+            config=config,
             config_flag=ds["configFlag"],
         )
         if ds is not None
@@ -149,6 +155,7 @@ def build_job(doc: Document, out: Collector) -> model.TrainingJob | None:
             template=d.get("podTemplate"),
             by_replica=dict(d["replicaPodTemplates"]),
         ),
+        notes=tuple(notes),
     )
 
 

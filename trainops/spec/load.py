@@ -20,9 +20,8 @@ from trainops.core import paths
 from trainops.core.errors import InputError, Problem
 from trainops.core.yamlio import Document
 from trainops.facts import deepspeed as ds_facts
-from trainops.facts.kubeflow import MPIJOB_V1
 from trainops.facts.kubernetes_schemas import parse_version
-from trainops.spec import model, pod_fence, podtemplate, schemas, trainer_v2
+from trainops.spec import installed, model, pod_fence, podtemplate, schemas, trainer_v2
 from trainops.spec.cluster import build_cluster
 from trainops.spec.job import build_job
 from trainops.spec.platform import load_platform
@@ -104,6 +103,7 @@ def _job_against_clusters(
             )
             continue
         trainer_v2.check_target(job, cluster, where, out)
+        installed.check_target(job, cluster, where, out)
         if job.namespace not in cluster.namespaces:
             out.add(
                 ["namespace"],
@@ -137,13 +137,6 @@ def _job_against_clusters(
                     f"{role.gpus} GPUs per pod, but a `{gpu.name}` node of `{cluster.name}`"
                     f" has {gpu.per_node}",
                 )
-        if job.mpi and job.mpi.api_version == MPIJOB_V1 and cluster.scheduler.kind == "kueue":
-            out.add(
-                ["mpi", "apiVersion"],
-                f"cluster `{cluster.name}` queues jobs with Kueue, which manages the MPI"
-                " Operator's kubeflow.org/v2beta1 MPIJob, not the Training Operator's v1: the"
-                " job would bypass the queue; use the default apiVersion",
-            )
         if job.host_network and not cluster.network.allow_host_network:
             out.add(["hostNetwork"], f"cluster `{cluster.name}` does not allow hostNetwork")
         allowed_classes = {cluster.storage.default_class, *cluster.storage.classes}

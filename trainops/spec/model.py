@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from trainops.core.errors import Problem
 from trainops.facts import deepspeed as ds_facts
 from trainops.spec.profile import (
     Capacity,
@@ -19,6 +20,7 @@ from trainops.spec.profile import (
     Delivery,
     DeliveryTool,
     GpuProduct,
+    Installed,
     Network,
     Operator,
     PodSecurityLevel,
@@ -37,6 +39,7 @@ __all__ = [
     "Delivery",
     "Elastic",
     "GpuProduct",
+    "Installed",
     "Mpi",
     "Network",
     "Operator",
@@ -321,6 +324,10 @@ class TrainingJob:
     """MPIJob settings; set exactly when `framework` is `mpi`."""
     pod: PodOverrides = field(default_factory=PodOverrides)
     """What the job adds to its pods: first-class pod fields and the escape hatch."""
+    notes: tuple[Problem, ...] = ()
+    """What the loader changed and says so (file:line): a YAML 1.1 string such as `5e8` read
+    as the number DeepSpeed wants (`spec/deepspeed_config.py`). `render` prints them, `validate`
+    reports them as `spec` warnings."""
 
     def pods_on(self, target: Target | None) -> int:
         """Pods at the configured size on `target` (its `replicas`, else the job's)."""

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from trainops.facts import capacity as capacity_facts
+from trainops.facts import schedulers as scheduler_facts
 from trainops.facts.pod_fence import PodFence
 from trainops.facts.trainer import TRAINER
 from trainops.spec.schemas import CLUSTER, default
@@ -86,6 +87,32 @@ class Operator:
     @property
     def trainer_v2(self) -> bool:
         return self.name == TRAINER
+
+
+@dataclass(frozen=True)
+class Installed:
+    """What the cluster runs besides the training operator, at which release
+    (`installed:`): which jobs Kueue manages, which MPIJob API the cluster serves."""
+
+    kueue_version: str = default(CLUSTER, "installed.kueue.version")
+    """Kueue's release, `0.minor[.patch]` (read where the scheduler is Kueue)."""
+    kueue_integrations: frozenset[str] | None = None
+    """Kueue's enabled `integrations.frameworks` as declared; None: the release's default."""
+    mpi_jobs: Literal["mpi-operator", "training-operator"] = default(CLUSTER, "installed.mpiJobs")
+    """Who serves `mpijobs.kubeflow.org`: the MPI Operator (v2beta1) or the Training
+    Operator (v1)."""
+
+    @property
+    def kueue_minor(self) -> tuple[int, int]:
+        major, minor = self.kueue_version.split(".")[:2]
+        return int(major), int(minor)
+
+    @property
+    def kueue_frameworks(self) -> frozenset[str]:
+        """The job integrations Kueue manages here: as declared, else the release's default."""
+        if self.kueue_integrations is not None:
+            return self.kueue_integrations
+        return scheduler_facts.kueue_default_integrations(self.kueue_minor)
 
 
 @dataclass(frozen=True)
@@ -190,6 +217,8 @@ class ClusterProfile:
     job_access: PodFence = field(default_factory=PodFence)
     """What job pods may ask for beyond what trainops renders (`jobAccess` with the
     profile's own scheduler, priority class and GPU tolerations): `facts/pod_fence.py`."""
+    installed: Installed = field(default_factory=Installed)
+    """Kueue's release and integrations, and who serves MPIJob (validation follows it)."""
 
     def gpu(self, name: str) -> GpuProduct | None:
         return next((g for g in self.gpus if g.name == name), None)

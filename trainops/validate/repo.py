@@ -29,6 +29,7 @@ from trainops.validate.pipeline import validate_manifests
 from trainops.validate.schemas import SchemaStore
 
 RULE_BUILD = "build"
+RULE_SPEC = "spec"
 
 
 @dataclass
@@ -187,6 +188,12 @@ def _validate(
         files = render_part(repo, part.clusters, gitops=part.gitops)
         names = sorted(part.clusters)
     result = RepoResult()
+    # What the loader changed and says so (a YAML 1.1 `5e8` made a number): spec warnings.
+    result.findings += [
+        Finding(RULE_SPEC, Severity.WARNING, note.message, file=note.file, line=note.line)
+        for job in repo.jobs
+        for note in job.notes
+    ]
     stores: dict[tuple[str, str], SchemaStore] = {}
     with tempfile.TemporaryDirectory(prefix="trainops-validate-") as tmp:
         work = Path(tmp)

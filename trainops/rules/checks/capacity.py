@@ -9,20 +9,11 @@ from collections.abc import Iterator
 
 from trainops.core.findings import Severity
 from trainops.facts import capacity as facts
-from trainops.facts.gpus import job_gpus
+from trainops.facts.gpus import gang_minimum, job_gpus
 from trainops.facts.kubeflow import KUBEFLOW_REPLICA_KEYS
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
 from trainops.rules.objects import Object
-
-
-def _at_once(obj: Object, groups: list[facts.PodGroup]) -> dict[str, int]:
-    """Pods per replica type that must run at the same time: every pod where a Volcano gang
-    asks for all of them (`minAvailable` >= the pods), else an elastic job's `minReplicas`."""
-    total = sum(g.pods for g in groups)
-    min_available = facts.gang_min_available(obj.data)
-    full = min_available is not None and min_available >= total
-    return {g.replica_type: g.pods if full else g.min_pods for g in groups}
 
 
 def _gang(obj: Object, ctx: Context) -> Iterator[Violation]:
@@ -30,7 +21,7 @@ def _gang(obj: Object, ctx: Context) -> Iterator[Violation]:
         return
     products = {p.name: p for p in ctx.cluster.capacity_products()}
     groups = facts.pod_groups(obj.data, tuple(products.values()))
-    at_once = _at_once(obj, groups)
+    at_once = facts.pods_at_once(groups, facts.gang_min_available(obj.data), gang_minimum(obj.data))
     key = KUBEFLOW_REPLICA_KEYS.get(obj.kind, "")
     for name, product in sorted(products.items()):
         mine = [g for g in groups if g.product == name]
@@ -77,7 +68,7 @@ RULES = (
         summary="A job whose pods can never all run at once on the GPUs the cluster profile"
         " declares (`capacity.nodes`): a pod larger than a node, more GPUs than the product"
         " has, or pods that do not pack onto its nodes; elastic jobs judged at `minReplicas`"
-        " (all pods where a Volcano `minAvailable` asks for all).",
+        " (or at a Volcano `minAvailable` above it: the gang waits for that many).",
         why="A gang-scheduled job (Volcano waits for `minAvailable` pods, Kueue admits a"
         " workload whole) stays Pending forever, holding its queue position; without a gang"
         " scheduler the placed pods hold GPUs and wait for peers that never come.",

@@ -1,0 +1,171 @@
+"""Kubeflow Trainer v2.3.0 reads our TrainJobs and runtimes: its admission webhook and its
+volcano and coscheduling plugins, ported small from github.com/kubeflow/trainer at v2.3.0:
+
+- `pkg/webhooks/trainjob_webhook.go` ValidateCreate -> `pkg/runtime/core/trainingruntime.go`
+  and `clustertrainingruntime.go` ValidateObjects: the referenced runtime must exist ("must
+  be created before the TrainJob is created"), then the plugins' `Validate`;
+- `pkg/runtime/framework/plugins/torch/torch.go` Validate: no reserved torchrun env
+  (`constants.TorchRunReservedEnvNames`) in `trainer.env`;
+- `pkg/runtime/core/trainingruntime.go` newRuntimeInfo: the annotations the plugins see are the
+  runtime's `spec.template.metadata.annotations`, then each runtime patch's
+  `trainingRuntimeSpec.template.metadata.annotations` over them; never the TrainJob's own;
+- `pkg/runtime/framework/plugins/volcano/volcano.go` Validate (a queue annotation, if set,
+  is not empty) and Build: the PodGroup's `minMember` is the sum of the pod sets' counts (the
+  trainer step's count is `numNodes`), its queue the `scheduling.volcano.sh/queue-name`
+  annotation, else unset, which Volcano's PodGroup mutating webhook turns into `default`
+  (volcano-sh/volcano `pkg/webhooks/admission/podgroups/mutate`);
+- `pkg/runtime/framework/plugins/coscheduling/coscheduling.go`: only for a runtime with
+  `podGroupPolicy.coscheduling`, which needs the scheduler-plugins scheduler no profile runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.conformance.built_repos import IDS, Overlay, overlay, scheduler
+
+pytestmark = pytest.mark.slow
+
+QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"  # volcanov1beta1.QueueNameAnnotationKey
+VOLCANO_DEFAULT_QUEUE = "default"
+TORCHRUN_RESERVED_ENV = {
+    "PET_NNODES",
+    "PET_NPROC_PER_NODE",
+    "PET_NODE_RANK",
+    "PET_MASTER_ADDR",
+    "PET_MASTER_PORT",
+}
+ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+
+
+def _get(obj: Any, *keys: str) -> Any:
+    for key in keys:
+        obj = (obj or {}).get(key)
+    return obj
+
+
+def runtime_of(overlay: Overlay, trainjob: dict[str, Any]) -> dict[str, Any] | None:
+    """ValidateObjects' lookup: a TrainingRuntime in the TrainJob's namespace, or a
+    ClusterTrainingRuntime, by `runtimeRef.name` and kind."""
+    ref = trainjob["spec"]["runtimeRef"]
+    if ref.get("kind", "ClusterTrainingRuntime") == "TrainingRuntime":
+        return overlay.find("TrainingRuntime", ref["name"], trainjob["metadata"]["namespace"])
+    return overlay.find("ClusterTrainingRuntime", ref["name"])
+
+
+def runtime_annotations(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str, str]:
+    """newRuntimeInfo's propagationAnnotations."""
+    annotations = dict(_get(runtime, "spec", "template", "metadata", "annotations") or {})
+    for patch in trainjob["spec"].get("runtimePatches") or []:
+        over = _get(patch, "trainingRuntimeSpec", "template", "metadata", "annotations") or {}
+        annotations.update(over)
+    return annotations
+
+
+def webhook_errors(overlay: Overlay, trainjob: dict[str, Any]) -> list[str]:
+    runtime = runtime_of(overlay, trainjob)
+    if runtime is None:
+        return ["spec.runtimeRef: specified trainingRuntime must be created before the TrainJob"]
+    errors = []
+    if _get(runtime, "spec", "mlPolicy", "torch") is not None:
+        env = {e["name"] for e in _get(trainjob, "spec", "trainer", "env") or []}
+        if env & TORCHRUN_RESERVED_ENV:
+            errors.append(
+                f"spec.trainer.env: must not have reserved envs {env & TORCHRUN_RESERVED_ENV}"
+            )
+    if _get(runtime, "spec", "podGroupPolicy", "volcano") is not None:
+        annotations = runtime_annotations(trainjob, runtime)
+        if annotations.get(QUEUE_ANNOTATION, None) == "":
+            errors.append("Volcano queue name must not be empty")
+    return errors
+
+
+def volcano_podgroup(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str, Any] | None:
+    """volcano.go Build (the PodGroup the Trainer creates; None: the plugin is off)."""
+    if _get(runtime, "spec", "podGroupPolicy", "volcano") is None:
+        return None
+    members = 0
+    for job in _get(runtime, "spec", "template", "spec", "replicatedJobs") or []:
+        count = _get(job, "template", "spec", "parallelism") or 1
+        if _get(job, "template", "metadata", "labels", ANCESTOR_LABEL) == "trainer":
+            ml_nodes = _get(runtime, "spec", "mlPolicy", "numNodes") or 1
+            count = _get(trainjob, "spec", "trainer", "numNodes") or ml_nodes
+        members += count
+    spec: dict[str, Any] = {"minMember": members}
+    annotations = runtime_annotations(trainjob, runtime)
+    if QUEUE_ANNOTATION in annotations:
+        spec["queue"] = annotations[QUEUE_ANNOTATION]
+    # Volcano's PodGroup mutating webhook: an empty queue becomes `default`.
+    spec["queue"] = spec.get("queue") or VOLCANO_DEFAULT_QUEUE
+    return spec
+
+
+def test_the_test_repositories_have_trainer_v2_clusters_under_each_scheduler() -> None:
+    built = [overlay(i) for i in IDS]
+    names = {scheduler(o).get("name", "default") for o in built if any(o.of_kind("TrainJob"))}
+    assert {"volcano", "kueue"} <= names, names
+
+
+@pytest.mark.parametrize("overlay_id", IDS)
+def test_the_trainer_webhook_admits_every_trainjob(overlay_id: str) -> None:
+    built = overlay(overlay_id)
+    for trainjob in built.of_kind("TrainJob"):
+        assert webhook_errors(built, trainjob) == [], trainjob["metadata"]["name"]
+
+
+@pytest.mark.parametrize("overlay_id", IDS)
+def test_the_volcano_podgroup_lands_in_the_profiles_queue_with_every_node(
+    overlay_id: str,
+) -> None:
+    """Issue 23 item 2: the queue was written on the TrainJob's metadata, which v2.3 never
+    reads, so the PodGroup went to Volcano's `default` queue."""
+    built = overlay(overlay_id)
+    sched = scheduler(built)
+    for trainjob in built.of_kind("TrainJob"):
+        runtime = runtime_of(built, trainjob)
+        assert runtime is not None
+        podgroup = volcano_podgroup(trainjob, runtime)
+        if sched.get("name") != "volcano":
+            assert podgroup is None, "a PodGroup on a cluster without Volcano never schedules"
+            continue
+        assert podgroup == {
+            "minMember": trainjob["spec"]["trainer"]["numNodes"],
+            "queue": sched.get("queue", VOLCANO_DEFAULT_QUEUE),
+        }, trainjob["metadata"]["name"]
+
+
+@pytest.mark.parametrize("overlay_id", IDS)
+def test_no_runtime_asks_for_the_coscheduling_plugin(overlay_id: str) -> None:
+    """The coscheduling plugin makes scheduler-plugins PodGroups: no profile runs that
+    scheduler, so such a runtime's pods would wait for a scheduler that is not there."""
+    for runtime in overlay(overlay_id).of_kind("ClusterTrainingRuntime", "TrainingRuntime"):
+        assert _get(runtime, "spec", "podGroupPolicy", "coscheduling") is None
+
+
+def test_the_port_reads_the_queue_where_the_trainer_does() -> None:
+    """The port itself: a queue on the TrainJob's metadata is ignored, a runtime patch's wins."""
+    node = {"template": {"metadata": {"labels": {ANCESTOR_LABEL: "trainer"}}}}
+    runtime = {
+        "spec": {
+            "podGroupPolicy": {"volcano": {}},
+            "template": {
+                "metadata": {"annotations": {QUEUE_ANNOTATION: "runtime-q"}},
+                "spec": {"replicatedJobs": [node, {"name": "init"}]},
+            },
+        }
+    }
+    trainjob: dict[str, Any] = {
+        "metadata": {"annotations": {QUEUE_ANNOTATION: "ignored"}},
+        "spec": {"trainer": {"numNodes": 3}},
+    }
+    assert volcano_podgroup(trainjob, runtime) == {"minMember": 4, "queue": "runtime-q"}
+    trainjob["spec"]["runtimePatches"] = [
+        {
+            "trainingRuntimeSpec": {
+                "template": {"metadata": {"annotations": {QUEUE_ANNOTATION: "p"}}}
+            }
+        }
+    ]
+    assert volcano_podgroup(trainjob, runtime)["queue"] == "p"  # type: ignore[index]

@@ -1,0 +1,82 @@
+"""What a job needs the cluster to run, against the profile's `installed:` (issue 23, item 5).
+
+Kueue v0.19's default Configuration leaves `kubeflow.org/pytorchjob` and `kubeflow.org/tfjob`
+commented out (kubernetes-sigs/kueue v0.19.2,
+config/components/manager/controller_manager_config.yaml; v0.18.0's enables both), and Kueue
+ignores the queue label of a kind whose integration is off: the job runs outside the quota.
+The MPI Operator and the Training Operator both install `mpijobs.kubeflow.org`; a cluster
+serves one of v2beta1 and v1. Each is a load error (exit 2, file:line, nothing written).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.tools import trainops, tree
+
+KUEUE_BLOCK = """installed:
+  kueue:
+    version: "0.19"
+"""
+
+
+def _output(root: Path) -> dict[str, bytes]:
+    return {k: v for k, v in tree(root).items() if k.startswith(("base/", "overlays/", "gitops/"))}
+
+
+def _refused(root: Path) -> str:
+    result = trainops(root, "render")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    return result.stderr
+
+
+def _line_of(path: Path, needle: str) -> int:
+    return next(n for n, t in enumerate(path.read_text().splitlines(), 1) if needle in t)
+
+
+def test_a_pytorchjob_on_kueue_0_19_defaults_is_refused_at_its_target(scratch: Path) -> None:
+    trainops(scratch, "render")
+    before = _output(scratch)
+    profile = scratch / "clusters" / "cloud-h100.yaml"
+    text = profile.read_text()
+    start = text.index("installed:")
+    end = text.index("  mpiJobs:")
+    profile.write_text(text[:start] + KUEUE_BLOCK + text[end:])
+    err = _refused(scratch)
+    job = scratch / "jobs" / "resnet50-ddp.yaml"
+    line = _line_of(job, "cluster: cloud-h100")
+    assert (
+        f"jobs/resnet50-ddp.yaml:{line}:5: job `resnet50-ddp` renders a PyTorchJob on cluster"
+        " `cloud-h100`, which queues with Kueue, and Kueue 0.19 there does not enable"
+        " `kubeflow.org/pytorchjob` by default" in err
+    )
+    assert "`installed.kueue.integrations`" in err
+    # TFJobs too; the MPIJob (v2beta1) is in v0.19's defaults.
+    assert "renders a TFJob on cluster `cloud-h100`" in err
+    assert "horovod-training" not in err
+    assert _output(scratch) == before
+
+
+def test_kueue_0_18_defaults_still_manage_pytorchjob(scratch: Path) -> None:
+    profile = scratch / "clusters" / "cloud-h100.yaml"
+    text = profile.read_text()
+    start = text.index("installed:")
+    end = text.index("  mpiJobs:")
+    profile.write_text(text[:start] + KUEUE_BLOCK.replace("0.19", "0.18") + text[end:])
+    result = trainops(scratch, "render")
+    assert result.returncode == 0, result.stderr
+
+
+def test_an_mpijob_of_the_version_the_cluster_does_not_serve_is_refused(scratch: Path) -> None:
+    profile = scratch / "clusters" / "onprem-a100.yaml"
+    profile.write_text(profile.read_text() + "installed: {mpiJobs: training-operator}\n")
+    err = _refused(scratch)
+    job = scratch / "jobs" / "horovod-training.yaml"
+    line = _line_of(job, "cluster: onprem-a100")
+    assert (
+        f"jobs/horovod-training.yaml:{line}:5: job `horovod-training` is an MPIJob"
+        " `kubeflow.org/v2beta1`, and cluster `onprem-a100` serves `mpijobs.kubeflow.org` as"
+        " `kubeflow.org/v1`" in err
+    )
+    assert "set `mpi.apiVersion: kubeflow.org/v1`" in err

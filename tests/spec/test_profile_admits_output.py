@@ -1,0 +1,70 @@
+"""A profile the loader accepts renders output its own `validate` passes (issue 23, item 6).
+
+An RDMA profile without `podSecurity` used to load and render, then `validate` failed with
+`pod-security` errors on files the user never wrote (IPC_LOCK under the default `baseline`).
+Such a profile is now refused at load with the exact addition it needs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.tools import trainops, tree
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, f"fixture text {old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def _line_of(path: Path, needle: str) -> int:
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if needle in line:
+            return number
+    raise AssertionError(needle)
+
+
+def _output(root: Path) -> dict[str, bytes]:
+    return {k: v for k, v in tree(root).items() if k.startswith(("base/", "overlays/", "gitops/"))}
+
+
+PODSEC = "podSecurity:\n  level: restricted\n  allowCapabilities: [IPC_LOCK]"
+
+
+@pytest.mark.parametrize(
+    ("replacement", "needle", "addition"),
+    [
+        ("", "transport: rdma", "add `podSecurity: {allowCapabilities: [IPC_LOCK]}`"),
+        (
+            "podSecurity:\n  level: restricted",
+            "podSecurity:",
+            "add `allowCapabilities: [IPC_LOCK]` under it",
+        ),
+        (
+            "podSecurity:\n  level: baseline\n  allowCapabilities: [NET_RAW]",
+            "allowCapabilities: [NET_RAW]",
+            "add `IPC_LOCK` to it",
+        ),
+    ],
+    ids=["no-podSecurity", "no-allowCapabilities", "without-IPC_LOCK"],
+)
+def test_an_rdma_profile_that_does_not_admit_ipc_lock_is_refused_at_load(
+    scratch: Path, replacement: str, needle: str, addition: str
+) -> None:
+    """Before the fix the first case rendered (exit 0) and `validate` then reported
+    `pod-security` on `overlays/onprem-a100/...`: IPC_LOCK breaks every Pod Security level's
+    "Capabilities" control (kubernetes.io pod-security-standards, baseline)."""
+    trainops(scratch, "render")
+    before = _output(scratch)
+    cluster = scratch / "clusters" / "onprem-a100.yaml"
+    _edit(cluster, PODSEC, replacement)
+    result = trainops(scratch, "render")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert _output(scratch) == before, "a refused profile must not touch the output"
+    line = _line_of(cluster, needle)
+    assert f"clusters/onprem-a100.yaml:{line}:" in result.stderr
+    assert addition in result.stderr

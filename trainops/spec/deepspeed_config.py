@@ -1,0 +1,121 @@
+"""A job's DeepSpeed `config` as DeepSpeed reads it, checked at the door.
+
+DeepSpeed refuses at start-up what its config models refuse (pydantic, `extra="forbid"`:
+a wrong type, an unknown ZeRO key, a stage out of 0..3) and silently ignores an unknown
+top-level key (a misspelt `zero_optimisation` leaves ZeRO off). The rules are DeepSpeed's own,
+derived from its classes into `trainops/schemas/deepspeed.schema.json` (importing DeepSpeed
+takes seconds; `tests/facts/test_deepspeed_schema.py` keeps the file equal to what the
+installed DeepSpeed says).
+
+YAML 1.1 (PyYAML, and so the Kubernetes-compatible loader we use) reads `5e8` as a string:
+it has no dot. Where DeepSpeed's model wants a number, such a string is turned into the
+number it spells, and a note says so (`TrainingJob.notes`); `"auto"` is left alone (the HF
+Trainer fills it in, and DeepSpeed's models skip it).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from decimal import Decimal, InvalidOperation
+from functools import cache
+from typing import Any
+
+import jsonschema
+
+from trainops.core.errors import Problem
+from trainops.core.paths import SCHEMA_DIR
+from trainops.facts.deepspeed import AUTO, CONFIG_SCHEMA, DEEPSPEED_VERSION
+from trainops.spec.problems import Collector, report_errors
+
+PREFIX: tuple[str, ...] = ("deepspeed", "config")
+# A number as YAML 1.2 / JSON spell it, which YAML 1.1 leaves a string (`5e8`, `1E-5`).
+_NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+
+
+@cache
+def _schema() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((SCHEMA_DIR / CONFIG_SCHEMA).read_text(encoding="utf-8"))
+    return loaded
+
+
+def _types(schema: dict[str, Any]) -> set[str]:
+    """The JSON types a value may have here (`anyOf` flattened)."""
+    found = {schema["type"]} if isinstance(schema.get("type"), str) else set()
+    if schema.get("enum") and all(isinstance(v, int) for v in schema["enum"]):
+        found.add("integer")  # ZeRO's stage: an int enum
+    for option in schema.get("anyOf", ()):
+        found |= _types(option)
+    return found
+
+
+def _objects(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """The object schemas a mapping may match here."""
+    if "properties" in schema:
+        return [schema]
+    return [o for option in schema.get("anyOf", ()) for o in _objects(option)]
+
+
+def _number(text: str, types: set[str]) -> int | float | None:
+    """The number `text` spells where the schema wants one (None: leave it)."""
+    if not _NUMBER.match(text.strip()):
+        return None
+    try:
+        value = Decimal(text.strip())
+    except InvalidOperation:
+        return None
+    if "integer" in types and value == value.to_integral_value():
+        return int(value)
+    if "number" in types:
+        return float(value)
+    return None
+
+
+def _coerce(value: Any, schema: dict[str, Any], path: list[str | int], notes: list[Any]) -> Any:
+    if isinstance(value, dict):
+        properties: dict[str, Any] = {}
+        for candidate in _objects(schema):
+            properties.update(candidate["properties"])
+        return {k: _coerce(v, properties.get(k, {}), [*path, k], notes) for k, v in value.items()}
+    if isinstance(value, str) and value != AUTO:
+        number = _number(value, _types(schema))
+        if number is not None:
+            notes.append((path, value, number))
+            return number
+    return value
+
+
+def _without_auto(value: Any) -> Any:
+    """DeepSpeed's config models drop `"auto"` before validating (`DeepSpeedConfigModel`)."""
+    if isinstance(value, dict):
+        return {k: _without_auto(v) for k, v in value.items() if v != AUTO}
+    return value
+
+
+def check_config(config: dict[str, Any], out: Collector) -> tuple[dict[str, Any], list[Problem]]:
+    """The config with YAML 1.1 number strings made numbers, and a note for each; what
+    DeepSpeed would refuse or ignore goes to `out`, positioned at the key."""
+    found: list[tuple[list[str | int], str, int | float]] = []
+    coerced = _coerce(config, _schema(), [], found)
+    validator = jsonschema.Draft202012Validator(_schema())
+    before = len(out.problems)
+    report_errors(validator.iter_errors(_without_auto(coerced)), out, PREFIX)
+    out.problems[before:] = [
+        replace(p, message=f"{p.message} (DeepSpeed {DEEPSPEED_VERSION})")
+        for p in out.problems[before:]
+    ]
+    notes = []
+    for path, text, number in found:
+        line, column = out.doc.position([*PREFIX, *path])
+        key = ".".join(str(p) for p in (*PREFIX, *path))
+        notes.append(
+            Problem(
+                out.doc.file,
+                line,
+                column,
+                f"`{key}`: YAML 1.1 reads `{text}` as a string and DeepSpeed wants a number:"
+                f" rendered as {number} (write `{number}` to say so)",
+            )
+        )
+    return coerced, notes
