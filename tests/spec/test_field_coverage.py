@@ -46,6 +46,8 @@ NOT_IN_OUTPUT = {
     "clusterprofile:$schema": "an editor hint (yaml-language-server), never read",
     "clusterprofile:name": "must equal the file name; jobs name the cluster in `targets`",
     "clusterprofile:kubernetesVersion": "selects the core JSON Schemas `trainops validate` uses",
+    "clusterprofile:monitoring.prometheusUrl": "where `trainops top` queries Prometheus (read"
+    " from the cluster at run time, never rendered)",
     "clusterprofile:network.allowHostNetwork": "a check: jobs with hostNetwork are refused"
     " where it is false",
     "clusterprofile:gpus[].name": "the name jobs use in `targets[].gpuProduct` (on a Trainer"

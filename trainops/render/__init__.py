@@ -13,7 +13,12 @@ from trainops.core.yaml_dump import dump_all
 from trainops.facts.kubeflow import KUBEFLOW_GROUP, KUBEFLOW_REPLICA_KEYS, REPLICA_TYPES
 from trainops.facts.trainer import TRAINER_GROUP, TRAINJOB
 from trainops.render import objects, patch, runtimes
-from trainops.render.delivered import cluster_objects, platform_object, targets_on
+from trainops.render.delivered import (
+    cluster_objects,
+    monitoring_objects,
+    platform_object,
+    targets_on,
+)
 from trainops.render.gitops import render_gitops
 from trainops.spec.model import ClusterProfile, Repository, TrainingJob
 
@@ -26,6 +31,8 @@ PLATFORM_DIR = "platform"
 TRAINER_V2_BASE = "trainer-v2"
 # A Trainer v2 cluster's runtimes: a job name (a DNS label) cannot start with `_`.
 RUNTIMES_DIR = "_runtimes"
+# The cluster's alerts and dashboard (docs/monitoring.md); `_` keeps it apart from job names.
+MONITORING_DIR = "_monitoring"
 
 
 def header(source: str) -> str:
@@ -160,6 +167,10 @@ def overlay_files(repo: Repository, cluster: ClusterProfile) -> dict[str, str]:
     platform = platform_files(repo, cluster)
     files.update(platform)
     resources = ([PLATFORM_DIR] if platform else []) + jobs
+    monitoring = _monitoring_files(repo, cluster, root)
+    if monitoring:
+        files.update(monitoring)
+        resources.append(MONITORING_DIR)
     if v2:
         files.update(_runtime_files(repo, cluster, root))
         resources.append(RUNTIMES_DIR)
@@ -190,6 +201,23 @@ def platform_files(repo: Repository, cluster: ClusterProfile) -> dict[str, str]:
     files[f"{root}/kustomization.yaml"] = _yaml_file(
         f"{paths.CLUSTERS_DIR}/{cluster.name}/manifests/", [kustomization]
     )
+    return files
+
+
+def _monitoring_files(repo: Repository, cluster: ClusterProfile, root: str) -> dict[str, str]:
+    """`overlays/<cluster>/_monitoring/`: the alerts and the dashboard ConfigMap."""
+    files: dict[str, str] = {}
+    for obj in monitoring_objects(repo, cluster):
+        name = f"{obj['kind'].lower()}-{obj['metadata']['namespace']}-{obj['metadata']['name']}"
+        files[f"{root}/{MONITORING_DIR}/{name}.yaml"] = _yaml_file(cluster.file, [obj])
+    if not files:
+        return {}
+    kustomization = {
+        "apiVersion": KUSTOMIZE_API,
+        "kind": "Kustomization",
+        "resources": sorted(path.rsplit("/", 1)[1] for path in files),
+    }
+    files[f"{root}/{MONITORING_DIR}/kustomization.yaml"] = _yaml_file(cluster.file, [kustomization])
     return files
 
 

@@ -44,6 +44,13 @@ def _checks(d: dict[str, Any], stem: str, out: Collector) -> None:
     operator = d.get("operator")
     if operator is not None:
         _check_operator(operator, out)
+    where = d.get("monitoring", {}).get("dashboardNamespace")
+    if where is not None and where not in d["namespaces"]:
+        out.add(
+            ["monitoring", "dashboardNamespace"],
+            f"`monitoring.dashboardNamespace` must be one of `namespaces` (the delivery writes"
+            f" nowhere else: {', '.join(d['namespaces'])}), got {where!r}",
+        )
     delivery = d["delivery"]
     if "server" in delivery and "destinationName" in delivery:
         out.add(["delivery"], "give either `server` or `destinationName`, not both")
@@ -142,4 +149,19 @@ def build_cluster(
             allow_host_paths=tuple(pod_security["allowHostPaths"]),
         ),
         monitoring_namespace=d["monitoringNamespace"],
+        monitoring=_monitoring(d),
+    )
+
+
+def _monitoring(d: dict[str, Any]) -> model.Monitoring:
+    m = d["monitoring"]
+    return model.Monitoring(
+        dashboard_namespace=m.get("dashboardNamespace", d["namespaces"][0]),
+        alerts=m["alerts"],
+        rule_labels=dict(m["ruleLabels"]),
+        stalled_minutes=m["stalledMinutes"],
+        restarts_per_hour=m["restartsPerHour"],
+        gpu_utilization_below=m["gpuUtilizationBelow"],
+        dashboard=m["dashboard"],
+        prometheus_url=m.get("prometheusUrl"),
     )

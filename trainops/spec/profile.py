@@ -135,6 +135,29 @@ class PodSecurityLevel:
 
 
 @dataclass(frozen=True)
+class Monitoring:
+    """How training is watched on this cluster (`monitoring:`, docs/monitoring.md)."""
+
+    dashboard_namespace: str
+    """The training namespace holding the dashboard ConfigMap (default: the first one)."""
+    alerts: bool = default(CLUSTER, "monitoring.alerts")
+    """Render the training alerts as a PrometheusRule per training namespace with jobs."""
+    rule_labels: dict[str, str] = field(default_factory=dict)
+    """Labels on the PrometheusRules, for the Prometheus `ruleSelector`."""
+    stalled_minutes: int = default(CLUSTER, "monitoring.stalledMinutes")
+    """Minutes without a completed optimizer step before TrainingStalled fires."""
+    restarts_per_hour: int = default(CLUSTER, "monitoring.restartsPerHour")
+    """Elastic restarts within an hour that fire TrainingRestarting."""
+    gpu_utilization_below: float = default(CLUSTER, "monitoring.gpuUtilizationBelow")
+    """Mean GPU utilisation (percent) below which, for 30 minutes, TrainingGpuUnderutilized
+    fires."""
+    dashboard: Literal["configmap", "none"] = default(CLUSTER, "monitoring.dashboard")
+    """`configmap` (the Grafana sidecar's labelled ConfigMap) or `none`."""
+    prometheus_url: str | None = None
+    """Where `trainops top` queries Prometheus: a URL, or an API server service-proxy path."""
+
+
+@dataclass(frozen=True)
 class ClusterProfile:
     name: str
     """The profile's name, equal to its file name; jobs name it in `targets[].cluster`."""
@@ -171,6 +194,14 @@ class ClusterProfile:
     monitoring_namespace: str = default(CLUSTER, "monitoringNamespace")
     """Where the Prometheus scraping the jobs runs: the only namespace the jobs'
     NetworkPolicy admits to the metrics port."""
+    monitoring: Monitoring | None = None
+    """Alerts, dashboard and the Prometheus of `trainops top` (None: built without a loader,
+    as some tests do: read it through `watch`)."""
+
+    @property
+    def watch(self) -> Monitoring:
+        """The monitoring settings, the schema's defaults where the profile has none."""
+        return self.monitoring or Monitoring(dashboard_namespace=self.namespaces[0])
 
     def gpu(self, name: str) -> GpuProduct | None:
         return next((g for g in self.gpus if g.name == name), None)
