@@ -134,7 +134,9 @@ spec:
     - name: team
       rules:
         - alert: CheckpointSlow
-          expr: histogram_quantile(0.9, rate(trainops_trainer_checkpoint_duration_seconds_bucket[10m])) > 600
+          expr: >-
+            histogram_quantile(0.9,
+            rate(trainops_trainer_checkpoint_duration_seconds_bucket[10m])) > 600
           for: 15m
           labels: {severity: warning}
 ---
