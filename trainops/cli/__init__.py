@@ -26,6 +26,7 @@ from trainops.cli import (
     rules,
     run_local,
     status,
+    top,
     validate,
 )
 from trainops.cluster.errors import ClusterError
@@ -47,6 +48,7 @@ COMMANDS: dict[str, ModuleType] = {
     "rules": rules,
     "status": status,
     "explain": explain,
+    "top": top,
     "live-diff": live_diff,
     "run-local": run_local,
     "import": import_,
