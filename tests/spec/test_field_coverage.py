@@ -46,6 +46,10 @@ NOT_IN_OUTPUT = {
     "clusterprofile:$schema": "an editor hint (yaml-language-server), never read",
     "clusterprofile:name": "must equal the file name; jobs name the cluster in `targets`",
     "clusterprofile:kubernetesVersion": "selects the core JSON Schemas `trainops validate` uses",
+    "clusterprofile:monitoring.ncclTestsImage": "the image of `trainops preflight`'s MPIJob,"
+    " rendered on demand, never delivered",
+    "clusterprofile:monitoring.minBusBandwidthGBps": "what `trainops preflight` compares the"
+    " measured bus bandwidth with",
     "clusterprofile:monitoring.prometheusUrl": "where `trainops top` queries Prometheus (read"
     " from the cluster at run time, never rendered)",
     "clusterprofile:network.allowHostNetwork": "a check: jobs with hostNetwork are refused"

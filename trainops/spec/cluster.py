@@ -164,4 +164,6 @@ def _monitoring(d: dict[str, Any]) -> model.Monitoring:
         gpu_utilization_below=m["gpuUtilizationBelow"],
         dashboard=m["dashboard"],
         prometheus_url=m.get("prometheusUrl"),
+        nccl_tests_image=m.get("ncclTestsImage"),
+        min_bus_bandwidth_gbps=m.get("minBusBandwidthGBps"),
     )

@@ -155,6 +155,11 @@ class Monitoring:
     """`configmap` (the Grafana sidecar's labelled ConfigMap) or `none`."""
     prometheus_url: str | None = None
     """Where `trainops top` queries Prometheus: a URL, or an API server service-proxy path."""
+    nccl_tests_image: str | None = None
+    """`trainops preflight`: the nccl-tests image (all_reduce_perf with MPI, sshd)."""
+    min_bus_bandwidth_gbps: float | None = None
+    """`trainops preflight`: all_reduce_perf's bus bandwidth (GB/s) at its largest message must
+    reach this."""
 
 
 @dataclass(frozen=True)
