@@ -15,16 +15,21 @@ from __future__ import annotations
 
 import http.server
 import json
+import re
 import socket
 import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
 import yaml
 
+from tests.cluster.conftest import run_cli
+from tests.cluster.emulator import RunningEmulator, reply
 from tests.tools import REPO, require_tool, trainops
 from trainops.cli import build_parser
 
@@ -221,3 +226,39 @@ def test_documented_top_commands_parse() -> None:
     assert shown
     for argv in shown:
         build_parser().parse_args(argv)
+
+
+PROXY = "/api/v1/namespaces/monitoring/services/prometheus-operated:9090/proxy"
+
+
+@pytest.mark.slow
+def test_top_through_the_api_servers_service_proxy(
+    prometheus: str,
+    api: RunningEmulator,
+    repo: Path,
+    kubeconfig: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`prometheusUrl` as a service-proxy path: the query goes to the API server (the kmock
+    emulator, standing in for kube-apiserver's `services/proxy` subresource) with the
+    kubeconfig's token, which hands it to the real Prometheus."""
+    seen: list[str] = []
+
+    async def proxy(request: Any) -> Any:
+        seen.append(request.headers.get("Authorization", ""))
+        answer = requests.get(f"{prometheus}/api/v1/query", params=dict(request.params), timeout=5)
+        return reply(answer.status_code, answer.json())
+
+    api.call(
+        lambda emulator: emulator["get", re.compile(re.escape(PROXY) + "/api/v1/query")] << proxy
+    )
+    profile = repo / "clusters" / "cloud-h100.yaml"
+    profile.write_text(profile.read_text() + f"monitoring:\n  prometheusUrl: {PROXY}\n")
+    code, out, err = run_cli(
+        capsys, "--root", str(repo), "top", "llm-finetune", "--cluster", "cloud-h100",
+        "--kubeconfig", str(kubeconfig), "--format", "json",
+    )  # fmt: skip
+    assert code == 0, err
+    pods = {row["pod"]: row for row in json.loads(out)["pods"]}
+    assert set(pods) == set(PODS) and pods[PODS[0]]["gpu_util_percent"] == 80
+    assert seen and all(header == "Bearer test-token-not-a-secret" for header in seen)
