@@ -12,10 +12,13 @@ TOOLS := .tools
 PYTEST_ARGS ?=
 # Open MPI from the distribution's packages: the trainer's mpirun test and run-local's MPIJob.
 MPI_PACKAGES := openmpi-bin libopenmpi-dev
+# Prometheus and promtool from the distribution: `promtool check/test rules` on the rendered
+# alerts, and the real server the metrics tests scrape with.
+PROMETHEUS_PACKAGES := prometheus
 
-.PHONY: setup mpi browser-tools demo test test-fast lint format render check bench bench-trainer mutation clean
+.PHONY: setup mpi prometheus browser-tools demo test test-fast lint format render check bench bench-trainer mutation clean
 
-setup: $(VENV)/.installed mpi browser-tools
+setup: $(VENV)/.installed mpi prometheus browser-tools
 
 # Installed with apt-get as root (CI) or through passwordless sudo (GitHub's runners); else a
 # note: the tests that need mpirun skip on a developer machine and fail under CI=true.
@@ -27,6 +30,17 @@ mpi:
 	  if [ "$$sudo" != none ] && command -v apt-get >/dev/null 2>&1; then \
 	    $$sudo apt-get update -q && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(MPI_PACKAGES); \
 	  else echo "note: no mpirun: install Open MPI ($(MPI_PACKAGES)) for the MPI tests"; fi; }
+
+# As `mpi`: apt as root or through passwordless sudo, else a note (the promtool tests skip on a
+# developer machine and fail under CI=true).
+prometheus:
+	@command -v promtool >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then sudo=""; \
+	  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo="sudo -n"; \
+	  else sudo=none; fi; \
+	  if [ "$$sudo" != none ] && command -v apt-get >/dev/null 2>&1; then \
+	    $$sudo apt-get update -q && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(PROMETHEUS_PACKAGES); \
+	  else echo "note: no promtool: install Prometheus ($(PROMETHEUS_PACKAGES)) for the alert tests"; fi; }
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)

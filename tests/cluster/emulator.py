@@ -52,6 +52,8 @@ DECLARED: dict[tuple[str, str], tuple[str, bool]] = {
     ("v1", "Event"): ("events", True),
     ("v1", "Service"): ("services", True),
     ("v1", "ConfigMap"): ("configmaps", True),
+    # prometheus-operator v0.93's CRD (no CRD file in ../shared/upstream): the rendered alerts.
+    ("monitoring.coreos.com/v1", "PrometheusRule"): ("prometheusrules", True),
     ("v1", "PersistentVolumeClaim"): ("persistentvolumeclaims", True),
     ("networking.k8s.io/v1", "NetworkPolicy"): ("networkpolicies", True),
     ("kueue.x-k8s.io/v1beta1", "Workload"): ("workloads", True),

@@ -52,6 +52,12 @@ NOT_IN_OUTPUT = {
     " refused at load on a Kueue cluster (tests/spec/test_installed.py)",
     "clusterprofile:installed.mpiJobs": "a check: an MPIJob of the other API version is"
     " refused at load (tests/spec/test_installed.py)",
+    "clusterprofile:monitoring.ncclTestsImage": "the image of `trainops preflight`'s MPIJob,"
+    " rendered on demand, never delivered",
+    "clusterprofile:monitoring.minBusBandwidthGBps": "what `trainops preflight` compares the"
+    " measured bus bandwidth with",
+    "clusterprofile:monitoring.prometheusUrl": "where `trainops top` queries Prometheus (read"
+    " from the cluster at run time, never rendered)",
     "clusterprofile:network.allowHostNetwork": "a check: jobs with hostNetwork are refused"
     " where it is false",
     "clusterprofile:gpus[].name": "the name jobs use in `targets[].gpuProduct` (on a Trainer"

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.render.repos import build_overlay, render
 from tests.tools import require_kustomize, trainops, tree
@@ -122,3 +123,118 @@ def test_the_layout_cannot_be_mistaken_for_profiles(scratch: Path) -> None:
     err = _fails(scratch)
     assert "clusters/gpu-lab: no cluster profile clusters/gpu-lab.yaml" in err
     assert "clusters/onprem-a100/profile.yaml: only manifests/ belongs in" in err
+
+
+WATCH_AND_RUN = """\
+apiVersion: monitoring.coreos.com/v1
+kind: PrometheusRule
+metadata: {name: team-slo, namespace: ml-vision, labels: {release: kube-prometheus-stack}}
+spec:
+  groups:
+    - name: team
+      rules:
+        - alert: CheckpointSlow
+          expr: >-
+            histogram_quantile(0.9,
+            rate(trainops_trainer_checkpoint_duration_seconds_bucket[10m])) > 600
+          for: 15m
+          labels: {severity: warning}
+---
+apiVersion: monitoring.coreos.com/v1
+kind: PodMonitor
+metadata: {name: dcgm, namespace: ml-vision}
+spec:
+  selector: {matchLabels: {app: nvidia-dcgm-exporter}}
+  podMetricsEndpoints: [{port: metrics, honorLabels: true}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: team-dashboard, namespace: ml-vision, labels: {grafana_dashboard: "1"}}
+data: {team.json: '{"title": "Team", "panels": []}'}
+---
+apiVersion: external-secrets.io/v1
+kind: ExternalSecret
+metadata: {name: hf-token, namespace: ml-vision}
+spec:
+  refreshInterval: 1h
+  secretStoreRef: {name: vault, kind: ClusterSecretStore}
+  target: {name: hf-token, creationPolicy: Owner}
+  data:
+    - secretKey: HF_TOKEN
+      remoteRef: {key: ml/huggingface, property: token}
+---
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: gpus, namespace: ml-vision}
+spec: {hard: {requests.nvidia.com/gpu: "32"}}
+---
+apiVersion: v1
+kind: LimitRange
+metadata: {name: defaults, namespace: ml-vision}
+spec:
+  limits: [{type: Container, defaultRequest: {cpu: "1", memory: 1Gi}}]
+"""
+WATCH_KINDS = {
+    ("monitoring.coreos.com", "PrometheusRule", "prometheusrules"),
+    ("monitoring.coreos.com", "PodMonitor", "podmonitors"),
+    ("", "ConfigMap", "configmaps"),
+    ("external-secrets.io", "ExternalSecret", "externalsecrets"),
+    ("", "ResourceQuota", "resourcequotas"),
+    ("", "LimitRange", "limitranges"),
+}
+
+
+def test_platform_teams_deliver_alerts_dashboards_secrets_and_quotas(scratch: Path) -> None:
+    """Issue 25.6: what goes with training passes the same door, validates clean against its
+    strict schema, and the delivery may write exactly those kinds: the Argo CD AppProject's
+    namespaced whitelist (onprem-a100) and the Flux Role of the namespace (cloud-h100)."""
+    require_kustomize()
+    for cluster in ("onprem-a100", "cloud-h100"):
+        _platform(scratch, cluster, "watch.yaml", WATCH_AND_RUN)
+    render(scratch)
+    for cluster in ("onprem-a100", "cloud-h100"):
+        result = trainops(scratch, "validate", "--cluster", cluster, "--format", "json")
+        assert result.returncode == 0, result.stdout + result.stderr
+        built = {(o["kind"], o["metadata"]["name"]) for o in build_overlay(scratch, cluster)}
+        assert {("ExternalSecret", "hf-token"), ("LimitRange", "defaults")} <= built
+    project = yaml.safe_load((scratch / "gitops/argocd/appproject.yaml").read_text())
+    allowed = {(k["group"], k["kind"]) for k in project["spec"]["namespaceResourceWhitelist"]}
+    assert {(group, kind) for group, kind, _ in WATCH_KINDS} <= allowed
+    flux = list(yaml.safe_load_all((scratch / "gitops/flux/cloud-h100/rbac.yaml").read_text()))
+    (role,) = [o for o in flux if o["kind"] == "Role" and o["metadata"]["namespace"] == "ml-vision"]
+    granted = {
+        (g, r) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]
+    }
+    assert {(group, plural) for group, _, plural in WATCH_KINDS} <= granted
+
+
+def test_an_external_secret_is_held_to_its_strict_schema(scratch: Path) -> None:
+    require_kustomize()
+    typo = WATCH_AND_RUN.split("---\n")[3].replace("refreshInterval", "refreshInterva")
+    _platform(scratch, "onprem-a100", "secret.yaml", typo)
+    result = trainops(scratch, "validate", "--cluster", "onprem-a100", "--format", "json")
+    assert result.returncode == 1, result.stderr
+    findings = [f for f in json.loads(result.stdout)["findings"] if f["name"] == "hf-token"]
+    assert [f["rule"] for f in findings] == ["schema"]
+    assert "refreshInterva" in findings[0]["message"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: ml-vision}\n"
+            "data: {a: b}\n",
+            'a platform ConfigMap is a Grafana dashboard: label it `grafana_dashboard: "1"`',
+        ),
+        (
+            "apiVersion: v1\nkind: Secret\nmetadata: {name: token, namespace: ml-vision}\n"
+            "stringData: {token: hunter2}\n",
+            "a Secret never goes in Git: deliver an ExternalSecret",
+        ),
+    ],
+)
+def test_only_dashboards_and_no_secrets(scratch: Path, text: str, message: str) -> None:
+    render(scratch)
+    _platform(scratch, "onprem-a100", "x.yaml", text)
+    assert message in _fails(scratch)

@@ -21,11 +21,13 @@ from trainops.cli import (
     explain,
     import_,
     live_diff,
+    preflight,
     render,
     report,
     rules,
     run_local,
     status,
+    top,
     validate,
 )
 from trainops.cluster.errors import ClusterError
@@ -47,6 +49,8 @@ COMMANDS: dict[str, ModuleType] = {
     "rules": rules,
     "status": status,
     "explain": explain,
+    "top": top,
+    "preflight": preflight,
     "live-diff": live_diff,
     "run-local": run_local,
     "import": import_,

@@ -289,6 +289,18 @@ class Client:
             raise self.http_error(response, "get", "pods/proxy", namespace)
         return response.text
 
+    def proxy_get(self, path: str, params: dict[str, str]) -> requests.Response:
+        """GET `path` under the API server (`/api/v1/namespaces/NS/services/NAME:PORT/proxy/...`,
+        the service proxy) with the kubeconfig's credentials; the caller reads the status."""
+        if not path.startswith("/api/v1/"):
+            raise ClusterError(f"not an API server path: {path}")
+        return self._send(
+            "get",
+            "services/proxy",
+            None,
+            lambda: self.api.get(url=path.removeprefix("/api/v1/"), params=params),
+        )
+
     # ------------------------------------------------------------------ writes (dry run)
 
     def apply_dry_run(self, resource: Resource, obj: dict[str, Any]) -> ApplyResult:

@@ -18,6 +18,7 @@ from trainops.render.delivered import (
     JOBS_PART,
     PLATFORM_PART,
     cluster_objects,
+    monitoring_objects,
     platform_object,
     targets_on,
 )
@@ -33,6 +34,8 @@ PLATFORM_DIR = "platform"
 TRAINER_V2_BASE = "trainer-v2"
 # A Trainer v2 cluster's runtimes: a job name (a DNS label) cannot start with `_`.
 RUNTIMES_DIR = "_runtimes"
+# The cluster's alerts and dashboard (docs/monitoring.md); `_` keeps it apart from job names.
+MONITORING_DIR = "_monitoring"
 
 
 def header(source: str) -> str:
@@ -195,8 +198,13 @@ def overlay_files(
     if cluster.operator.trainer_v2:
         files.update(_runtime_files(repo, cluster, root))
         before_jobs.append(f"../{RUNTIMES_DIR}")
+    # The alerts and the dashboard name nothing a job needs first: they go with the jobs.
+    monitoring = _monitoring_files(repo, cluster, root)
+    files.update(monitoring)
     parts = {PLATFORM_PART: before_jobs} if before_jobs else {}
-    parts[JOBS_PART] = [f"../{name}" for name in jobs]
+    parts[JOBS_PART] = [f"../{name}" for name in jobs] + (
+        [f"../{MONITORING_DIR}"] if monitoring else []
+    )
     for part, resources in parts.items():
         files[f"{root}/{part}/kustomization.yaml"] = _kustomization(cluster.file, resources)
     files[f"{root}/kustomization.yaml"] = _kustomization(cluster.file, list(parts))
@@ -230,6 +238,23 @@ def platform_files(repo: Repository, cluster: ClusterProfile) -> dict[str, str]:
     files[f"{root}/kustomization.yaml"] = _yaml_file(
         f"{paths.CLUSTERS_DIR}/{cluster.name}/manifests/", [kustomization]
     )
+    return files
+
+
+def _monitoring_files(repo: Repository, cluster: ClusterProfile, root: str) -> dict[str, str]:
+    """`overlays/<cluster>/_monitoring/`: the alerts and the dashboard ConfigMap."""
+    files: dict[str, str] = {}
+    for obj in monitoring_objects(repo, cluster):
+        name = f"{obj['kind'].lower()}-{obj['metadata']['namespace']}-{obj['metadata']['name']}"
+        files[f"{root}/{MONITORING_DIR}/{name}.yaml"] = _yaml_file(cluster.file, [obj])
+    if not files:
+        return {}
+    kustomization = {
+        "apiVersion": KUSTOMIZE_API,
+        "kind": "Kustomization",
+        "resources": sorted(path.rsplit("/", 1)[1] for path in files),
+    }
+    files[f"{root}/{MONITORING_DIR}/kustomization.yaml"] = _yaml_file(cluster.file, [kustomization])
     return files
 
 

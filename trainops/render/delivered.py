@@ -9,7 +9,7 @@ import copy
 from typing import Any
 
 from trainops.facts import argocd
-from trainops.render import objects, runtimes
+from trainops.render import alerts, dashboard, objects, runtimes
 from trainops.spec.model import ClusterProfile, PlatformObject, Repository, Target, TrainingJob
 
 # Argo CD applies lower waves first: queues, flavors, priority classes and networks exist
@@ -48,10 +48,21 @@ def platform_object(item: PlatformObject) -> dict[str, Any]:
     return data
 
 
+def monitoring_objects(repo: Repository, cluster: ClusterProfile) -> list[dict[str, Any]]:
+    """The cluster's training alerts (a PrometheusRule per namespace with jobs) and its Grafana
+    dashboard ConfigMap, as the profile's `monitoring:` asks (docs/monitoring.md); nothing for a
+    cluster no job targets (it has nothing to watch, and no delivery account to write with)."""
+    jobs = [job for job, _ in targets_on(repo, cluster)]
+    if not jobs:
+        return []
+    return alerts.prometheus_rules(cluster, jobs) + dashboard.dashboard_configmap(cluster)
+
+
 def cluster_objects(repo: Repository, cluster: ClusterProfile) -> list[dict[str, Any]]:
     """What `kustomize build overlays/<cluster>` must produce (the generated DeepSpeed
     ConfigMap under its unhashed name)."""
     out = [platform_object(item) for item in repo.platform.get(cluster.name, ())]
+    out += monitoring_objects(repo, cluster)
     if cluster.operator.trainer_v2:
         out += runtimes.cluster_runtimes(cluster, [job for job, _ in targets_on(repo, cluster)])
     for job, target in targets_on(repo, cluster):

@@ -49,6 +49,13 @@ def _checks(d: dict[str, Any], stem: str, out: Collector) -> None:
     operator = d.get("operator")
     if operator is not None:
         _check_operator(operator, out)
+    where = d.get("monitoring", {}).get("dashboardNamespace")
+    if where is not None and where not in d["namespaces"]:
+        out.add(
+            ["monitoring", "dashboardNamespace"],
+            f"`monitoring.dashboardNamespace` must be one of `namespaces` (the delivery writes"
+            f" nowhere else: {', '.join(d['namespaces'])}), got {where!r}",
+        )
     delivery = d["delivery"]
     if "server" in delivery and "destinationName" in delivery:
         out.add(["delivery"], "give either `server` or `destinationName`, not both")
@@ -177,6 +184,7 @@ def build_cluster(
         ),
         job_access=_job_access(d),
         installed=_installed(d["installed"]),
+        monitoring=_monitoring(d),
     )
 
 
@@ -212,4 +220,20 @@ def _installed(installed: dict[str, Any]) -> model.Installed:
         kueue_version=kueue["version"],
         kueue_integrations=frozenset(declared) if declared is not None else None,
         mpi_jobs=installed["mpiJobs"],
+    )
+
+
+def _monitoring(d: dict[str, Any]) -> model.Monitoring:
+    m = d["monitoring"]
+    return model.Monitoring(
+        dashboard_namespace=m.get("dashboardNamespace", d["namespaces"][0]),
+        alerts=m["alerts"],
+        rule_labels=dict(m["ruleLabels"]),
+        stalled_minutes=m["stalledMinutes"],
+        restarts_per_hour=m["restartsPerHour"],
+        gpu_utilization_below=m["gpuUtilizationBelow"],
+        dashboard=m["dashboard"],
+        prometheus_url=m.get("prometheusUrl"),
+        nccl_tests_image=m.get("ncclTestsImage"),
+        min_bus_bandwidth_gbps=m.get("minBusBandwidthGBps"),
     )

@@ -18,7 +18,7 @@ from trainops.core import paths
 from trainops.core.errors import InputError, Problem
 from trainops.core.limits import inside
 from trainops.core.yamlio import Document, load_file
-from trainops.facts.platform import PLATFORM_KINDS
+from trainops.facts.platform import PLATFORM_KINDS, REQUIRED_LABELS
 from trainops.spec import model
 from trainops.spec.problems import Collector
 
@@ -49,7 +49,13 @@ def _object(doc: Document, cluster: model.ClusterProfile, out: Collector) -> boo
         out.add(
             ["kind"],
             f"{data['kind']} ({group or 'core'}) is not a platform kind trainops delivers"
-            f" (known: {known}); jobs and their objects go in jobs/",
+            f" (known: {known}); jobs and their objects go in jobs/"
+            + (
+                "; a Secret never goes in Git: deliver an ExternalSecret that names it in"
+                " your secret store"
+                if (group, data["kind"]) == ("", "Secret")
+                else ""
+            ),
         )
         return False
     namespace = meta.get("namespace")
@@ -66,6 +72,16 @@ def _object(doc: Document, cluster: model.ClusterProfile, out: Collector) -> boo
             ["metadata", "namespace"], f"{data['kind']} is cluster-scoped: remove the namespace"
         )
         return False
+    labels = meta.get("labels")
+    for key, value in REQUIRED_LABELS.get((group, data["kind"]), {}).items():
+        if not isinstance(labels, dict) or labels.get(key) != value:
+            out.add(
+                ["metadata", "labels"] if isinstance(labels, dict) else ["metadata"],
+                f'a platform {data["kind"]} is a Grafana dashboard: label it `{key}: "{value}"`'
+                " (kube-prometheus-stack's dashboard sidecar loads those); other settings belong"
+                " to a job or the cluster profile",
+            )
+            return False
     return True
 
 

@@ -176,6 +176,34 @@ class ProvidedByPlatform:
 
 
 @dataclass(frozen=True)
+class Monitoring:
+    """How training is watched on this cluster (`monitoring:`, docs/monitoring.md)."""
+
+    dashboard_namespace: str
+    """The training namespace holding the dashboard ConfigMap (default: the first one)."""
+    alerts: bool = default(CLUSTER, "monitoring.alerts")
+    """Render the training alerts as a PrometheusRule per training namespace with jobs."""
+    rule_labels: dict[str, str] = field(default_factory=dict)
+    """Labels on the PrometheusRules, for the Prometheus `ruleSelector`."""
+    stalled_minutes: int = default(CLUSTER, "monitoring.stalledMinutes")
+    """Minutes without a completed optimizer step before TrainingStalled fires."""
+    restarts_per_hour: int = default(CLUSTER, "monitoring.restartsPerHour")
+    """Elastic restarts within an hour that fire TrainingRestarting."""
+    gpu_utilization_below: float = default(CLUSTER, "monitoring.gpuUtilizationBelow")
+    """Mean GPU utilisation (percent) below which, for 30 minutes, TrainingGpuUnderutilized
+    fires."""
+    dashboard: Literal["configmap", "none"] = default(CLUSTER, "monitoring.dashboard")
+    """`configmap` (the Grafana sidecar's labelled ConfigMap) or `none`."""
+    prometheus_url: str | None = None
+    """Where `trainops top` queries Prometheus: a URL, or an API server service-proxy path."""
+    nccl_tests_image: str | None = None
+    """`trainops preflight`: the nccl-tests image (all_reduce_perf with MPI, sshd)."""
+    min_bus_bandwidth_gbps: float | None = None
+    """`trainops preflight`: all_reduce_perf's bus bandwidth (GB/s) at its largest message must
+    reach this."""
+
+
+@dataclass(frozen=True)
 class ClusterProfile:
     name: str
     """The profile's name, equal to its file name; jobs name it in `targets[].cluster`."""
@@ -219,6 +247,14 @@ class ClusterProfile:
     profile's own scheduler, priority class and GPU tolerations): `facts/pod_fence.py`."""
     installed: Installed = field(default_factory=Installed)
     """Kueue's release and integrations, and who serves MPIJob (validation follows it)."""
+    monitoring: Monitoring | None = None
+    """Alerts, dashboard and the Prometheus of `trainops top` (None: built without a loader,
+    as some tests do: read it through `watch`)."""
+
+    @property
+    def watch(self) -> Monitoring:
+        """The monitoring settings, the schema's defaults where the profile has none."""
+        return self.monitoring or Monitoring(dashboard_namespace=self.namespaces[0])
 
     def gpu(self, name: str) -> GpuProduct | None:
         return next((g for g in self.gpus if g.name == name), None)

@@ -37,7 +37,14 @@ from trainops.core import paths, yamlio
 from trainops.core.errors import InputError, Problem
 from trainops.core.findings import Finding, Severity
 from trainops.core.git import GitError, commit_of, git
-from trainops.render import PLATFORM_DIR, RUNTIMES_DIR, render_part, render_repository, write
+from trainops.render import (
+    MONITORING_DIR,
+    PLATFORM_DIR,
+    RUNTIMES_DIR,
+    render_part,
+    render_repository,
+    write,
+)
 from trainops.render.delivered import JOBS_PART, PLATFORM_PART, targets_on
 from trainops.render.write import Drift
 from trainops.spec.model import Repository, TrainingJob
@@ -94,7 +101,7 @@ def _top_doc(rel: str) -> bool:
 
 # The folders of an overlay that are not a job's: job names are DNS labels (no `_`), and
 # `platform` is a reserved job name (spec/job_checks.py).
-NOT_JOBS = (PLATFORM_DIR, RUNTIMES_DIR, PLATFORM_PART, JOBS_PART)
+NOT_JOBS = (PLATFORM_DIR, RUNTIMES_DIR, MONITORING_DIR, PLATFORM_PART, JOBS_PART)
 
 
 def job_of(file: str | None) -> str | None:

@@ -69,6 +69,11 @@ PLURALS = {
     "ClusterQueue": "clusterqueues",
     "ResourceFlavor": "resourceflavors",
     "PriorityClass": "priorityclasses",
+    "PrometheusRule": "prometheusrules",
+    "PodMonitor": "podmonitors",
+    "ExternalSecret": "externalsecrets",
+    "ResourceQuota": "resourcequotas",
+    "LimitRange": "limitranges",
 }
 # What applying with server-side apply, pruning and health-checking needs; nothing more.
 APPLY_VERBS = {"create", "delete", "get", "list", "patch", "update", "watch"}

@@ -1,0 +1,58 @@
+"""What the programs that watch training expose and read, stated once: the trainer's metric
+names, the labels Prometheus gives what the jobs' ServiceMonitor scrapes, NVIDIA's DCGM exporter,
+the Training Operator's job counters, prometheus-operator's PrometheusRule and the Grafana
+dashboard sidecar of kube-prometheus-stack.
+
+Sources (read at these releases):
+- trainer/metrics.py (this repository): the `trainops_trainer_*` metrics, one endpoint per pod.
+- prometheus-operator v0.93, pkg/prometheus/promcfg.go: a ServiceMonitor's targets get the
+  labels `namespace`, `service`, `pod` and `job` (the Service's name unless `jobLabel` says
+  otherwise) from the endpoints' Kubernetes metadata.
+- dcgm-exporter 4.x, docs "DCGM Exporter Metrics": `DCGM_FI_DEV_GPU_UTIL` (percent),
+  `DCGM_FI_DEV_FB_USED` (MiB), with `pod`/`namespace` of the pod holding the GPU when its
+  Kubernetes mapping is on (`DCGM_EXPORTER_KUBERNETES=true`, the GPU Operator's default) and
+  its ServiceMonitor sets `honorLabels: true` (the GPU Operator's does); otherwise Prometheus
+  renames them `exported_pod`/`exported_namespace`.
+- kubeflow/training-operator v1.9, pkg/common/metrics.go:
+  `training_operator_jobs_failed_total{job_namespace, framework}`.
+- kube-prometheus-stack's Grafana: the dashboards sidecar loads every ConfigMap labelled
+  `grafana_dashboard: "1"` (values.yaml `grafana.sidecar.dashboards.label`/`labelValue`).
+"""
+
+from __future__ import annotations
+
+PROMETHEUS_RULE_API = "monitoring.coreos.com/v1"
+
+# trainer/metrics.py: PREFIX and the metric names (the trainer must not import trainops, so the
+# prefix is restated here; tests/facts/test_monitoring.py checks the two agree).
+TRAINER_PREFIX = "trainops_trainer"
+SAMPLES_PER_SECOND = f"{TRAINER_PREFIX}_samples_per_second"
+TOKENS_PER_SECOND = f"{TRAINER_PREFIX}_tokens_per_second"
+STEP_DURATION = f"{TRAINER_PREFIX}_step_duration_seconds"
+LOSS = f"{TRAINER_PREFIX}_loss"
+STEP = f"{TRAINER_PREFIX}_step"
+RESTARTS = f"{TRAINER_PREFIX}_restarts"
+LAST_STEP_TIMESTAMP = f"{TRAINER_PREFIX}_last_step_timestamp_seconds"
+
+# The Service trainops renders per job is `<job>-metrics` (render/objects.py); Prometheus puts
+# its name in the `service` label. Queries turn it back into the job's name in this label.
+METRICS_SERVICE_SUFFIX = "-metrics"
+TRAINING_JOB_LABEL = "training_job"
+
+DCGM_GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
+DCGM_FB_USED = "DCGM_FI_DEV_FB_USED"
+
+OPERATOR_JOBS_FAILED = "training_operator_jobs_failed_total"
+OPERATOR_NAMESPACE_LABEL = "job_namespace"
+
+GRAFANA_DASHBOARD_LABEL = "grafana_dashboard"
+GRAFANA_DASHBOARD_LABEL_VALUE = "1"
+
+
+def job_of_service(selector: str) -> str:
+    """A PromQL vector selector with the `training_job` label added from `service`
+    (`llm-finetune-metrics` -> `llm-finetune`), so alerts and panels name the job itself."""
+    return (
+        f'label_replace({selector}, "{TRAINING_JOB_LABEL}", "$1",'
+        f' "service", "(.+){METRICS_SERVICE_SUFFIX}")'
+    )

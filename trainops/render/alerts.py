@@ -1,0 +1,145 @@
+"""The training alerts of a cluster: one PrometheusRule per training namespace that has jobs,
+each alert grouped by job (the `training_job` label, from the jobs' metrics Service).
+
+Four alerts, thresholds from the cluster profile's `monitoring:` (docs/monitoring.md):
+- TrainingStalled: no optimizer step completed for `stalledMinutes` (the trainer's last-step
+  gauge; a job that never stepped is not judged, its gauge is still 0).
+- TrainingRestarting: the elastic restart count grew by `restartsPerHour` within an hour.
+- TrainingGpuUnderutilized: the job's mean DCGM GPU utilisation below `gpuUtilizationBelow` for
+  30 minutes, counted only on pods that serve trainer metrics (so: while it trains).
+- TrainingJobFailed: the Training Operator counted a failed job in the namespace (v1), or a
+  batch Job of a TrainJob failed (Trainer v2: kube-state-metrics' `kube_job_failed`).
+
+The expressions are tested with the real `promtool test rules` (tests/render/test_alerts.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainops.facts import monitoring as m
+from trainops.spec.model import ClusterProfile, TrainingJob
+
+RULE_NAME = "trainops-training"
+PART_OF = {"app.kubernetes.io/part-of": "trainops"}
+# The seeds' advice: a GPU below the threshold for half an hour is a bottleneck, not a blip
+# (a checkpoint save or an evaluation pass lasts minutes).
+GPU_UNDERUSED_FOR = "30m"
+# Failures counted over this window: long enough for two evaluations of the counter's increase.
+FAILED_WINDOW = "10m"
+BY_JOB = f"namespace, {m.TRAINING_JOB_LABEL}"
+
+
+def _selector(metric: str, namespace: str) -> str:
+    return m.job_of_service(f'{metric}{{namespace="{namespace}"}}')
+
+
+def _alert(name: str, expr: str, severity: str, summary: str, description: str) -> dict[str, Any]:
+    return {
+        "alert": name,
+        "expr": expr,
+        "labels": {"severity": severity},
+        "annotations": {"summary": summary, "description": description},
+    }
+
+
+def _failed(cluster: ClusterProfile, namespace: str, jobs: list[str]) -> dict[str, Any]:
+    if cluster.operator.trainer_v2:
+        # A TrainJob's JobSet names its batch Jobs `<trainjob>-<replicatedJob>-<index>`.
+        names = "|".join(jobs)
+        expr = (
+            f'max by (namespace, job_name) (kube_job_failed{{namespace="{namespace}",'
+            f' condition="true", job_name=~"({names})-.+"}}) == 1'
+        )
+        what = "batch Job {{ $labels.job_name }}"
+    else:
+        expr = (
+            f"sum by ({m.OPERATOR_NAMESPACE_LABEL}, framework) (increase("
+            f'{m.OPERATOR_JOBS_FAILED}{{{m.OPERATOR_NAMESPACE_LABEL}="{namespace}"}}'
+            f"[{FAILED_WINDOW}])) > 0"
+        )
+        what = "a {{ $labels.framework }} job"
+    return _alert(
+        "TrainingJobFailed",
+        expr,
+        "critical",
+        f"A training job failed in {namespace}",
+        f"{what} failed in {namespace} on cluster {cluster.name}: see"
+        f" `trainops status --cluster {cluster.name}` and `trainops explain`.",
+    )
+
+
+def alert_rules(cluster: ClusterProfile, namespace: str, jobs: list[str]) -> list[dict[str, Any]]:
+    """The alerting rules for one namespace of `cluster`, whose trainops jobs are `jobs`."""
+    watch = cluster.watch
+    stalled_seconds = watch.stalled_minutes * 60
+    last_step = _selector(m.LAST_STEP_TIMESTAMP, namespace)
+    restarts = f'{m.RESTARTS}{{namespace="{namespace}"}}[1h]'
+    grown = m.job_of_service(f"max_over_time({restarts}) - min_over_time({restarts})")
+    util = f'{m.DCGM_GPU_UTIL}{{namespace="{namespace}"}}'
+    training_pods = (
+        f"group by (namespace, pod, {m.TRAINING_JOB_LABEL}) ({_selector(m.STEP, namespace)})"
+    )
+    threshold = f"{watch.gpu_utilization_below:g}"
+    job = "{{ $labels.training_job }}"
+    return [
+        _alert(
+            "TrainingStalled",
+            f"time() - max by ({BY_JOB}) ({last_step} > 0) > {stalled_seconds}",
+            "critical",
+            f"Training job {job} has not completed a step for {watch.stalled_minutes} minutes",
+            f"No optimizer step of {job} in {namespace} for {{{{ $value | humanizeDuration }}}}:"
+            " a rank is stuck (NCCL hang, dead peer, full disk). Read the pods' logs.",
+        ),
+        _alert(
+            "TrainingRestarting",
+            f"max by ({BY_JOB}) ({grown}) >= {watch.restarts_per_hour}",
+            "warning",
+            f"Training job {job} keeps restarting",
+            f"{job} in {namespace} restarted {{{{ $value }}}} times within the last hour.",
+        ),
+        {
+            **_alert(
+                "TrainingGpuUnderutilized",
+                f"avg by ({BY_JOB}) ({util} * on (namespace, pod) group_left"
+                f" ({m.TRAINING_JOB_LABEL}) {training_pods}) < {threshold}",
+                "warning",
+                f"Training job {job} uses its GPUs below {threshold} %",
+                f"The GPUs of {job} in {namespace} averaged {{{{ $value | humanize }}}} %"
+                f" for {GPU_UNDERUSED_FOR}: usually communication (NCCL over TCP instead of"
+                " RDMA) or input loading.",
+            ),
+            "for": GPU_UNDERUSED_FOR,
+        },
+        _failed(cluster, namespace, jobs),
+    ]
+
+
+def prometheus_rules(cluster: ClusterProfile, jobs: list[TrainingJob]) -> list[dict[str, Any]]:
+    """One PrometheusRule per namespace that has `jobs` (those targeting `cluster`); none when
+    the profile turns alerts off."""
+    if not cluster.watch.alerts:
+        return []
+    by_namespace: dict[str, list[str]] = {}
+    for job in jobs:
+        by_namespace.setdefault(job.namespace, []).append(job.name)
+    return [
+        {
+            "apiVersion": m.PROMETHEUS_RULE_API,
+            "kind": "PrometheusRule",
+            "metadata": {
+                "name": RULE_NAME,
+                "namespace": namespace,
+                "labels": {**cluster.watch.rule_labels, **PART_OF},
+            },
+            "spec": {
+                "groups": [
+                    {
+                        "name": f"{RULE_NAME}.{namespace}",
+                        "rules": alert_rules(cluster, namespace, sorted(jobs)),
+                    }
+                ]
+            },
+        }
+        for namespace, jobs in sorted(by_namespace.items())
+    ]

@@ -1,0 +1,68 @@
+"""The fabric preflight of a job: NVIDIA nccl-tests' `all_reduce_perf` as an MPIJob on the same
+nodes, GPUs, network attachments and NCCL settings as the job on one cluster (the seeds' "measure
+the fabric before a 32-GPU job").
+
+The preflight is the job itself turned into a `framework: mpi` job: same namespace, Workers,
+GPUs per Worker, target (GPU product, node selector, tolerations, RDMA devices, Multus network,
+NCCL env of the cluster and of the job), security context and pod overrides; only the program
+(all_reduce_perf under the generated mpirun, one rank per GPU), the image (the profile's
+`monitoring.ncclTestsImage`) and what only training needs (data, checkpoints, DeepSpeed,
+elastic, sidecars) change. The renderer then makes it as it makes every MPIJob (render/mpijob.py),
+so the preflight cannot drift from what the job gets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from trainops.facts.kubeflow import MPIJOB_V2BETA1
+from trainops.facts.nccl_tests import ALL_REDUCE_ARGV
+from trainops.render import netpol, objects
+from trainops.render.common import metadata
+from trainops.spec.model import ClusterProfile, Mpi, Role, Target, TrainingJob
+
+SUFFIX = "-nccl-preflight"
+# The Launcher only runs mpirun: little CPU and memory.
+LAUNCHER = Role(replicas=1, gpus=0, cpu="1", memory="1Gi")
+# mpirun placement as the shipped MPI example: one rank per slot (GPU), no core binding.
+MPIRUN_ARGS = ("-bind-to", "none", "-map-by", "slot")
+
+
+def preflight_job(job: TrainingJob, image: str) -> TrainingJob:
+    """`job` as the nccl-tests MPIJob it is measured by."""
+    workers = job.replicas
+    mpi = job.mpi or Mpi(
+        api_version=MPIJOB_V2BETA1,
+        implementation="OpenMPI",
+        launcher=LAUNCHER,
+        mpirun_args=MPIRUN_ARGS,
+    )
+    return replace(
+        job,
+        name=f"{job.name}{SUFFIX}",
+        framework="mpi",
+        image=image,
+        command=ALL_REDUCE_ARGV,
+        args=(),
+        replicas=workers,
+        elastic=None,
+        deepspeed=None,
+        volumes=(),
+        data_sync=None,
+        secret_env=(),
+        tensorflow=None,
+        mpi=replace(mpi, launcher=LAUNCHER, mpirun_args=MPIRUN_ARGS),
+        pod=replace(job.pod, sidecars=(), volumes=(), volume_mounts=(), by_replica={}),
+    )
+
+
+def preflight_objects(
+    job: TrainingJob, cluster: ClusterProfile, target: Target, image: str
+) -> list[dict[str, Any]]:
+    """The MPIJob and the NetworkPolicy letting its pods reach each other."""
+    pre = preflight_job(job, image)
+    return [
+        objects.training_job(pre, cluster, target),
+        netpol.network_policy(pre, metadata(pre, pre.name), cluster),
+    ]
