@@ -19,8 +19,10 @@ from trainops.facts.platform import PLATFORM_KINDS
 pytestmark = pytest.mark.slow
 LABELS = labels_delivered_by("flux")
 # What must be applied before the jobs naming it: what admission looks up, and (trainops'
-# design, docs/gitops.md) the platform's queues, networks and priority classes.
-BEFORE_JOBS = ADMISSION_CHECKED | {kind for _, kind in PLATFORM_KINDS}
+# design, docs/gitops.md) the platform's queues, networks and priority classes. Not ConfigMaps:
+# those a job mounts are its own (its DeepSpeed config, in its folder, read by the kubelet when
+# the pod starts); the platform's are Grafana dashboards no job names.
+BEFORE_JOBS = ADMISSION_CHECKED | {kind for _, kind in PLATFORM_KINDS} - {"ConfigMap"}
 
 
 def _kustomizations(repo: Rendered, cluster: str) -> dict[str, dict[str, Any]]:

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from tests.conformance.built_repos import IDS, overlay
+from tests.conformance.discovery import NOT_IN_SHARED
 from tests.tools import require_upstream
 from trainops.validate.crd import load_crd_dir
 from trainops.validate.load import load_manifests
@@ -52,7 +53,10 @@ def test_every_built_custom_resource_conforms_to_its_upstream_crd(
 ) -> None:
     crds = _crds()
     custom = _custom(overlay(overlay_id).objects)
-    missing = sorted({_gvk(o) for o in custom} - set(crds))
+    missing = sorted(
+        gvk for gvk in {_gvk(o) for o in custom} - set(crds) if gvk[::2] not in NOT_IN_SHARED
+    )
+    custom = [o for o in custom if _gvk(o) in crds]  # the others: our strict schema only
     assert not missing, f"no upstream CRD for {missing}: add it to ../shared/upstream/crds"
     path = tmp_path / "built.yaml"
     path.write_text(yaml.safe_dump_all(custom))
@@ -65,3 +69,10 @@ def test_the_built_objects_include_kueue_and_multus_platform_objects() -> None:
     """The ResourceFlavor and NetworkAttachmentDefinition CRDs are exercised."""
     kinds = {_gvk(o)[2] for i in IDS for o in _custom(overlay(i).objects)}
     assert {"ResourceFlavor", "NetworkAttachmentDefinition", "LocalQueue", "Queue"} <= kinds
+
+
+def test_the_kinds_checked_only_by_our_schema_are_still_missing_upstream() -> None:
+    """PrometheusRule and ExternalSecret are held to trainops' strict schemas alone until their
+    CRDs are in ../shared/upstream: once one is, it must be checked here like the others."""
+    present = {(group, kind) for group, _, kind in _crds()}
+    assert not present & set(NOT_IN_SHARED), "drop it from discovery.NOT_IN_SHARED"
