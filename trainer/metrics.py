@@ -68,11 +68,6 @@ class TrainerMetrics:
             registry=r,
         )
         self.world_size = Gauge(f"{PREFIX}_world_size", "Processes in the job", registry=r)
-        self.last_step_timestamp = Gauge(
-            f"{PREFIX}_last_step_timestamp_seconds",
-            "Unix time of the last completed optimizer step",
-            registry=r,
-        )
 
     def serve(self, port: int) -> None:
         """Start the endpoint on all interfaces (the pod IP is what Prometheus scrapes)."""

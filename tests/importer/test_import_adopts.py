@@ -223,11 +223,17 @@ def test_host_shm_and_a_zero_grace_period_are_replaced_with_a_note(tmp_path: Pat
     assert trainops(root, "render").returncode == 0
 
 
-def test_a_nameless_object_and_a_v1_mpijob_on_kueue_are_refused_at_import(tmp_path: Path) -> None:
+def test_a_nameless_object_is_refused_and_a_v1_mpijob_is_written_as_the_cluster_serves(
+    tmp_path: Path,
+) -> None:
+    """An MPIJob is imported in the version the cluster's operator serves
+    (`installed.mpiJobs`): one CRD, `mpijobs.kubeflow.org`, per cluster; the Kueue cluster's
+    MPI Operator (v2beta1) is also the one Kueue manages."""
     root, result = _import(tmp_path, SMALL.replace("REPLICAS", "1").replace("name: small, ", ""))
     assert result.returncode == 2 and "no `metadata.name`" in result.stderr
     v1 = NCCL_TESTS.replace("kubeflow.org/v2beta1", "kubeflow.org/v1")
     root, result = _import(tmp_path / "v1", v1, "--namespace", "ml-vision")
-    assert result.returncode == 2
-    assert "queues jobs with Kueue, which manages the MPI Operator's" in result.stderr
-    assert not (root / "jobs" / "nccl-allreduce.yaml").exists()
+    assert result.returncode == 0, result.stderr
+    assert "MPIJob `kubeflow.org/v1` is written for `kubeflow.org/v2beta1`" in result.stdout
+    spec = yaml.safe_load((root / "jobs" / "nccl-allreduce.yaml").read_text())
+    assert "apiVersion" not in spec["mpi"]  # v2beta1, the default

@@ -161,7 +161,9 @@ def test_mpijob_launcher_argv_is_read_back(tmp_path: Path) -> None:
     assert spec["framework"] == "mpi"
     assert (spec["command"], spec["args"]) == (["python", "/workspace/train_horovod.py"], [])
     assert (spec["replicas"], spec["gpusPerReplica"]) == (4, 8)
-    assert spec["mpi"]["apiVersion"] == "kubeflow.org/v1"
+    # onprem-a100 runs the MPI Operator (`installed.mpiJobs` default): v1 is written as v2beta1.
+    assert "apiVersion" not in spec["mpi"]
+    assert "MPIJob `kubeflow.org/v1` is written for `kubeflow.org/v2beta1`" in result.stdout
     assert spec["mpi"]["mpirunArgs"] == [
         "--allow-run-as-root",
         "-bind-to",

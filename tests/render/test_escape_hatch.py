@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from tests.render.repos import build_overlay, render
 from tests.tools import require_kustomize, trainops, tree
 from trainops.render.overrides import merge
@@ -59,6 +61,21 @@ def _job(root: Path, extra: str) -> Path:
     return path
 
 
+def _allow_hatch(root: Path) -> None:
+    """The profiles let jobs use what HATCH asks for (`jobAccess`, the pod fence: an account,
+    a priority class, a Secret volume and a toleration are the platform team's to grant)."""
+    for path in sorted((root / "clusters").glob("*.yaml")):
+        profile = yaml.safe_load(path.read_text())
+        access = profile.setdefault("jobAccess", {})
+        access["serviceAccounts"] = [{"name": "trainer"}]
+        access["priorityClasses"] = ["training-high"]
+        access["secretVolumes"] = ["bucket-ca"]
+        access["tolerations"] = [
+            {"key": "example.com/spot", "operator": "Exists", "effect": "NoSchedule"}
+        ]
+        path.write_text(yaml.safe_dump(profile))
+
+
 def _pytorchjob(objects: list[dict[str, Any]], name: str) -> dict[str, Any]:
     return next(o for o in objects if o["kind"] == "PyTorchJob" and o["metadata"]["name"] == name)
 
@@ -66,6 +83,7 @@ def _pytorchjob(objects: list[dict[str, Any]], name: str) -> dict[str, Any]:
 def test_first_class_fields_and_overrides_reach_the_built_overlay(scratch: Path) -> None:
     require_kustomize()
     _job(scratch, HATCH)
+    _allow_hatch(scratch)
     render(scratch)
     for cluster in ("cloud-h100", "onprem-a100"):
         job = _pytorchjob(build_overlay(scratch, cluster), "resnet50-ddp")

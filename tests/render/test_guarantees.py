@@ -248,7 +248,12 @@ def test_claims_and_configmaps_sync_before_jobs(build: Any, label: str, cluster:
     """PVCs and the DeepSpeed ConfigMap carry sync-wave "-1" (docs/gitops.md trap 4: they
     must exist before the job that mounts them); jobs stay in wave 0."""
     b = build(label, cluster)
-    for obj in b.of_kind("PersistentVolumeClaim") + b.of_kind("ConfigMap"):
+    mounted = [  # the Grafana dashboard ConfigMap is mounted by no job: it needs no wave
+        obj
+        for obj in b.of_kind("ConfigMap")
+        if "grafana_dashboard" not in (obj["metadata"].get("labels") or {})
+    ]
+    for obj in b.of_kind("PersistentVolumeClaim") + mounted:
         assert annotations(obj).get(SYNC_WAVE) == "-1", obj["metadata"]["name"]
     for job, _ in b.training_jobs():
         assert int(annotations(job).get(SYNC_WAVE, "0")) == 0

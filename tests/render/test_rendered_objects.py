@@ -152,8 +152,9 @@ def _expected_source(path: str, repo: Any) -> str:
         sources = {i.file for i in repo.platform.get(parts[1], ())}
         (source,) = [f for f in sources if f.rsplit("/", 1)[1].rsplit(".", 1)[0] == stem]
         return str(source)
-    if parts[0] == "overlays" and parts[2] in {"_runtimes", "_platform", "_jobs"}:
-        # The ClusterTrainingRuntimes come from the profile; so does the split in two parts.
+    if parts[0] == "overlays" and parts[2] in {"_runtimes", "_platform", "_jobs", "_monitoring"}:
+        # The ClusterTrainingRuntimes come from the profile; so do the split in two parts and
+        # the alerts and dashboard (its `monitoring:` settings).
         return clusters[parts[1]]
     if parts[0] == "base":
         return jobs[parts[1]]

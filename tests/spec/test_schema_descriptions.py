@@ -16,7 +16,10 @@ import pytest
 
 from trainops.core import paths
 
-SPEC_SCHEMAS = sorted(paths.SCHEMA_DIR.glob("*.schema.json"))
+# The spec schemas people write against (deepspeed.schema.json is generated from DeepSpeed's
+# own classes, whose docs are DeepSpeed's).
+SPEC_NAMES = ("trainingjob", "clusterprofile", "trainops")
+SPEC_SCHEMAS = [paths.SCHEMA_DIR / f"{name}.schema.json" for name in SPEC_NAMES]
 
 
 def _undocumented(node: Any, where: str, defs: dict[str, Any]) -> Iterator[str]:

@@ -27,6 +27,10 @@ MPI_WORKER_CONTAINER = "mpi-worker"
 # MPIJob APIs: the MPI Operator's (SSH, mpiImplementation) and the Training Operator's v1.
 MPIJOB_V2BETA1 = "kubeflow.org/v2beta1"
 MPIJOB_V1 = "kubeflow.org/v1"
+# Who serves `mpijobs.kubeflow.org` in which version (a profile's `installed.mpiJobs`): the MPI
+# Operator v0.8 (v2beta1) or the Training Operator v1.9 (v1); both install the same CRD name,
+# so a cluster runs one of them.
+MPIJOB_SERVED_BY = {"mpi-operator": MPIJOB_V2BETA1, "training-operator": MPIJOB_V1}
 # Where the MPI Operator (v2beta1) mounts the hostfile in the Launcher, the env naming it per
 # implementation, and the Workers' default command when none is given
 # (kubeflow/mpi-operator pkg/controller/mpi_job_controller.go: configMountPath, hostfileName,

@@ -14,6 +14,7 @@ from trainops.facts.gpus import container_gpus
 from trainops.facts.kubeflow import (
     MPI_LAUNCHER_CONTAINER,
     MPI_WORKER_CONTAINER,
+    MPIJOB_SERVED_BY,
     MPIJOB_V1,
     MPIJOB_V2BETA1,
 )
@@ -94,7 +95,16 @@ def import_mpijob(
             f" ({max(job['gpusPerReplica'], 1)})",
         )
     mpi: dict[str, Any] = {}
-    if api == MPIJOB_V1:
+    served = MPIJOB_SERVED_BY[cluster.installed.mpi_jobs]
+    if api != served:
+        notes.add(
+            ["apiVersion"],
+            f"MPIJob `{api}` is written for `{served}`: cluster `{cluster.name}` serves"
+            f" `mpijobs.kubeflow.org` as `{served}` (`installed.mpiJobs:"
+            f" {cluster.installed.mpi_jobs}`); trainops renders the same Launcher and Workers"
+            " in either version",
+        )
+    if served == MPIJOB_V1:
         mpi["apiVersion"] = MPIJOB_V1
     else:
         mpi["implementation"] = spec.get("mpiImplementation", "OpenMPI")

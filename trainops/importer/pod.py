@@ -30,14 +30,15 @@ def default_pull_policy(image: str) -> str:
 def normalised_template(template: dict[str, Any]) -> dict[str, Any]:
     """A copy of a pod template with its /dev/shm memory volume named like trainops's,
     Kubernetes' default imagePullPolicy made explicit (trainops always writes one), and
-    without the labels and annotations the cluster profile sets (`common.scheduler_keys`
-    noted each: the escape hatch must not carry them back)."""
+    without the scheduler name, labels and annotations the cluster profile sets
+    (`common.scheduler_keys` noted each: the escape hatch must not carry them back)."""
     out = copy.deepcopy(template)
     pod_spec = out.get("spec")
     if isinstance(pod_spec, dict):
         grace = pod_spec.get("terminationGracePeriodSeconds")
         if isinstance(grace, int) and grace < min_grace_period():
             del pod_spec["terminationGracePeriodSeconds"]  # noted by `precheck.note_replaced`
+        pod_spec.pop("schedulerName", None)  # the profile's to set; noted there too
         for vol in pod_spec.get("volumes") or []:
             if host_shm(vol):  # noted by `precheck.note_replaced`
                 vol.pop("hostPath")
@@ -131,6 +132,14 @@ def map_volumes(
             pvc = beside.pop(claim, None)
             if pvc is not None:
                 _claim(spec, pvc, cluster, notes)
+            elif not read_only and dict(cluster.job_access.shared_claims).get(claim) is False:
+                spec["readOnly"] = True
+                notes.add(
+                    [*where, "volumes"],
+                    f"claim `{claim}` is mounted read-only: cluster `{cluster.name}` shares it"
+                    " read-only with jobs (`jobAccess.sharedClaims`; `writable: true` there if"
+                    " the job must write to it)",
+                )
             volumes[name] = spec
             continue
         extra.append(copy.deepcopy(vol))

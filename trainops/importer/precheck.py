@@ -46,7 +46,7 @@ def _counts(obj: dict[str, Any], key: str, notes: Notes) -> None:
 
 def note_replaced(obj: dict[str, Any], key: str, notes: Notes) -> None:
     """Name what `pod.normalised_template` replaced in each replica: a hostPath /dev/shm, a
-    grace period below the spec's least."""
+    grace period below the spec's least, the scheduler name."""
     for rtype, rspec in sorted(((obj.get("spec") or {}).get(key) or {}).items()):
         pod = ((rspec or {}).get("template") or {}).get("spec") or {}
         grace = pod.get("terminationGracePeriodSeconds")
@@ -56,6 +56,13 @@ def note_replaced(obj: dict[str, Any], key: str, notes: Notes) -> None:
                 f"terminationGracePeriodSeconds {grace} is below trainops' least"
                 f" ({min_grace_period()}: the trainer checkpoints on SIGTERM): the default is"
                 " rendered",
+            )
+        if isinstance(pod.get("schedulerName"), str):
+            notes.add(
+                ["spec", key, rtype, "template", "spec", "schedulerName"],
+                f"schedulerName `{pod['schedulerName']}` is not carried: the cluster profile"
+                " decides the scheduler (its queue and gang come with it; a job names another"
+                " only where the profile's `jobAccess.schedulerNames` allows it)",
             )
         for i, vol in enumerate(pod.get("volumes") or []):
             if host_shm(vol):

@@ -13,14 +13,12 @@ Both are refused at load, at the job's target, with what to change.
 
 from __future__ import annotations
 
-from trainops.facts.kubeflow import MPIJOB_V1, MPIJOB_V2BETA1
+from trainops.facts.kubeflow import MPIJOB_SERVED_BY
 from trainops.facts.schedulers import KUEUE_FRAMEWORKS
 from trainops.facts.trainer import TRAINER_API, TRAINJOB
 from trainops.spec.model import ClusterProfile, TrainingJob
 from trainops.spec.problems import Collector
 
-# Who serves which MPIJob version (`installed.mpiJobs`).
-MPIJOB_SERVED_BY = {"mpi-operator": MPIJOB_V2BETA1, "training-operator": MPIJOB_V1}
 _KINDS = {"pytorch": ("kubeflow.org/v1", "PyTorchJob"), "tensorflow": ("kubeflow.org/v1", "TFJob")}
 
 
