@@ -58,7 +58,6 @@ DECLARED: dict[tuple[str, str], tuple[str, bool]] = {
     ("networking.k8s.io/v1", "NetworkPolicy"): ("networkpolicies", True),
     ("kueue.x-k8s.io/v1beta1", "Workload"): ("workloads", True),
     # Platform manifests (clusters/<name>/manifests/) delivered beside the jobs.
-    ("kueue.x-k8s.io/v1beta1", "ResourceFlavor"): ("resourceflavors", False),
     ("scheduling.k8s.io/v1", "PriorityClass"): ("priorityclasses", False),
     ("k8s.cni.cncf.io/v1", "NetworkAttachmentDefinition"): ("network-attachment-definitions", True),
 }
@@ -75,6 +74,7 @@ CRD_FILES = (
     "scheduling.volcano.sh/queues.yaml",
     "kueue.x-k8s.io/clusterqueues.yaml",
     "kueue.x-k8s.io/localqueues.yaml",
+    "kueue.x-k8s.io/resourceflavors.yaml",
     "monitoring.coreos.com/servicemonitors.yaml",
 )
 # The same kinds as CRD_FILES serve, written out for a checkout without ../shared (the
@@ -93,6 +93,8 @@ CRD_KINDS: dict[tuple[str, str], tuple[str, bool]] = {
     ("kueue.x-k8s.io/v1beta1", "LocalQueue"): ("localqueues", True),
     ("kueue.x-k8s.io/v1beta2", "ClusterQueue"): ("clusterqueues", False),
     ("kueue.x-k8s.io/v1beta2", "LocalQueue"): ("localqueues", True),
+    ("kueue.x-k8s.io/v1beta1", "ResourceFlavor"): ("resourceflavors", False),
+    ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"): ("resourceflavors", False),
     ("monitoring.coreos.com/v1", "ServiceMonitor"): ("servicemonitors", True),
 }
 VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
