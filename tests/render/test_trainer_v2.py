@@ -158,7 +158,9 @@ def test_a_fixed_size_deepspeed_job_on_v2_references_the_cluster_runtime(tmp_pat
     assert not [
         o for o in objs if o["kind"] == "TrainingRuntime" and "llm" in o["metadata"]["name"]
     ]
-    (configmap,) = [o for o in objs if o["kind"] == "ConfigMap"]
+    (configmap,) = [  # not the Grafana dashboard (monitoring.md): the job's DeepSpeed config
+        o for o in objs if o["kind"] == "ConfigMap" and "llm" in o["metadata"]["name"]
+    ]
     assert configmap["metadata"]["name"].startswith("llm-finetune-deepspeed-")
     volumes = {v["name"]: v for v in _patch_pod(trainjob)["spec"]["volumes"]}
     assert volumes["deepspeed-config"]["configMap"]["name"] == configmap["metadata"]["name"]

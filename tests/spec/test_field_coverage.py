@@ -107,6 +107,23 @@ def _other_operator(cluster: dict[str, Any]) -> None:
         if v2
         else {"name": "trainer", "version": "2.3"}
     )
+    if v2 and cluster["scheduler"]["name"] == "kueue":  # Kueue must manage the PyTorchJobs now
+        integrations = ["kubeflow.org/pytorchjob", "kubeflow.org/tfjob", "kubeflow.org/mpijob"]
+        cluster.setdefault("installed", {}).setdefault("kueue", {})["integrations"] = [
+            *integrations,
+            "trainer.kubeflow.org/trainjob",
+        ]
+
+
+def _other_mpi_api(job: dict[str, Any]) -> None:
+    """v1 <-> v2beta1, with the target's operator following (`installed.mpiJobs`: one serves
+    `mpijobs.kubeflow.org`): the job moves to the cluster serving the other version."""
+    if job["mpi"].get("apiVersion") == "kubeflow.org/v1":
+        del job["mpi"]["apiVersion"]
+        job["targets"] = [{"cluster": "rdma-volcano", "gpuProduct": "a100"}]
+    else:
+        job["mpi"]["apiVersion"] = "kubeflow.org/v1"
+        job["targets"] = [{"cluster": "tcp-default"}]
 
 
 def _to_tcp(cluster: dict[str, Any]) -> None:
@@ -169,6 +186,7 @@ CHOSEN: dict[str, Any] = {
     "trainingjob:targets[].gpuProduct": "a100",
     "clusterprofile:network.transport": _to_tcp,
     "clusterprofile:operator.name": _other_operator,
+    "trainingjob:mpi.apiVersion": _other_mpi_api,
     "clusterprofile:network.rdma.gdrLevel": "PHB",
     "trainingjob:tensorflow.parameterServers.resources.memory": "20Gi",
     "trainingjob:tensorflow.evaluator.resources.memory": "12Gi",

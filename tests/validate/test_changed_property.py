@@ -101,7 +101,10 @@ def delete_job(root: Path, rng: random.Random) -> Touched:
 def edit_profile(root: Path, rng: random.Random) -> Touched:
     path = rng.choice(sorted((root / "clusters").glob("*.yaml")))
     data = yaml.safe_load(path.read_text())
-    data["kubernetesVersion"] = rng.choice(["1.30", "1.31", "1.32"])
+    # Another version than it has: an edit that changes nothing is no change to find.
+    data["kubernetesVersion"] = rng.choice(
+        [v for v in ("1.30", "1.31", "1.32") if v != data["kubernetesVersion"]]
+    )
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return {(data["name"], None)}
 
@@ -160,6 +163,14 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     holder["volumes"]["scratch"] = {"mountPath": "/scratch", "size": "1Gi"}
     holder["volumes"]["scratch"]["accessMode"] = "ReadWriteOnce"
     _write(root, holder)
+    # The platform shares them: the pod fence lets a job mount only claims it creates and those
+    # its profile lists (`jobAccess.sharedClaims`).
+    for path in sorted((root / "clusters").glob("*.yaml")):
+        profile = yaml.safe_load(path.read_text())
+        shared = profile.setdefault("jobAccess", {}).setdefault("sharedClaims", [])
+        shared += [{"name": f"{HOLDER}-scratch", "writable": True}]
+        shared += [{"name": "nobody-creates-this", "writable": True}]
+        path.write_text(yaml.safe_dump(profile))
     git(root.parent, "init", "-q", "-b", "main", str(root))
     render_and_commit(root, "the fleet")
     return root
