@@ -48,10 +48,20 @@ def _distributed() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
+    # The env:// rendezvous reads these once, at init. Put the environment back afterwards:
+    # later tests start torchrun and mpirun children, which would inherit WORLD_SIZE=1 and
+    # RANK=0 (an mpirun rank then trains alone: tests/runlocal/test_mpi.py).
+    saved = dict(os.environ)
     os.environ.update(
         RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)
     )
-    deepspeed.comm.init_distributed(dist_backend="gloo", auto_mpi_discovery=False, verbose=False)
+    try:
+        deepspeed.comm.init_distributed(
+            dist_backend="gloo", auto_mpi_discovery=False, verbose=False
+        )
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 class _DataParallel:
