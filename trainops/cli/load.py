@@ -5,10 +5,29 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from trainops.core.errors import InputError, Problem
 from trainops.rules import RULES_BY_SLUG
 from trainops.spec.load import load_repository
-from trainops.spec.model import Repository
+from trainops.spec.model import ClusterProfile, Repository, Target, TrainingJob
 
 
 def load(root: Path) -> Repository:
     return load_repository(root, frozenset(RULES_BY_SLUG))
+
+
+def job_on_cluster(
+    repo: Repository, job_name: str, cluster_name: str
+) -> tuple[TrainingJob, ClusterProfile, Target]:
+    """The job named on the command line, on the cluster named with `--cluster` (`top`,
+    `preflight`): bad input, exit 2, when either is unknown or the job does not target it."""
+    profile = repo.clusters.get(cluster_name)
+    if profile is None:
+        known = ", ".join(sorted(repo.clusters))
+        raise InputError(Problem("--cluster", None, None, f"no cluster `{cluster_name}` ({known})"))
+    job = next((j for j in repo.jobs if j.name == job_name), None)
+    target = next((t for t in job.targets if t.cluster == profile.name), None) if job else None
+    if job is None or target is None:
+        raise InputError(
+            Problem("JOB", None, None, f"no job `{job_name}` in jobs/ targets `{profile.name}`")
+        )
+    return job, profile, target

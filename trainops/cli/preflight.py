@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from trainops.cli.load import load
+from trainops.cli.load import job_on_cluster, load
 from trainops.core.errors import InputError, Problem
 from trainops.core.yaml_dump import dump_all
 from trainops.facts.nccl_tests import parse_all_reduce, shortfall
@@ -39,17 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    repo = load(args.root)
-    profile = repo.clusters.get(args.cluster)
-    if profile is None:
-        known = ", ".join(sorted(repo.clusters))
-        raise InputError(Problem("--cluster", None, None, f"no cluster `{args.cluster}` ({known})"))
-    job = next((j for j in repo.jobs if j.name == args.job), None)
-    target = next((t for t in job.targets if t.cluster == profile.name), None) if job else None
-    if job is None or target is None:
-        raise InputError(
-            Problem("JOB", None, None, f"no job `{args.job}` in jobs/ targets `{profile.name}`")
-        )
+    job, profile, target = job_on_cluster(load(args.root), args.job, args.cluster)
     if args.result is not None:
         return _judge(args, profile.watch.min_bus_bandwidth_gbps)
     image = args.image or profile.watch.nccl_tests_image

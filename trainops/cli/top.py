@@ -13,12 +13,11 @@ import json
 import sys
 
 from trainops.cli import cluster_args
-from trainops.cli.load import load
+from trainops.cli.load import job_on_cluster, load
 from trainops.cluster import top
 from trainops.cluster.client import Client
 from trainops.cluster.errors import ClusterError
 from trainops.cluster.prometheus import Prometheus
-from trainops.core.errors import InputError, Problem
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,16 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    repo = load(args.root)
-    profile = repo.clusters.get(args.cluster)
-    if profile is None:
-        known = ", ".join(sorted(repo.clusters))
-        raise InputError(Problem("--cluster", None, None, f"no cluster `{args.cluster}` ({known})"))
-    job = next((j for j in repo.jobs if j.name == args.job), None)
-    if job is None or all(t.cluster != profile.name for t in job.targets):
-        raise InputError(
-            Problem("JOB", None, None, f"no job `{args.job}` in jobs/ targets `{profile.name}`")
-        )
+    job, profile, _ = job_on_cluster(load(args.root), args.job, args.cluster)
     url = args.prometheus or profile.watch.prometheus_url
     if not url:
         raise ClusterError(
