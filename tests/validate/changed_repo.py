@@ -5,38 +5,15 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests.test_diff import git, render_and_commit
 from tests.tools import REPO, require_kustomize, require_tool
 from trainops.cli import main
-from trainops.render import render_repository
-from trainops.spec.load import load_repository
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-
-
-def render_and_commit(root: Path, message: str) -> str:
-    """Render the repository's specs into it, commit everything, return the commit."""
-    for rel, text in render_repository(load_repository(root)).items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", message)
-    return git(root, "rev-parse", "HEAD")
 
 
 def scratch_repo(dest: Path, source: Path = REPO) -> Path:
