@@ -90,6 +90,9 @@ class TrainConfig:
     """Clip the global gradient norm to this value; off when unset."""
     channels_last: bool = False
     """Use the channels-last memory format for image models (faster convolutions on GPUs)."""
+    compile: bool = False
+    """`torch.compile` the model (DDP engine): fused kernels, faster steps on GPUs; the first
+    steps pay for the compilation, and it needs a C compiler (CPU) or Triton (GPU)."""
     checkpoint_dir: str | None = None
     """Shared-storage directory of `step-N` checkpoints; no checkpoints when unset."""
     checkpoint_interval: int = 100
@@ -225,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--precision", choices=PRECISIONS)
     p.add_argument("--grad-clip", type=float)
     p.add_argument("--channels-last", action=argparse.BooleanOptionalAction)
+    p.add_argument("--compile", action=argparse.BooleanOptionalAction)
     p.add_argument("--checkpoint-dir")
     p.add_argument("--checkpoint-interval", type=int)
     p.add_argument("--keep-checkpoints", type=int)
@@ -331,6 +335,10 @@ def validate(cfg: TrainConfig) -> None:
         raise ConfigError("`--engine deepspeed` needs `--deepspeed-config FILE.json`")
     if cfg.deepspeed_config and cfg.engine != "deepspeed":
         raise ConfigError("`--deepspeed-config` is only used with `--engine deepspeed`")
+    if cfg.compile and cfg.engine != "ddp":
+        raise ConfigError(
+            "`--compile` is only used with `--engine ddp` (DeepSpeed: its config's `compile`)"
+        )
 
 
 def parse_args(

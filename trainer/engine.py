@@ -144,6 +144,10 @@ class DDPEngine(Engine):
         model = model.to(env.device)
         if cfg.channels_last and cfg.is_image:
             model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
+        if cfg.compile:
+            # In place (nn.Module.compile), so the state dict keeps its keys and checkpoints
+            # stay interchangeable with uncompiled runs (torch.compile(model) adds `_orig_mod.`).
+            model.compile()
         self.module = model
         self.wrapped: nn.Module = model
         if env.distributed:

@@ -116,6 +116,7 @@ def test_bad_yaml_names_file_and_field(tmp_path: Path, yaml_text: str, message: 
         (["--engine", "deepspeed"], "needs `--deepspeed-config"),
         (["--model", "hf-causal-lm", "--data", "tokens", "--data-path", "x"], "--hf-model"),
         (["--grad-clip", "-1"], r"`grad_clip` \(--grad-clip\) must be > 0"),
+        (["--compile", "--engine", "deepspeed", "--deepspeed-config", "x.json"], "--compile"),
     ],
 )
 def test_bad_flags_raise_config_error(argv: list[str], message: str) -> None:
