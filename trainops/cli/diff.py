@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"error: kustomize build failed {where}: {failed}", file=sys.stderr)
                 return 1
     except GitError as err:
-        raise InputError(Problem(str(root), None, None, f"git: {err}")) from None
+        raise InputError(Problem.whole_file(str(root), f"git: {err}")) from None
     products = {name: {g.resource for g in c.gpus} for name, c in repo.clusters.items()}
     changes = diff.compare(base, head, products)
     shown = base_ref if args.base else f"merge base {base_ref[:12]}"

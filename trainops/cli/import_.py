@@ -46,10 +46,8 @@ def _cluster(repo: Repository, name: str | None) -> ClusterProfile:
         if len(repo.clusters) == 1:
             return next(iter(repo.clusters.values()))
         raise InputError(
-            Problem(
+            Problem.about(
                 "--cluster",
-                None,
-                None,
                 f"name the cluster the imported jobs target (known: {known})",
             )
         )
@@ -57,7 +55,7 @@ def _cluster(repo: Repository, name: str | None) -> ClusterProfile:
         hint = difflib.get_close_matches(name, list(repo.clusters), n=1)
         did = f"; did you mean `{hint[0]}`?" if hint else ""
         raise InputError(
-            Problem("--cluster", None, None, f"unknown cluster `{name}`{did} (known: {known})")
+            Problem.about("--cluster", f"unknown cluster `{name}`{did} (known: {known})")
         )
     return repo.clusters[name]
 
@@ -69,10 +67,8 @@ def run(args: argparse.Namespace) -> int:
     if args.namespace is not None and args.namespace not in cluster.namespaces:
         allowed = ", ".join(cluster.namespaces)
         raise InputError(
-            Problem(
+            Problem.about(
                 "--namespace",
-                None,
-                None,
                 f"`{args.namespace}` is not one of cluster `{cluster.name}`'s namespaces"
                 f" ({allowed})",
             )
@@ -81,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     out = args.out if args.out is not None else root / paths.JOBS_DIR
     targets = {job.name: out / f"{job.name}.yaml" for job in result.jobs}
     existing = [
-        Problem(str(p), None, None, "exists: remove it, or import into another --out")
+        Problem.whole_file(str(p), "exists: remove it, or import into another --out")
         for p in targets.values()
         if p.exists() or p.with_suffix(".yml").exists()
     ]

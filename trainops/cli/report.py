@@ -59,10 +59,8 @@ def read_findings(path: Path) -> list[Finding]:
         ]
     except (ValueError, KeyError, TypeError) as err:
         raise InputError(
-            Problem(
+            Problem.whole_file(
                 str(path),
-                None,
-                None,
                 f"not `trainops validate --format json` output ({err}): write it with"
                 " `trainops validate --format json > FILE`",
             )

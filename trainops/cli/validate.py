@@ -103,7 +103,7 @@ def changed_scope(args: argparse.Namespace, repo: Repository) -> changes.Scope |
     """The scope of `--changed` (None without it), described on stderr."""
     if not args.changed:
         if args.base is not None:
-            raise InputError(Problem("--base", None, None, "only applies with --changed"))
+            raise InputError(Problem.about("--base", "only applies with --changed"))
         return None
     base = args.base if args.base is not None else default_base(args.root)
     scope = changes.affected(args.root, repo, base, getattr(args, "cluster", None))
@@ -119,7 +119,7 @@ def _cluster_profile(args: argparse.Namespace) -> ClusterProfile | None:
     if args.cluster not in repo.clusters:
         known = ", ".join(sorted(repo.clusters)) or "none"
         raise InputError(
-            Problem("--cluster", None, None, f"unknown cluster {args.cluster!r} (known: {known})")
+            Problem.about("--cluster", f"unknown cluster {args.cluster!r} (known: {known})")
         )
     return repo.clusters[args.cluster]
 
@@ -163,12 +163,10 @@ def run(args: argparse.Namespace) -> int:
         return server_side.run(args)
     if args.changed and (args.manifests or args.server_side):
         raise InputError(
-            Problem("--changed", None, None, "does not apply with --manifests or --server-side")
+            Problem.about("--changed", "does not apply with --manifests or --server-side")
         )
     if args.context or args.kubeconfig:
-        raise InputError(
-            Problem("--context/--kubeconfig", None, None, "only apply with --server-side")
-        )
+        raise InputError(Problem.about("--context/--kubeconfig", "only apply with --server-side"))
     try:
         findings, resources = _validate(args)
     except InputError as err:
@@ -186,7 +184,7 @@ def _validate(args: argparse.Namespace) -> tuple[list[Finding], int]:
     """Findings and the number of objects checked; raise InputError for bad input."""
     unknown = UNKNOWN_KINDS[args.unknown_kinds]
     if args.kubeconform and shutil.which("kubeconform") is None:
-        raise InputError(Problem("--kubeconform", None, None, "`kubeconform` is not on PATH"))
+        raise InputError(Problem.about("--kubeconform", "`kubeconform` is not on PATH"))
     if args.manifests:
         cluster = _cluster_profile(args)
         version = args.kubernetes_version or (

@@ -310,7 +310,7 @@ def _problem(file: str, err: yaml.YAMLError, text: str) -> Problem:
     context = getattr(err, "context", None)
     message = f"{context}: {what}" if context else str(what)
     if mark is None:
-        return Problem(file, None, None, f"invalid YAML: {message}")
+        return Problem.whole_file(file, f"invalid YAML: {message}")
     lines = text.splitlines()
     if mark.line < len(lines) and "\t" in lines[mark.line][: mark.column + 1]:
         message += " (a tab: YAML does not allow tabs for indentation, use spaces)"
@@ -353,7 +353,7 @@ def load_text(text: str, file: str) -> list[Document]:
 
 def _load_text(text: str, file: str) -> list[Document]:
     if "\x00" in text:
-        raise InputError(Problem(file, None, None, "this is a binary file, not YAML"))
+        raise InputError(Problem.whole_file(file, "this is a binary file, not YAML"))
     pieces = list(yaml_fast.split_documents(text))
     check_depth(text, file, pieces)
     documents = _load_fast(text, pieces, file)
@@ -440,7 +440,7 @@ def _load_pyyaml(text: str, file: str) -> list[Document]:
     except RecursiveAlias as found:
         raise InputError(recursive_alias_problem(file, text, found)) from None
     except RecursionError:
-        raise InputError(Problem(file, None, None, "YAML nests too deeply to load")) from None
+        raise InputError(Problem.whole_file(file, "YAML nests too deeply to load")) from None
     return [
         Document(file, index, data, node)
         for index, (node, data) in enumerate(documents)

@@ -369,7 +369,7 @@ def make_plan(built: BuiltJob, options: Options, workdir: Path) -> Plan:
     pods = replicas(job)
     local = options.replicas or min(len(pods), DEFAULT_LOCAL_REPLICAS)
     if local < 1 or options.procs_per_replica < 1:
-        raise InputError(Problem("--replicas", None, None, "replicas and procs must be >= 1"))
+        raise InputError(Problem.about("--replicas", "replicas and procs must be >= 1"))
     scaled = scale(job, local, options.procs_per_replica, changes)
     elastic = scaled["spec"].get("elasticPolicy")
     if elastic is not None and options.max_restarts is not None:

@@ -221,10 +221,8 @@ def load_repository(root: Path, rule_slugs: Collection[str] = ()) -> model.Repos
     root = root.resolve()
     if not (root / paths.JOBS_DIR).is_dir() and not (root / paths.CLUSTERS_DIR).is_dir():
         raise InputError(
-            Problem(
+            Problem.whole_file(
                 str(root),
-                None,
-                None,
                 f"not a trainops repository: no {paths.JOBS_DIR}/ or {paths.CLUSTERS_DIR}/"
                 " here; run from the repository root or pass --root",
             )

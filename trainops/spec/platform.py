@@ -108,7 +108,7 @@ def load_platform(
                 f" directory: a directory in {paths.CLUSTERS_DIR}/ holds the platform"
                 f" manifests of the profile of the same name ({where}/{MANIFESTS_DIR}/)"
             )
-            problems.append(Problem(where, None, None, message))
+            problems.append(Problem.whole_file(where, message))
             continue
         for entry in sorted(directory.iterdir()):
             if entry.name != MANIFESTS_DIR or not entry.is_dir():
@@ -116,7 +116,7 @@ def load_platform(
                     f"only {MANIFESTS_DIR}/ belongs in {where}/: move it, or the profile's"
                     f" settings into {paths.CLUSTERS_DIR}/{directory.name}.yaml"
                 )
-                problems.append(Problem(_display(entry, root), None, None, message))
+                problems.append(Problem.whole_file(_display(entry, root), message))
         cluster = clusters.get(directory.name)
         manifests = directory / MANIFESTS_DIR
         if cluster is None or not manifests.is_dir():
@@ -129,14 +129,14 @@ def load_platform(
                 # A symlink (of the file, or of manifests/ or the cluster's directory) out of
                 # the repository would be read and copied into the overlay (issue 29.7).
                 message = "a symlink to a file outside the repository: put the file itself here"
-                problems.append(Problem(display, None, None, message))
+                problems.append(Problem.whole_file(display, message))
                 continue
             if path.suffix not in {".yaml", ".yml"} or not path.is_file():
                 message = (
                     "platform manifests are YAML files (*.yaml) directly in"
                     f" {_display(manifests, root)}/"
                 )
-                problems.append(Problem(display, None, None, message))
+                problems.append(Problem.whole_file(display, message))
                 continue
             try:
                 docs = load_file(path, display)

@@ -122,7 +122,7 @@ def changed_paths(root: Path, commit: str) -> list[str]:
         tracked = git(root, "diff", "--name-only", "--no-renames", "--relative", "-z", commit)
         untracked = git(root, "ls-files", "--others", "--exclude-standard", "-z")
     except GitError as err:
-        raise InputError(Problem(str(root), None, None, f"git: {err}")) from None
+        raise InputError(Problem.whole_file(str(root), f"git: {err}")) from None
     names = (tracked + untracked).decode("utf-8", "surrogateescape").split("\0")
     return sorted({n for n in names if n})
 
@@ -244,7 +244,7 @@ def affected(root: Path, repo: Repository, base: str, cluster: str | None = None
         if cluster not in repo.clusters:
             known = ", ".join(sorted(repo.clusters)) or "none"
             raise InputError(
-                Problem("--cluster", None, None, f"unknown cluster {cluster!r} (known: {known})")
+                Problem.about("--cluster", f"unknown cluster {cluster!r} (known: {known})")
             )
         touched = {c: v for c, v in touched.items() if c == cluster}
         wide = {c: v for c, v in wide.items() if c == cluster}

@@ -187,7 +187,7 @@ def _crd_problem(
         f"CustomResourceDefinition {name}" if isinstance(name, str) else "CustomResourceDefinition"
     )
     if doc is None:
-        return Problem("<CRD>", None, None, f"{what}: {message}")
+        return Problem.about("<CRD>", f"{what}: {message}")
     line, column = doc.position(path)
     return Problem(doc.file, line, column, f"{what}: {message}")
 
@@ -279,24 +279,22 @@ def load_crd_dir(directory: Path, confine: Path | None = None) -> dict[GVK, dict
     """
     if confine is not None and not inside(directory, confine):
         raise InputError(
-            Problem(
+            Problem.whole_file(
                 str(directory),
-                None,
-                None,
                 "`crds:` in a cluster profile must stay inside the repository (symlinks"
                 " resolved); pass a directory elsewhere with `--crds`",
             )
         )
     if not directory.is_dir():
         raise InputError(
-            Problem(str(directory), None, None, "CRD directory does not exist (check `--crds`)")
+            Problem.whole_file(str(directory), "CRD directory does not exist (check `--crds`)")
         )
     schemas: dict[GVK, dict[str, Any]] = {}
     problems: list[Problem] = []
     for path in sorted(_crd_files(directory)):
         if confine is not None and not inside(path, confine):
             problems.append(
-                Problem(str(path), None, None, "a symlink out of the repository; not read")
+                Problem.whole_file(str(path), "a symlink out of the repository; not read")
             )
             continue
         try:
@@ -315,10 +313,8 @@ def load_crd_dir(directory: Path, confine: Path | None = None) -> dict[GVK, dict
         raise InputError(problems)
     if not schemas:
         raise InputError(
-            Problem(
+            Problem.whole_file(
                 str(directory),
-                None,
-                None,
                 "no CustomResourceDefinition with an openAPIV3Schema found here",
             )
         )
