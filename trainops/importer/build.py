@@ -322,7 +322,8 @@ def _metrics_port(
                 )
 
 
-def import_files(
+# Over the complexity limits: the import branch reworks this file; split after merging.
+def import_files(  # noqa: PLR0915
     paths: list[Path], root: Path, cluster: ClusterProfile, namespace: str | None = None
 ) -> Result:
     """Every training job in `paths` as a job spec targeting `cluster`, in `namespace` where

@@ -118,7 +118,8 @@ def _mpirun_options(options: list[str], ranks: int, changes: list[str]) -> list[
     return ["--oversubscribe", *out]
 
 
-def make_mpi_plan(built: BuiltJob, options: Options, workdir: Path) -> Plan:
+# Over the complexity limits: the horovod branch edits this file; split after merging.
+def make_mpi_plan(built: BuiltJob, options: Options, workdir: Path) -> Plan:  # noqa: PLR0915
     """The Launcher as one local process running mpirun over local worker hosts."""
     job = built.job
     spec = job["spec"]
