@@ -1,10 +1,19 @@
 """The training loop: data order, resume, checkpoints, SIGTERM, metrics and structured logs.
 
-Launch (what the rendered jobs run; torchrun sets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR):
+Launch: what a rendered PyTorchJob's container runs (`base/resnet50-ddp/pytorchjob.yaml`):
 
-    torchrun --nnodes=2 --nproc_per_node=8 --rdzv_backend=c10d --rdzv_endpoint=$MASTER_ADDR:29400 \
-        -m trainer --model resnet50 --data image-folder --data-path /data/train \
-        --checkpoint-dir /checkpoints/run --metrics-port 9090
+    torchrun -m trainer --model=resnet50 --data=image-folder --data-path=/data/imagenet/train \
+        --batch-size=32 --precision=bf16 --checkpoint-dir=/checkpoints/resnet50-ddp
+
+torchrun gets no flags: it reads PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK,
+PET_MASTER_ADDR and PET_MASTER_PORT (or PET_RDZV_* for an elastic job) from the environment the
+Training Operator sets (`trainops/facts/kubeflow.py`), and sets RANK, LOCAL_RANK and WORLD_SIZE
+for each process; the metrics port comes from $TRAINOPS_METRICS_PORT, which the rendered pod
+sets from the job's `metricsPort`. The image's own command (trainer/Dockerfile) only prints
+`--help`. On one machine, CPU and gloo:
+
+    torchrun --standalone --nproc-per-node=2 -m trainer --model=gpt-tiny \
+        --data=synthetic-tokens --steps=20 --checkpoint-dir=/tmp/ckpt
 
 Resume is automatic: when `checkpoint_dir` holds a complete checkpoint the run continues from
 it (model, optimizer, schedule, step, position in the epoch, RNG), so an elastic restart or a

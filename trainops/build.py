@@ -2,7 +2,8 @@
 
 `trainops build`, `trainops diff` and `trainops validate` all build through here, the way
 Argo CD and Flux will: `kustomize build overlays/<cluster>`, with `kustomize` when it is on
-PATH, else `kubectl kustomize`.
+PATH, else `kubectl kustomize`. `build_committed` is `trainops build`'s pipeline: the committed
+overlays, checked to be up to date first, built and read back as objects.
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from trainops.core import paths
+from trainops.core import paths, yamlio
 from trainops.core.limits import TOOL_TIMEOUT_SECONDS, run_tool
+from trainops.core.manifest import Manifest
+from trainops.render import render_repository, write
+from trainops.spec.model import Repository
 
 # Overlays are built concurrently, one `kustomize build` process per core: each is
 # single-threaded and on a large repository takes most of the run (kustomize's own
@@ -25,6 +29,18 @@ MAX_PARALLEL_BUILDS = os.cpu_count() or 1
 
 class KustomizeError(Exception):
     """kustomize is missing or `kustomize build` failed (the message is kustomize's own)."""
+
+
+class OutOfDate(Exception):
+    """The committed base/, overlays/ or gitops/ differ from what the specs render."""
+
+
+class OverlayFailed(Exception):
+    """`kustomize build overlays/<cluster>` failed: `cluster` and kustomize's `error`."""
+
+    def __init__(self, cluster: str, error: KustomizeError) -> None:
+        super().__init__(f"kustomize build overlays/{cluster} failed:\n{error}")
+        self.cluster, self.error = cluster, error
 
 
 def kustomize_command() -> list[str]:
@@ -94,3 +110,37 @@ def build_overlays(
         pending = [pool.submit(one, name) for name in clusters]
         for name, future in zip(clusters, pending, strict=True):
             yield name, future.result()
+
+
+def check_up_to_date(root: Path, repo: Repository) -> None:
+    """Raise `OutOfDate` when the tree committed under `root` is not what `repo` renders:
+    build what the clusters will sync, not a stale copy."""
+    if write.check(root, render_repository(repo)):
+        raise OutOfDate("rendered output is out of date: run `trainops render` first")
+
+
+def build_committed(
+    root: Path,
+    clusters: Sequence[str],
+    run: Callable[[Path], str] = kustomize,
+    output: Path | None = None,
+) -> list[tuple[str, list[Manifest]]]:
+    """(cluster, its built objects) for each of `clusters`, from the overlays committed under
+    `root` (`check_up_to_date` first); with `output`, each cluster's stream is also written to
+    `output/<cluster>.yaml`.
+
+    Raises `OverlayFailed` for the first overlay kustomize cannot build (the streams of the
+    clusters before it are written all the same).
+    """
+    streams = list(build_overlays(root, clusters, run))
+    out: list[tuple[str, list[Manifest]]] = []
+    for name, stream in streams:
+        if isinstance(stream, KustomizeError):
+            raise OverlayFailed(name, stream)
+        if output:
+            output.mkdir(parents=True, exist_ok=True)
+            (output / f"{name}.yaml").write_text(stream)
+        file = f"{paths.OVERLAYS_DIR}/{name}"
+        documents = yamlio.load_text(stream, file)
+        out.append((name, [Manifest(d.data, file, d, cluster=name) for d in documents if d.data]))
+    return out

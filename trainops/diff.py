@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from trainops import build
+from trainops.core.errors import InputError
 from trainops.core.git import commit_of, git
 from trainops.core.yaml_dump import dump
 from trainops.core.yamlio import load_text
@@ -27,6 +28,7 @@ from trainops.facts import kustomize as kustomize_facts
 from trainops.facts.gpus import job_gpus
 from trainops.facts.kubeflow import TRAINING_JOB_KINDS
 from trainops.facts.trainer import TRAINJOB
+from trainops.spec.model import ClusterProfile, Repository
 
 OVERLAYS = "overlays"
 BUILD_INPUTS = ("base", OVERLAYS)
@@ -229,3 +231,66 @@ def format_markdown(diffs: list[ClusterDiff], base_ref: str, sections: Sequence[
             "</details>",
         ]
     return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- the two sides, built
+
+
+class SideFailed(Exception):
+    """kustomize could not build one side: which (at the base ref, or the working tree) and why."""
+
+
+@dataclass(frozen=True)
+class Trees:
+    """The two sides of a diff written out for kustomize: base/ and overlays/ committed at the
+    base ref, and the working tree's render; with the cluster profiles declared at the base."""
+
+    base: Path
+    head: Path
+    base_clusters: dict[str, ClusterProfile]
+
+    def overlays(self) -> int:
+        """How many overlays the two sides build together."""
+        return len(build.overlays_in(self.base)) + len(build.overlays_in(self.head))
+
+
+def write_trees(
+    root: Path,
+    repo: Repository,
+    files: Mapping[str, str],
+    base_ref: str,
+    dest: Path,
+    *,
+    load: Callable[[Path], Repository],
+) -> Trees:
+    """Both sides under `dest` (`files`: the working tree's render); `load` loads a checkout's
+    specs, for the profiles at the base ref."""
+    base_tree, head_tree = dest / "base", dest / "head"
+    base_tree.mkdir()
+    extract_ref(root, base_ref, base_tree)
+    inputs = dest / "inputs"
+    inputs.mkdir()
+    extract_ref(root, base_ref, inputs, ("jobs", "clusters", "trainops.yaml"))
+    try:
+        # What was declared before the change; the working tree's profiles where the base's
+        # do not load (an older schema): declared then reads unchanged.
+        base_clusters = load(inputs).clusters
+    except InputError:
+        base_clusters = repo.clusters
+    build.write_tree({p: t for p, t in files.items() if p.startswith(BUILD_INPUTS)}, head_tree)
+    return Trees(base_tree, head_tree, base_clusters)
+
+
+def build_trees(
+    trees: Trees, base_ref: str, run: Callable[[Path], str] = build.kustomize
+) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, dict[str, Any]]]]:
+    """(base, head): cluster -> object key -> object on each side; `SideFailed` when kustomize
+    fails on either."""
+    where = f"at {base_ref}"
+    try:
+        base = build_overlays(trees.base, run)
+        where = "for the working tree"
+        head = build_overlays(trees.head, run)
+    except build.KustomizeError as err:
+        raise SideFailed(f"kustomize build failed {where}: {err}") from None
+    return base, head

@@ -14,10 +14,10 @@ import inspect
 
 import pytest
 
-from trainops.spec import model, profile, schemas
+from trainops.spec import model, profile, repository, schemas
 
-# The job's model and the cluster profile's (re-exported by `model`).
-MODULES = (model, profile)
+# The job's model, the cluster profile's and the repository's (re-exported by `model`).
+MODULES = (model, profile, repository)
 DATACLASSES = [
     obj
     for module in MODULES

@@ -10,12 +10,9 @@ import argparse
 import sys
 from pathlib import Path
 
-import yaml
-
 from trainops import build
 from trainops.cli import progress
 from trainops.cli.load import load
-from trainops.render import render_repository, write
 from trainops.report import table
 
 
@@ -33,29 +30,17 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if write.check(args.root, render_repository(repo)):
-        print("error: rendered output is out of date: run `trainops render` first", file=sys.stderr)
-        return 1
-    rows: list[dict[str, str]] = []
     names = [args.cluster] if args.cluster else list(repo.clusters)
-    with progress.Progress.for_args(args, "build", len(names)) as shown:
-        built = list(build.build_overlays(args.root, names, shown.wrap(build.kustomize)))
-    for name, stream in built:
-        if isinstance(stream, build.KustomizeError):
-            print(f"error: kustomize build overlays/{name} failed:\n{stream}", file=sys.stderr)
-            return 1
-        if args.output:
-            args.output.mkdir(parents=True, exist_ok=True)
-            (args.output / f"{name}.yaml").write_text(stream)
-        objs = [obj for obj in yaml.safe_load_all(stream) if obj]
-        runtimes = {(o["kind"], o["metadata"]["name"]): o for o in objs if "Runtime" in o["kind"]}
-        for obj in objs:
-            if obj.get("kind") in table.KINDS:
-                rows.append(table.summarize(repo.clusters[name], obj))
-            elif obj.get("kind") == "TrainJob":
-                ref = obj["spec"]["runtimeRef"]
-                runtime = runtimes.get((ref.get("kind", "ClusterTrainingRuntime"), ref["name"]))
-                rows.append(table.summarize(repo.clusters[name], obj, runtime))
+    try:
+        build.check_up_to_date(args.root, repo)
+        with progress.Progress.for_args(args, "build", len(names)) as shown:
+            built = build.build_committed(
+                args.root, names, shown.wrap(build.kustomize), output=args.output
+            )
+    except (build.OutOfDate, build.OverlayFailed) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    rows = [row for name, objects in built for row in table.rows(repo.clusters[name], objects)]
     print(table.format_table(rows))
     total = sum(int(r["gpus"]) for r in rows)
     print(

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     if args.cluster and args.cluster not in repo.clusters:
         known = ", ".join(sorted(repo.clusters))
         raise InputError(
-            Problem("--cluster", None, None, f"unknown cluster {args.cluster!r} (known: {known})")
+            Problem.about("--cluster", f"unknown cluster {args.cluster!r} (known: {known})")
         )
     fleet = capacity.repository_fleet(repo, args.cluster)
     changes = None
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 base = repository_at(args.root, args.base, Path(tmp))
             except GitError as err:
-                raise InputError(Problem(str(args.root), None, None, f"git: {err}")) from None
+                raise InputError(Problem.whole_file(str(args.root), f"git: {err}")) from None
             only = args.cluster if args.cluster in base.clusters else None
             before = capacity.repository_fleet(base, only)
             if args.cluster and only is None:

@@ -49,13 +49,13 @@ def built_for(root: Path, cluster: str) -> tuple[ClusterProfile, list[Manifest]]
         return build_overlay(load(root), cluster)
     except KustomizeError as err:
         raise InputError(
-            Problem(f"overlays/{cluster}", None, None, f"kustomize build failed: {err}")
+            Problem.whole_file(f"overlays/{cluster}", f"kustomize build failed: {err}")
         ) from None
 
 
 def connect(args: argparse.Namespace, profile: ClusterProfile) -> Client:
     """A client for the profile's cluster, through the user's kubeconfig."""
     if args.request_timeout <= 0:
-        raise InputError(Problem("--request-timeout", None, None, "must be a positive number"))
+        raise InputError(Problem.about("--request-timeout", "must be a positive number"))
     target = resolve(args.kubeconfig, args.context, profile.context, profile.file)
     return Client(target, timeout=args.request_timeout)

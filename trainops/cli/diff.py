@@ -13,14 +13,12 @@ import tempfile
 from pathlib import Path
 
 from trainops import build, diff
-from trainops.build import KustomizeError
 from trainops.cli import progress
 from trainops.cli.load import load
 from trainops.core.errors import InputError, Problem
 from trainops.core.git import GitError, default_base
 from trainops.render import render_repository
 from trainops.report import capacity, capacity_view
-from trainops.spec.model import ClusterProfile
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,19 +36,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     progress.add_argument(parser)
 
 
-def _clusters_at(
-    root: Path, ref: str, dest: Path, head: dict[str, ClusterProfile]
-) -> dict[str, ClusterProfile]:
-    """The cluster profiles committed at `ref` (what was declared before the change); the
-    working tree's where they do not load (an older schema): declared then reads unchanged."""
-    dest.mkdir()
-    diff.extract_ref(root, ref, dest, ("jobs", "clusters", "trainops.yaml"))
-    try:
-        return load(dest).clusters
-    except InputError:
-        return head
-
-
 def run(args: argparse.Namespace) -> int:
     root: Path = args.root
     try:
@@ -58,30 +43,15 @@ def run(args: argparse.Namespace) -> int:
         repo = load(root)
         files = render_repository(repo)
         with tempfile.TemporaryDirectory(prefix="trainops-diff-") as tmp:
-            base_tree, head_tree = Path(tmp, "base"), Path(tmp, "head")
-            base_tree.mkdir()
-            diff.extract_ref(root, base_ref, base_tree)
-            base_clusters = _clusters_at(root, base_ref, Path(tmp, "inputs"), repo.clusters)
-            build.write_tree(
-                {p: t for p, t in files.items() if p.startswith(diff.BUILD_INPUTS)}, head_tree
-            )
-            total = len(build.overlays_in(base_tree)) + len(build.overlays_in(head_tree))
-            with progress.Progress.for_args(args, "diff", total) as shown_progress:
-                run_build = shown_progress.wrap(build.kustomize)
-                where = f"at {base_ref}"
-                try:
-                    base = diff.build_overlays(base_tree, run_build)
-                    where = "for the working tree"
-                    head = diff.build_overlays(head_tree, run_build)
-                except KustomizeError as err:
-                    failed: KustomizeError | None = err
-                else:
-                    failed = None
-            if failed is not None:
-                print(f"error: kustomize build failed {where}: {failed}", file=sys.stderr)
-                return 1
+            trees = diff.write_trees(root, repo, files, base_ref, Path(tmp), load=load)
+            with progress.Progress.for_args(args, "diff", trees.overlays()) as shown_progress:
+                base, head = diff.build_trees(trees, base_ref, shown_progress.wrap(build.kustomize))
+    except diff.SideFailed as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     except GitError as err:
-        raise InputError(Problem(str(root), None, None, f"git: {err}")) from None
+        raise InputError(Problem.whole_file(str(root), f"git: {err}")) from None
+    base_clusters = trees.base_clusters
     products = {name: {g.resource for g in c.gpus} for name, c in repo.clusters.items()}
     changes = diff.compare(base, head, products)
     shown = base_ref if args.base else f"merge base {base_ref[:12]}"

@@ -13,14 +13,10 @@ nothing is written.
 from __future__ import annotations
 
 import argparse
-import difflib
 from pathlib import Path
 
 from trainops.cli.load import load
-from trainops.core import paths
-from trainops.core.errors import InputError, Problem
-from trainops.importer.build import import_files
-from trainops.spec.model import ClusterProfile, Repository
+from trainops.importer import command
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,64 +36,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _cluster(repo: Repository, name: str | None) -> ClusterProfile:
-    known = ", ".join(sorted(repo.clusters)) or "none"
-    if name is None:
-        if len(repo.clusters) == 1:
-            return next(iter(repo.clusters.values()))
-        raise InputError(
-            Problem(
-                "--cluster",
-                None,
-                None,
-                f"name the cluster the imported jobs target (known: {known})",
-            )
-        )
-    if name not in repo.clusters:
-        hint = difflib.get_close_matches(name, list(repo.clusters), n=1)
-        did = f"; did you mean `{hint[0]}`?" if hint else ""
-        raise InputError(
-            Problem("--cluster", None, None, f"unknown cluster `{name}`{did} (known: {known})")
-        )
-    return repo.clusters[name]
-
-
 def run(args: argparse.Namespace) -> int:
     root = Path(args.root)
-    repo = load(root)
-    cluster = _cluster(repo, args.cluster)
-    if args.namespace is not None and args.namespace not in cluster.namespaces:
-        allowed = ", ".join(cluster.namespaces)
-        raise InputError(
-            Problem(
-                "--namespace",
-                None,
-                None,
-                f"`{args.namespace}` is not one of cluster `{cluster.name}`'s namespaces"
-                f" ({allowed})",
-            )
-        )
-    result = import_files([Path(f) for f in args.files], root.resolve(), cluster, args.namespace)
-    out = args.out if args.out is not None else root / paths.JOBS_DIR
-    targets = {job.name: out / f"{job.name}.yaml" for job in result.jobs}
-    existing = [
-        Problem(str(p), None, None, "exists: remove it, or import into another --out")
-        for p in targets.values()
-        if p.exists() or p.with_suffix(".yml").exists()
-    ]
-    if existing:
-        raise InputError(existing)
-    out.mkdir(parents=True, exist_ok=True)
-    for job in result.jobs:
-        targets[job.name].write_text(job.text(), encoding="utf-8")
-        print(f"imported {targets[job.name]} from {job.source} ({job.kind} {job.name})")
+    written = command.import_into(
+        root,
+        load(root),
+        [Path(f) for f in args.files],
+        cluster_name=args.cluster,
+        namespace=args.namespace,
+        out=args.out,
+    )
+    for path, job in written.jobs:
+        print(f"imported {path} from {job.source} ({job.kind} {job.name})")
         for note in job.notes:
             print(f"  not carried: {note}")
-    for problem in result.skipped:
+    for problem in written.result.skipped:
         print(f"not imported: {problem}")
-    if result.jobs:
+    if written.jobs:
         print(
-            f"{len(result.jobs)} job(s) imported for cluster `{cluster.name}`: review them,"
-            " then `trainops render` and `trainops validate`"
+            f"{len(written.jobs)} job(s) imported for cluster `{written.cluster.name}`: review"
+            " them, then `trainops render` and `trainops validate`"
         )
-    return 1 if result.skipped else 0
+    return 1 if written.result.skipped else 0

@@ -23,11 +23,11 @@ def job_on_cluster(
     profile = repo.clusters.get(cluster_name)
     if profile is None:
         known = ", ".join(sorted(repo.clusters))
-        raise InputError(Problem("--cluster", None, None, f"no cluster `{cluster_name}` ({known})"))
+        raise InputError(Problem.about("--cluster", f"no cluster `{cluster_name}` ({known})"))
     job = next((j for j in repo.jobs if j.name == job_name), None)
     target = next((t for t in job.targets if t.cluster == profile.name), None) if job else None
     if job is None or target is None:
         raise InputError(
-            Problem("JOB", None, None, f"no job `{job_name}` in jobs/ targets `{profile.name}`")
+            Problem.about("JOB", f"no job `{job_name}` in jobs/ targets `{profile.name}`")
         )
     return job, profile, target

@@ -45,10 +45,8 @@ def run(args: argparse.Namespace) -> int:
     image = args.image or profile.watch.nccl_tests_image
     if not image:
         raise InputError(
-            Problem(
+            Problem.whole_file(
                 profile.file,
-                None,
-                None,
                 "no nccl-tests image: set `monitoring.ncclTestsImage` (all_reduce_perf built"
                 " with MPI, Open MPI, sshd) or pass --image",
             )
@@ -62,14 +60,12 @@ def _judge(args: argparse.Namespace, minimum: float | None) -> int:
     try:
         text = args.result.read_text(encoding="utf-8", errors="replace")
     except OSError as err:
-        raise InputError(Problem(str(args.result), None, None, err.strerror or str(err))) from None
+        raise InputError(Problem.whole_file(str(args.result), err.strerror or str(err))) from None
     result = parse_all_reduce(text)
     if result is None:
         raise InputError(
-            Problem(
+            Problem.whole_file(
                 str(args.result),
-                None,
-                None,
                 "no all_reduce_perf result (no `# Avg bus bandwidth` line and size rows): did"
                 " the run finish? Read the whole Launcher log",
             )

@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     repo = load(args.root)
     if args.changed and not args.check:
-        raise InputError(Problem("--changed", None, None, "only applies with --check"))
+        raise InputError(Problem.about("--changed", "only applies with --check"))
     scope = validate.changed_scope(args, repo)
     for job in repo.jobs:
         for note in job.notes:

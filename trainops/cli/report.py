@@ -10,20 +10,13 @@ validates once), else from validating the repository here (kustomize builds ever
 from __future__ import annotations
 
 import argparse
-import json
-import os
 from pathlib import Path
 
 from trainops import build
 from trainops.cli import progress
 from trainops.cli.load import load
-from trainops.core.errors import InputError, Problem
-from trainops.core.findings import Finding, Severity
-from trainops.report import capacity
-from trainops.report.html import render_html
+from trainops.report import capacity, formats, html
 from trainops.validate.repo import validate_repository
-
-FINDING_KEYS = ("file", "line", "kind", "name", "namespace", "cluster", "waived")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,43 +37,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     progress.add_argument(parser)
 
 
-def read_findings(path: Path) -> list[Finding]:
-    """The findings of a `trainops validate --format json` file; InputError when it is not."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return [
-            Finding(
-                str(f["rule"]),
-                Severity(f["severity"]),
-                str(f["message"]),
-                **{k: f.get(k) for k in FINDING_KEYS},
-            )
-            for f in data["findings"]
-        ]
-    except (ValueError, KeyError, TypeError) as err:
-        raise InputError(
-            Problem(
-                str(path),
-                None,
-                None,
-                f"not `trainops validate --format json` output ({err}): write it with"
-                " `trainops validate --format json > FILE`",
-            )
-        ) from None
-
-
 def run(args: argparse.Namespace) -> int:
     root: Path = args.root
     repo = load(root)
     if args.findings:
-        findings = read_findings(args.findings)
+        findings = formats.from_json(args.findings)
     else:
         with progress.Progress.for_args(args, "report", len(repo.clusters)) as shown:
             findings = validate_repository(root, repo, run=shown.wrap(build.kustomize)).findings
     fleet = capacity.repository_fleet(repo)
-    link_base = args.link_base
-    if link_base is None:
-        rel = Path(os.path.relpath(root.resolve(), args.out.resolve().parent)).as_posix()
-        link_base = "" if rel == "." else f"{rel}/"
-    args.out.write_text(render_html(fleet, findings, title=args.title, link_base=link_base))
+    base = args.link_base if args.link_base is not None else html.link_base(root, args.out)
+    args.out.write_text(html.render_html(fleet, findings, title=args.title, link_base=base))
     return 0

@@ -91,10 +91,10 @@ def _volumes(items: list[str]) -> dict[str, Path]:
     for item in items:
         name, sep, directory = item.partition("=")
         if not sep or not name or not directory:
-            raise InputError(Problem("--volume", None, None, f"expected NAME=DIR, got {item!r}"))
+            raise InputError(Problem.about("--volume", f"expected NAME=DIR, got {item!r}"))
         if not Path(directory).is_dir():
             raise InputError(
-                Problem("--volume", None, None, f"{directory} is not a directory (for {name})")
+                Problem.about("--volume", f"{directory} is not a directory (for {name})")
             )
         out[name] = Path(directory)
     return out
@@ -109,9 +109,7 @@ def _kill_target(value: str | None, plan: planning.Plan) -> str | None:
     if value in names:
         return value
     raise InputError(
-        Problem(
-            "--kill-replica", None, None, f"no replica {value!r} (replicas: {', '.join(names)})"
-        )
+        Problem.about("--kill-replica", f"no replica {value!r} (replicas: {', '.join(names)})")
     )
 
 
@@ -121,7 +119,7 @@ def _pattern(text: str | None) -> re.Pattern[str] | None:
     try:
         return re.compile(text)
     except re.error as err:
-        raise InputError(Problem("--after-output", None, None, f"invalid regex: {err}")) from err
+        raise InputError(Problem.about("--after-output", f"invalid regex: {err}")) from err
 
 
 def _out(line: str) -> None:

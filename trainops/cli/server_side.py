@@ -17,13 +17,9 @@ from trainops.report import formats as report
 
 def run(args: argparse.Namespace) -> int:
     if args.cluster is None:
-        raise InputError(
-            Problem("--server-side", None, None, "needs --cluster NAME: the cluster to ask")
-        )
+        raise InputError(Problem.about("--server-side", "needs --cluster NAME: the cluster to ask"))
     if args.manifests:
-        raise InputError(
-            Problem("--server-side", None, None, "checks what Git builds; drop --manifests")
-        )
+        raise InputError(Problem.about("--server-side", "checks what Git builds; drop --manifests"))
     profile, built = cluster_args.built_for(args.root, args.cluster)
     client = cluster_args.connect(args, profile)
     findings = dry_run(client, built)

@@ -29,6 +29,19 @@ class Problem:
                 where += f":{self.column}"
         return f"{where}: {self.message}"
 
+    @classmethod
+    def whole_file(cls, file: str, message: str) -> Problem:
+        """A problem with a file as a whole (unreadable, too large, no document in it), or with
+        a directory: there is no line to point at."""
+        return cls(file, None, None, message)
+
+    @classmethod
+    def about(cls, subject: str, message: str) -> Problem:
+        """A problem with something the user named that is not a file: a command-line option
+        (`--cluster`), an argument (`JOB`), or a value (`<kubernetes version>`); the subject is
+        printed where a file name would be."""
+        return cls(subject, None, None, message)
+
 
 class InputError(Exception):
     """Bad input (unreadable YAML, a spec violating its schema, an unknown cluster).

@@ -30,10 +30,8 @@ def default_base(root: Path) -> str:
         except GitError:
             continue
     raise InputError(
-        Problem(
+        Problem.whole_file(
             str(root),
-            None,
-            None,
             "no merge base with `main` or `origin/main`: pass --base REF"
             " (fetch the base branch first in a shallow CI clone)",
         )
@@ -47,10 +45,8 @@ def commit_of(root: Path, ref: str, option: str | None = None) -> str:
         return git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").decode().strip()
     except GitError:
         raise InputError(
-            Problem(
+            Problem.about(
                 option or str(root),
-                None,
-                None,
                 f"unknown git ref `{ref}`: pass a branch, tag or commit",
             )
         ) from None

@@ -41,24 +41,20 @@ def read_bounded(path: Path, display: str) -> bytes:
     try:
         info = os.stat(path)
     except OSError as err:
-        raise InputError(
-            Problem(display, None, None, f"cannot read file: {err.strerror}")
-        ) from None
+        raise InputError(Problem.whole_file(display, f"cannot read file: {err.strerror}")) from None
     if not stat.S_ISREG(info.st_mode):
         raise InputError(
-            Problem(display, None, None, "not a regular file (a device, pipe or directory)")
+            Problem.whole_file(display, "not a regular file (a device, pipe or directory)")
         )
     if info.st_size > MAX_FILE_BYTES:
-        raise InputError(Problem(display, None, None, _too_large(info.st_size)))
+        raise InputError(Problem.whole_file(display, _too_large(info.st_size)))
     try:
         with open(path, "rb") as handle:
             raw = handle.read(MAX_FILE_BYTES + 1)
     except OSError as err:
-        raise InputError(
-            Problem(display, None, None, f"cannot read file: {err.strerror}")
-        ) from None
+        raise InputError(Problem.whole_file(display, f"cannot read file: {err.strerror}")) from None
     if len(raw) > MAX_FILE_BYTES:  # grew while read
-        raise InputError(Problem(display, None, None, _too_large(len(raw))))
+        raise InputError(Problem.whole_file(display, _too_large(len(raw))))
     return raw
 
 

@@ -23,8 +23,6 @@ strings — the same bytes on every machine.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
 import gc
 from collections.abc import Iterator, Sequence
@@ -43,174 +41,7 @@ from trainops.core.yaml_aliases import (
     expanded_shape,
     recursive_alias_problem,
 )
-
-_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _DuplicateKeyError(yaml.MarkedYAMLError):
-    pass
-
-
-_STR_TAG = "tag:yaml.org,2002:str"
-_SEQ_TAG = "tag:yaml.org,2002:seq"
-_MAP_TAG = "tag:yaml.org,2002:map"
-_MERGE_TAG = "tag:yaml.org,2002:merge"
-# Keys that make SafeConstructor rewrite a mapping before building it (merge `<<`,
-# value `=`): rare in manifests, so such mappings take PyYAML's own path.
-_REWRITING_KEY_TAGS = frozenset({_MERGE_TAG, "tag:yaml.org,2002:value"})
-
-
-class _StrictLoader(_BaseLoader):  # type: ignore[misc, valid-type]
-    """Safe loader that rejects duplicate mapping keys."""
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._scalar_tags: dict[tuple[str, tuple[bool, bool]], str] = {}
-        # An alias needs an anchor (`&name`): without a `&` in the text, no node is
-        # shared, so nothing can expand or recurse and PyYAML's per-node bookkeeping
-        # (which makes an aliased node one shared object) can be skipped.
-        self.tree_only = "&" not in stream
-
-    def resolve(self, kind: type[yaml.Node], value: Any, implicit: Any) -> str:
-        """PyYAML's tag resolution, memoised for scalars.
-
-        The composer asks for every scalar's tag, and PyYAML answers by running
-        regular expressions; a manifest repeats the same keys and values over and
-        over. Without path resolvers (this loader has none) a scalar's tag depends
-        only on its text and on whether it was plain or quoted.
-        """
-        if kind is not yaml.ScalarNode:
-            return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
-        key = (value, implicit)
-        tag = self._scalar_tags.get(key)
-        if tag is None:
-            tag = self._scalar_tags[key] = super().resolve(kind, value, implicit)
-        return tag
-
-    def construct_sequence(self, node: yaml.Node, deep: bool = False) -> list[Any]:
-        if not isinstance(node, yaml.SequenceNode):
-            return super().construct_sequence(node, deep=deep)  # type: ignore[no-any-return]
-        return [self._construct(child, deep) for child in node.value]
-
-    def _construct(self, node: yaml.Node, deep: bool) -> Any:
-        """`construct_object`, minus its bookkeeping for the commonest nodes.
-
-        PyYAML's str constructor returns the scalar's value as it is; most of a
-        manifest's nodes are strings, so this is most of the loading time saved.
-        In a tree (no aliases) plain mappings and sequences are built directly too.
-        """
-        if type(node) is yaml.ScalarNode and node.tag == _STR_TAG:
-            return node.value
-        if self.tree_only:
-            if type(node) is yaml.MappingNode and node.tag == _MAP_TAG:
-                return self.construct_mapping(node, deep)
-            if type(node) is yaml.SequenceNode and node.tag == _SEQ_TAG:
-                return [self._construct(child, deep) for child in node.value]
-        return self.construct_object(node, deep=deep)
-
-    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
-        """PyYAML's, with a value its tag cannot take (`!!int x`, `!!bool maybe`) reported at
-        its place instead of escaping as a bare ValueError or KeyError."""
-        try:
-            return super().construct_object(node, deep=deep)
-        except (ValueError, KeyError) as err:
-            tag = str(node.tag).replace("tag:yaml.org,2002:", "!!")
-            raise yaml.constructor.ConstructorError(
-                None, None, f"{tag} cannot take {node.value!r} ({err})", node.start_mark
-            ) from None
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[str, Any]:
-        if not isinstance(node, yaml.MappingNode):
-            return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
-        seen: dict[str, yaml.Node] = {}
-        keys: list[str] = []
-        rewrite = False
-        for key_node, _ in node.value:
-            if key_node.tag in _REWRITING_KEY_TAGS:
-                rewrite = True
-                if key_node.tag == _MERGE_TAG:
-                    continue
-            # The common case inline: a scalar key is its text.
-            key = key_node.value if type(key_node) is yaml.ScalarNode else _key_text(node, key_node)
-            first = seen.get(key)
-            if first is not None:
-                raise _DuplicateKeyError(
-                    problem=(
-                        f"duplicate key {key!r} (first at line {first.start_mark.line + 1});"
-                        " the API server rejects duplicate keys: keep one"
-                    ),
-                    problem_mark=key_node.start_mark,
-                )
-            seen[key] = key_node
-            keys.append(key)
-        if rewrite:
-            # Merge keys (`<<`): PyYAML's own merge, which puts the merged entries
-            # first so that the mapping's own keys win; then the same string keys.
-            self.flatten_mapping(node)
-            return {
-                _key_text(node, key_node): self._construct(value_node, deep)
-                for key_node, value_node in node.value
-            }
-        # Keys are built and checked above: build the values, in order, once.
-        return {
-            key: self._construct(value_node, deep)
-            for key, (_, value_node) in zip(keys, node.value, strict=True)
-        }
-
-    # Scalars and collections Kubernetes reads differently from PyYAML (see the module doc).
-
-    def construct_yaml_timestamp(self, node: yaml.Node) -> str:
-        return str(self.construct_scalar(node))
-
-    def construct_yaml_binary(self, node: yaml.Node) -> str:
-        text = "".join(str(self.construct_scalar(node)).split())
-        try:
-            base64.b64decode(text, validate=True)
-        except (binascii.Error, ValueError) as err:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"failed to decode base64 data: {err}", node.start_mark
-            ) from None
-        return text
-
-    def construct_yaml_set(self, node: yaml.MappingNode) -> Iterator[dict[str, None]]:
-        data: dict[str, None] = {}
-        yield data
-        data.update(dict.fromkeys(self.construct_mapping(node)))
-
-    def construct_yaml_pairs(self, node: yaml.Node) -> Iterator[list[Any]]:
-        if not isinstance(node, yaml.SequenceNode):
-            raise yaml.constructor.ConstructorError(
-                "while constructing pairs",
-                node.start_mark,
-                f"expected a sequence, but found a {type(node).__name__}",
-                node.start_mark,
-            )
-        data: list[Any] = []
-        yield data
-        data.extend(self._construct(child, deep=True) for child in node.value)
-
-
-def _key_text(mapping: yaml.Node, key_node: yaml.Node) -> str:
-    """A mapping key as Kubernetes reads it: the scalar's text; a collection is an error."""
-    if not isinstance(key_node, yaml.ScalarNode):
-        raise yaml.constructor.ConstructorError(
-            "while constructing a mapping",
-            mapping.start_mark,
-            f"found a {'mapping' if isinstance(key_node, yaml.MappingNode) else 'list'} used as"
-            " a key; Kubernetes keys are strings",
-            key_node.start_mark,
-        )
-    return str(key_node.value)
-
-
-for _tag, _constructor in {
-    "timestamp": _StrictLoader.construct_yaml_timestamp,
-    "binary": _StrictLoader.construct_yaml_binary,
-    "set": _StrictLoader.construct_yaml_set,
-    "omap": _StrictLoader.construct_yaml_pairs,
-    "pairs": _StrictLoader.construct_yaml_pairs,
-}.items():
-    _StrictLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _constructor)
+from trainops.core.yaml_strict import StrictLoader
 
 
 @dataclass
@@ -291,7 +122,7 @@ def _compose(text: str) -> yaml.Node:
     """The node tree of one document that yaml-rs has read. The screen in `yaml_fast` sends
     anything PyYAML would refuse to PyYAML in the first place; should the two still disagree,
     positions fall back to the document's first line rather than fail the report."""
-    loader = _StrictLoader(text)
+    loader = StrictLoader(text)
     try:
         node: yaml.Node | None = loader.get_single_node()
     except yaml.YAMLError:
@@ -310,7 +141,7 @@ def _problem(file: str, err: yaml.YAMLError, text: str) -> Problem:
     context = getattr(err, "context", None)
     message = f"{context}: {what}" if context else str(what)
     if mark is None:
-        return Problem(file, None, None, f"invalid YAML: {message}")
+        return Problem.whole_file(file, f"invalid YAML: {message}")
     lines = text.splitlines()
     if mark.line < len(lines) and "\t" in lines[mark.line][: mark.column + 1]:
         message += " (a tab: YAML does not allow tabs for indentation, use spaces)"
@@ -353,7 +184,7 @@ def load_text(text: str, file: str) -> list[Document]:
 
 def _load_text(text: str, file: str) -> list[Document]:
     if "\x00" in text:
-        raise InputError(Problem(file, None, None, "this is a binary file, not YAML"))
+        raise InputError(Problem.whole_file(file, "this is a binary file, not YAML"))
     pieces = list(yaml_fast.split_documents(text))
     check_depth(text, file, pieces)
     documents = _load_fast(text, pieces, file)
@@ -406,7 +237,7 @@ class _AliasBomb(Exception):
 
 def _pyyaml_documents(text: str) -> list[tuple[yaml.Node, Any]]:
     """(node tree, data) of every document, strictly; raises what the loader raises."""
-    loader = _StrictLoader(text)
+    loader = StrictLoader(text)
     documents: list[tuple[yaml.Node, Any]] = []
     try:
         while loader.check_node():
@@ -440,7 +271,7 @@ def _load_pyyaml(text: str, file: str) -> list[Document]:
     except RecursiveAlias as found:
         raise InputError(recursive_alias_problem(file, text, found)) from None
     except RecursionError:
-        raise InputError(Problem(file, None, None, "YAML nests too deeply to load")) from None
+        raise InputError(Problem.whole_file(file, "YAML nests too deeply to load")) from None
     return [
         Document(file, index, data, node)
         for index, (node, data) in enumerate(documents)

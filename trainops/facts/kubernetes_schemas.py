@@ -48,10 +48,8 @@ def core_schema_dir(kubernetes_version: str) -> Path:
     wanted = parse_version(kubernetes_version)
     if wanted is None:
         raise InputError(
-            Problem(
+            Problem.about(
                 "<kubernetes version>",
-                None,
-                None,
                 f"Kubernetes version must look like `1.31`, got {kubernetes_version!r}",
             )
         )
@@ -59,10 +57,8 @@ def core_schema_dir(kubernetes_version: str) -> Path:
     if not candidates:
         oldest = supported_versions()[0]
         raise InputError(
-            Problem(
+            Problem.about(
                 "<kubernetes version>",
-                None,
-                None,
                 f"no schemas for Kubernetes {kubernetes_version}: the oldest supported is"
                 f" {oldest[0]}.{oldest[1]}",
             )

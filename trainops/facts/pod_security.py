@@ -9,7 +9,7 @@ level we print is the one the rule checks.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -104,6 +104,16 @@ class Breach:
     """What a cluster may declare to admit it: `capability:IPC_LOCK`, `hostPath:/dev/x`,
     `hostNetwork`; None when nothing may."""
 
+    @classmethod
+    def baseline(cls, control: str, message: str, path: Path, exc: str | None = None) -> Breach:
+        """A breach of a baseline control (so of restricted too)."""
+        return cls("baseline", control, message, path, exc)
+
+    @classmethod
+    def restricted(cls, control: str, message: str, path: Path, exc: str | None = None) -> Breach:
+        """A breach of a control only the restricted level has."""
+        return cls("restricted", control, message, path, exc)
+
 
 def _d(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
@@ -121,11 +131,14 @@ def _containers(spec: dict[str, Any]) -> Iterator[tuple[dict[str, Any], Path]]:
 
 def breaches(meta: dict[str, Any], spec: dict[str, Any]) -> Iterator[Breach]:
     """Every Pod Security control `spec` (a pod spec, with its template's `meta`) fails."""
-    yield from _baseline(meta, spec)
-    yield from _restricted(spec)
+    for check in BASELINE_CHECKS:
+        yield from check(meta, spec)
+    for restricted in RESTRICTED_CHECKS:
+        yield from restricted(spec)
 
 
-def _baseline(meta: dict[str, Any], spec: dict[str, Any]) -> Iterator[Breach]:
+def _security_contexts(meta: dict[str, Any], spec: dict[str, Any]) -> Iterator[Breach]:
+    """HostProcess, SELinux, Seccomp and AppArmor: set on the pod or on any container."""
     psc = _d(spec.get("securityContext"))
     scopes = [(psc, ("spec", "securityContext"), "the pod")] + [
         (_d(c.get("securityContext")), (*p, "securityContext"), f"container `{c.get('name')}`")
@@ -133,86 +146,90 @@ def _baseline(meta: dict[str, Any], spec: dict[str, Any]) -> Iterator[Breach]:
     ]
     for sc, at, who in scopes:
         if _d(sc.get("windowsOptions")).get("hostProcess") is True:
-            yield Breach(
-                "baseline",
-                "HostProcess",
-                f"{who} is a Windows HostProcess",
-                (*at, "windowsOptions"),
+            yield Breach.baseline(
+                "HostProcess", f"{who} is a Windows HostProcess", (*at, "windowsOptions")
             )
         se = _d(sc.get("seLinuxOptions"))
         if se.get("type", "") not in SELINUX_TYPES or se.get("user") or se.get("role"):
-            yield Breach(
-                "baseline",
+            yield Breach.baseline(
                 "SELinux",
                 f"{who} sets a custom SELinux user, role or type",
                 (*at, "seLinuxOptions"),
             )
         seccomp = _d(sc.get("seccompProfile")).get("type")
         if seccomp == "Unconfined":
-            yield Breach(
-                "baseline", "Seccomp", f"{who} runs seccomp Unconfined", (*at, "seccompProfile")
+            yield Breach.baseline(
+                "Seccomp", f"{who} runs seccomp Unconfined", (*at, "seccompProfile")
             )
         apparmor = _d(sc.get("appArmorProfile")).get("type")
         if apparmor not in (None, "RuntimeDefault", "Localhost"):
-            yield Breach(
-                "baseline",
-                "AppArmor",
-                f"{who} sets AppArmor `{apparmor}`",
-                (*at, "appArmorProfile"),
+            yield Breach.baseline(
+                "AppArmor", f"{who} sets AppArmor `{apparmor}`", (*at, "appArmorProfile")
             )
+
+
+def _host_namespaces(meta: dict[str, Any], spec: dict[str, Any]) -> Iterator[Breach]:
     for key in ("hostNetwork", "hostPID", "hostIPC"):
         if spec.get(key) is True:
             exception = "hostNetwork" if key == "hostNetwork" else None
-            yield Breach(
-                "baseline",
+            yield Breach.baseline(
                 "Host Namespaces",
                 f"`{key}: true` shares the node's namespace",
                 ("spec", key),
                 exception,
             )
+
+
+def _sysctls(meta: dict[str, Any], spec: dict[str, Any]) -> Iterator[Breach]:
+    psc = _d(spec.get("securityContext"))
     for i, sysctl in enumerate(_l(psc.get("sysctls"))):
         name = _d(sysctl).get("name")
         if name not in SAFE_SYSCTLS:
-            yield Breach(
-                "baseline",
+            yield Breach.baseline(
                 "Sysctls",
                 f"sysctl `{name}` is not in the safe set",
                 ("spec", "securityContext", "sysctls", i),
             )
+
+
+def _host_paths(meta: dict[str, Any], spec: dict[str, Any]) -> Iterator[Breach]:
     for i, vol in enumerate(_l(spec.get("volumes"))):
         host = _d(_d(vol).get("hostPath"))
         if host:
             where = str(host.get("path", ""))
-            yield Breach(
-                "baseline",
+            yield Breach.baseline(
                 "HostPath Volumes",
                 f"hostPath volume `{where}` reaches the node's files",
                 ("spec", "volumes", i, "hostPath"),
                 f"hostPath:{where}",
             )
+
+
+def _apparmor_annotations(meta: dict[str, Any], spec: dict[str, Any]) -> Iterator[Breach]:
     for key, value in _d(meta.get("annotations")).items():
         if str(key).startswith(APPARMOR_ANNOTATION) and not (
             value == "runtime/default" or str(value).startswith("localhost/")
         ):
-            yield Breach(
-                "baseline",
+            yield Breach.baseline(
                 "AppArmor",
                 f"AppArmor annotation `{key}: {value}`",
                 ("metadata", "annotations", key),
             )
+
+
+def _containers_baseline(meta: dict[str, Any], spec: dict[str, Any]) -> Iterator[Breach]:
+    """Privileged containers, /proc mount, added capabilities, host ports."""
     for c, at in _containers(spec):
         sc = _d(c.get("securityContext"))
         name = c.get("name")
         if sc.get("privileged") is True:
-            yield Breach(
-                "baseline",
+            yield Breach.baseline(
                 "Privileged Containers",
                 f"container `{name}` is privileged",
                 (*at, "securityContext", "privileged"),
             )
         if sc.get("procMount", "Default") != "Default":
-            yield Breach(
-                "baseline",
+            yield Breach.baseline(
                 "/proc Mount Type",
                 f"container `{name}` unmasks /proc (`procMount: {sc.get('procMount')}`)",
                 (*at, "securityContext", "procMount"),
@@ -220,8 +237,7 @@ def _baseline(meta: dict[str, Any], spec: dict[str, Any]) -> Iterator[Breach]:
         added = [str(x).removeprefix("CAP_") for x in _l(_d(sc.get("capabilities")).get("add"))]
         for j, cap in enumerate(added):
             if cap not in BASELINE_CAPABILITIES:
-                yield Breach(
-                    "baseline",
+                yield Breach.baseline(
                     "Capabilities",
                     f"container `{name}` adds capability {cap}",
                     (*at, "securityContext", "capabilities", "add", j),
@@ -229,83 +245,99 @@ def _baseline(meta: dict[str, Any], spec: dict[str, Any]) -> Iterator[Breach]:
                 )
         for j, port in enumerate(_l(c.get("ports"))):
             if _d(port).get("hostPort") not in (None, 0):
-                yield Breach(
-                    "baseline",
+                yield Breach.baseline(
                     "Host Ports",
                     f"container `{name}` binds host port {_d(port).get('hostPort')}",
                     (*at, "ports", j, "hostPort"),
                 )
 
 
-def _restricted(spec: dict[str, Any]) -> Iterator[Breach]:
-    psc = _d(spec.get("securityContext"))
+BASELINE_CHECKS: tuple[Callable[[dict[str, Any], dict[str, Any]], Iterator[Breach]], ...] = (
+    _security_contexts,
+    _host_namespaces,
+    _sysctls,
+    _host_paths,
+    _apparmor_annotations,
+    _containers_baseline,
+)
+"""The baseline controls, each `(template metadata, pod spec) -> breaches`, in report order."""
+
+
+def _volume_types(spec: dict[str, Any]) -> Iterator[Breach]:
     for i, vol in enumerate(_l(spec.get("volumes"))):
         kinds = [k for k in _d(vol) if k != "name"]
         for kind in kinds:
             if kind not in RESTRICTED_VOLUMES and kind != "hostPath":  # hostPath: baseline's
-                yield Breach(
-                    "restricted",
+                yield Breach.restricted(
                     "Volume Types",
                     f"volume `{_d(vol).get('name')}` is of type {kind}",
                     ("spec", "volumes", i, kind),
                 )
-    if psc.get("runAsUser") == 0:
-        yield Breach(
-            "restricted",
+
+
+def _pod_user(spec: dict[str, Any]) -> Iterator[Breach]:
+    if _d(spec.get("securityContext")).get("runAsUser") == 0:
+        yield Breach.restricted(
             "Running as Non-root user",
             "the pod runs as uid 0",
             ("spec", "securityContext", "runAsUser"),
         )
+
+
+def _containers_restricted(spec: dict[str, Any]) -> Iterator[Breach]:
+    """Privilege escalation, non-root, seccomp and capabilities of each container."""
+    psc = _d(spec.get("securityContext"))
     for c, at in _containers(spec):
         sc = _d(c.get("securityContext"))
         name = c.get("name")
         scp = (*at, "securityContext")
         if sc.get("allowPrivilegeEscalation") is not False:
-            yield Breach(
-                "restricted",
+            yield Breach.restricted(
                 "Privilege Escalation",
                 f"container `{name}` must set `allowPrivilegeEscalation: false`",
                 scp,
             )
         if sc.get("runAsNonRoot", psc.get("runAsNonRoot")) is not True:
-            yield Breach(
-                "restricted",
+            yield Breach.restricted(
                 "Running as Non-root",
                 f"container `{name}` needs `runAsNonRoot: true` (pod or container)",
                 scp,
             )
         if sc.get("runAsUser") == 0:
-            yield Breach(
-                "restricted",
-                "Running as Non-root user",
-                f"container `{name}` runs as uid 0",
-                (*scp, "runAsUser"),
+            yield Breach.restricted(
+                "Running as Non-root user", f"container `{name}` runs as uid 0", (*scp, "runAsUser")
             )
         seccomp = _d(sc.get("seccompProfile") or psc.get("seccompProfile")).get("type")
         if seccomp not in ("RuntimeDefault", "Localhost"):
-            yield Breach(
-                "restricted",
+            yield Breach.restricted(
                 "Seccomp",
                 f"container `{name}` needs seccomp RuntimeDefault or Localhost (pod or container)",
                 scp,
             )
-        caps = _d(sc.get("capabilities"))
-        if "ALL" not in [str(x) for x in _l(caps.get("drop"))]:
-            yield Breach(
-                "restricted",
+        yield from _restricted_capabilities(name, _d(sc.get("capabilities")), scp)
+
+
+def _restricted_capabilities(name: Any, caps: dict[str, Any], scp: Path) -> Iterator[Breach]:
+    if "ALL" not in [str(x) for x in _l(caps.get("drop"))]:
+        yield Breach.restricted(
+            "Capabilities", f"container `{name}` must drop ALL capabilities", (*scp, "capabilities")
+        )
+    for j, cap in enumerate(str(x).removeprefix("CAP_") for x in _l(caps.get("add"))):
+        if cap in BASELINE_CAPABILITIES - RESTRICTED_CAPABILITIES:
+            yield Breach.restricted(
                 "Capabilities",
-                f"container `{name}` must drop ALL capabilities",
-                (*scp, "capabilities"),
+                f"container `{name}` adds {cap}; restricted allows only NET_BIND_SERVICE",
+                (*scp, "capabilities", "add", j),
+                f"capability:{cap}",
             )
-        for j, cap in enumerate(str(x).removeprefix("CAP_") for x in _l(caps.get("add"))):
-            if cap in BASELINE_CAPABILITIES - RESTRICTED_CAPABILITIES:
-                yield Breach(
-                    "restricted",
-                    "Capabilities",
-                    f"container `{name}` adds {cap}; restricted allows only NET_BIND_SERVICE",
-                    (*scp, "capabilities", "add", j),
-                    f"capability:{cap}",
-                )
+
+
+RESTRICTED_CHECKS: tuple[Callable[[dict[str, Any]], Iterator[Breach]], ...] = (
+    _volume_types,
+    _pod_user,
+    _containers_restricted,
+)
+"""The restricted controls beyond baseline, each `pod spec -> breaches`, in report order."""
 
 
 def admitted(

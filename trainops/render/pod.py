@@ -264,23 +264,14 @@ def _container_security(job: TrainingJob | None) -> dict[str, Any]:
     }
 
 
-def pod_template(
+def _container(
     job: TrainingJob,
-    cluster: ClusterProfile | None = None,
-    target: Target | None = None,
-    replica: Replica | None = None,
-    replica_type: str = "Worker",
+    cluster: ClusterProfile | None,
+    target: Target | None,
+    replica: Replica,
+    gpu: GpuProduct | None,
 ) -> dict[str, Any]:
-    """The pod template of one replica type (default: a PyTorchJob's training pods), with
-    what the job adds to `replica_type`'s pods (`render.overrides`)."""
-    if replica is None:
-        command = torchrun_command(job) if job.command else None
-        replica = training_replica(job, PYTORCH_CONTAINER, command)
-    gpu = _gpu(cluster, target)
-    volumes, mounts = _volumes(job) if replica.data else ([], [])
-    scratch_volumes, scratch_mounts = scratch(job)
-    volumes += scratch_volumes
-    mounts += scratch_mounts
+    """The replica's one container: image, command, env, metrics port, size, security."""
     container: dict[str, Any] = {
         "name": replica.container,
         "image": job.image,
@@ -299,6 +290,55 @@ def pod_template(
     if resources:
         container["resources"] = resources
     container["securityContext"] = _container_security(job)
+    return container
+
+
+def _on_cluster(
+    job: TrainingJob,
+    cluster: ClusterProfile,
+    replica: Replica,
+    gpu: GpuProduct | None,
+    pod: dict[str, Any],
+) -> None:
+    """What one cluster adds to the pod: RDMA, the GPU nodes, the host network, Volcano."""
+    meta, spec = pod["metadata"], pod["spec"]
+    container = spec["containers"][0]
+    rdma = _rdma(cluster)
+    if rdma is not None and replica.nccl_device:
+        container["securityContext"]["capabilities"]["add"] = [RDMA_CAPABILITY]
+    # Every pod joins the network the socket interface names (an MPI Launcher talks to
+    # its Workers over it); only NCCL's pods get the RDMA device and IPC_LOCK.
+    if rdma is not None and rdma.multus_network:
+        meta["annotations"][MULTUS_ANNOTATION] = rdma.multus_network
+    if gpu is not None and replica.gpus:
+        spec["nodeSelector"] = dict(gpu.node_selector)
+        if gpu.tolerations:
+            spec["tolerations"] = [dict(t) for t in gpu.tolerations]
+    if job.host_network:
+        spec["hostNetwork"] = True
+        spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+    if cluster.scheduler.kind == VOLCANO_SCHEDULER:
+        spec["schedulerName"] = VOLCANO_SCHEDULER
+
+
+def pod_template(
+    job: TrainingJob,
+    cluster: ClusterProfile | None = None,
+    target: Target | None = None,
+    replica: Replica | None = None,
+    replica_type: str = "Worker",
+) -> dict[str, Any]:
+    """The pod template of one replica type (default: a PyTorchJob's training pods), with
+    what the job adds to `replica_type`'s pods (`render.overrides`)."""
+    if replica is None:
+        command = torchrun_command(job) if job.command else None
+        replica = training_replica(job, PYTORCH_CONTAINER, command)
+    gpu = _gpu(cluster, target)
+    volumes, mounts = _volumes(job) if replica.data else ([], [])
+    scratch_volumes, scratch_mounts = scratch(job)
+    volumes += scratch_volumes
+    mounts += scratch_mounts
+    container = _container(job, cluster, target, replica, gpu)
     if mounts:
         container["volumeMounts"] = mounts
     spec: dict[str, Any] = {
@@ -320,20 +360,5 @@ def pod_template(
         "annotations": {"sidecar.istio.io/inject": "false"},
     }
     if cluster is not None:
-        rdma = _rdma(cluster)
-        if rdma is not None and replica.nccl_device:
-            container["securityContext"]["capabilities"]["add"] = [RDMA_CAPABILITY]
-        # Every pod joins the network the socket interface names (an MPI Launcher talks to
-        # its Workers over it); only NCCL's pods get the RDMA device and IPC_LOCK.
-        if rdma is not None and rdma.multus_network:
-            meta["annotations"][MULTUS_ANNOTATION] = rdma.multus_network
-        if gpu is not None and replica.gpus:
-            spec["nodeSelector"] = dict(gpu.node_selector)
-            if gpu.tolerations:
-                spec["tolerations"] = [dict(t) for t in gpu.tolerations]
-        if job.host_network:
-            spec["hostNetwork"] = True
-            spec["dnsPolicy"] = "ClusterFirstWithHostNet"
-        if cluster.scheduler.kind == VOLCANO_SCHEDULER:
-            spec["schedulerName"] = VOLCANO_SCHEDULER
+        _on_cluster(job, cluster, replica, gpu, {"metadata": meta, "spec": spec})
     return overrides.apply({"metadata": meta, "spec": spec}, job.pod, replica_type)

@@ -89,28 +89,13 @@ def runtime_spec(
     pod_meta: dict[str, Any] = {}
     spec: dict[str, Any] = {"mlPolicy": {"numNodes": 1, "torch": {}}}
     if cluster is not None:
-        env = nccl_env(cluster)
-        container["env"] = [{"name": k, "value": v} for k, v in env.items()]
-        rdma = cluster.network.rdma if cluster.network.transport == "rdma" else None
-        if rdma is not None:
-            container["securityContext"]["capabilities"]["add"] = [RDMA_CAPABILITY]
-            if rdma.multus_network:
-                pod_meta["annotations"] = {MULTUS_ANNOTATION: rdma.multus_network}
+        _network(cluster, container, pod_meta)
         if gpu is not None:
             pod_spec["nodeSelector"] = dict(gpu.node_selector)
             if gpu.tolerations:
                 pod_spec["tolerations"] = [dict(t) for t in gpu.tolerations]
         if cluster.scheduler.kind == VOLCANO_SCHEDULER:
-            # The Trainer creates the PodGroup (minMember = all pods) and sets the pods'
-            # scheduler; stated here too so the template reads as what runs.
-            spec["podGroupPolicy"] = {"volcano": {}}
-            pod_spec["schedulerName"] = VOLCANO_SCHEDULER
-            if cluster.scheduler.priority_class:
-                pod_spec["priorityClassName"] = cluster.scheduler.priority_class
-            if cluster.scheduler.queue:
-                # Where v2.3's volcano plugin reads the PodGroup's queue (facts/trainer.py).
-                queue = {VOLCANO_QUEUE_ANNOTATION: cluster.scheduler.queue}
-                spec["template"] = {"metadata": {"annotations": queue}}
+            _volcano(cluster, spec, pod_spec)
     job_spec: dict[str, Any] = {}
     if job is not None:
         init = _init_containers(job)
@@ -135,6 +120,30 @@ def runtime_spec(
         ]
     }
     return spec
+
+
+def _network(cluster: ClusterProfile, container: dict[str, Any], pod_meta: dict[str, Any]) -> None:
+    """NCCL's environment for the cluster's fabric; RDMA's capability and Multus network."""
+    env = nccl_env(cluster)
+    container["env"] = [{"name": k, "value": v} for k, v in env.items()]
+    rdma = cluster.network.rdma if cluster.network.transport == "rdma" else None
+    if rdma is not None:
+        container["securityContext"]["capabilities"]["add"] = [RDMA_CAPABILITY]
+        if rdma.multus_network:
+            pod_meta["annotations"] = {MULTUS_ANNOTATION: rdma.multus_network}
+
+
+def _volcano(cluster: ClusterProfile, spec: dict[str, Any], pod_spec: dict[str, Any]) -> None:
+    """Volcano's gang: the Trainer creates the PodGroup (minMember = all pods) and sets the
+    pods' scheduler; stated here too so the template reads as what runs."""
+    spec["podGroupPolicy"] = {"volcano": {}}
+    pod_spec["schedulerName"] = VOLCANO_SCHEDULER
+    if cluster.scheduler.priority_class:
+        pod_spec["priorityClassName"] = cluster.scheduler.priority_class
+    if cluster.scheduler.queue:
+        # Where v2.3's volcano plugin reads the PodGroup's queue (facts/trainer.py).
+        queue = {VOLCANO_QUEUE_ANNOTATION: cluster.scheduler.queue}
+        spec["template"] = {"metadata": {"annotations": queue}}
 
 
 def needs_own_runtime(job: TrainingJob) -> bool:

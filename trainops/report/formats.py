@@ -15,10 +15,12 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from itertools import groupby
+from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from trainops import __version__
+from trainops.core.errors import InputError, Problem
 from trainops.core.findings import Finding, Severity
 from trainops.core.text import one_line
 from trainops.rules import RULES_BY_SLUG
@@ -144,6 +146,33 @@ def to_json(findings: Sequence[Finding], resources: int) -> str:
         "summary": summary(findings, resources),
     }
     return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+FINDING_KEYS = ("file", "line", "kind", "name", "namespace", "cluster", "waived")
+"""The optional fields of a JSON finding, as `to_json` writes them."""
+
+
+def from_json(path: Path) -> list[Finding]:
+    """The findings of a `trainops validate --format json` file; InputError when it is not."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return [
+            Finding(
+                str(f["rule"]),
+                Severity(f["severity"]),
+                str(f["message"]),
+                **{k: f.get(k) for k in FINDING_KEYS},
+            )
+            for f in data["findings"]
+        ]
+    except (ValueError, KeyError, TypeError) as err:
+        raise InputError(
+            Problem.whole_file(
+                str(path),
+                f"not `trainops validate --format json` output ({err}): write it with"
+                " `trainops validate --format json > FILE`",
+            )
+        ) from None
 
 
 def to_junit(findings: Sequence[Finding], resources: int) -> str:

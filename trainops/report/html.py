@@ -9,9 +9,11 @@ reports of one commit are byte-identical.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from html import escape
 from itertools import groupby
+from pathlib import Path
 from urllib.parse import quote
 
 from trainops.core.findings import Finding
@@ -32,6 +34,13 @@ svg text{font:12px system-ui,sans-serif;fill:#1f2328}svg text.over{fill:#c0392b;
 tr.file td{background:#f6f8fa;font-family:ui-monospace,monospace}
 figure{margin:8px 0 16px}figcaption{font-weight:600;margin-bottom:4px}
 """
+
+
+def link_base(root: Path, out: Path) -> str:
+    """The path from the report at `out` back to the repository `root` (with a trailing slash;
+    empty beside it): what the findings' links start with by default."""
+    rel = Path(os.path.relpath(root.resolve(), out.resolve().parent)).as_posix()
+    return "" if rel == "." else f"{rel}/"
 
 
 def _link(file: str, line: int | None, link_base: str) -> str:

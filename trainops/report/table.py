@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainops.core.manifest import Manifest
 from trainops.facts import pod_security as pss
 from trainops.facts.gpus import job_gpus
 from trainops.facts.kubeflow import KUBEFLOW_REPLICA_KEYS, REPLICA_TYPES
 from trainops.facts.schedulers import KUEUE_QUEUE_LABEL
+from trainops.rules.context import Context
+from trainops.rules.objects import Object
 from trainops.rules.trainjob import node_pod
 from trainops.spec.model import ClusterProfile
 
@@ -110,3 +113,16 @@ def format_table(rows: list[dict[str, str]]) -> str:
     lines = ["  ".join(c.upper().ljust(widths[c]) for c in COLUMNS)]
     lines += ["  ".join(r[c].ljust(widths[c]) for c in COLUMNS) for r in rows]
     return "\n".join(line.rstrip() for line in lines)
+
+
+def rows(cluster: ClusterProfile, built: list[Manifest]) -> list[dict[str, str]]:
+    """A row per training job in one cluster's build; a TrainJob is read with the runtime it
+    references, which the rules' `Context` finds in the same build."""
+    context = Context([Object(m) for m in built])  # the one line to point at trainops.kube
+    out = []
+    for obj in context.objects:
+        if obj.kind in KINDS:
+            out.append(summarize(cluster, obj.data))
+        elif obj.is_trainjob:
+            out.append(summarize(cluster, obj.data, obj.runtime.data if obj.runtime else None))
+    return out

@@ -60,46 +60,69 @@ def _options_and_positionals(
     return options, positionals
 
 
+Options = list[tuple[str, str, Path]]
+Positionals = list[tuple[str, Path]]
+
+
 def write_targets(launch: Launch) -> list[tuple[str, Path]]:
     """Paths one command writes to, as written (absolute or relative), with their argv path."""
     words = launch.words
     if not words:
         return []
+    targets = _redirections(words)
+    head = posixpath.basename(words[0][0])
+    args = [w for w in words[1:] if w[0] not in {">", ">>"} and not w[0].startswith(">")]
+    options, positionals = _options_and_positionals(args)
+    return targets + _command_targets(head, options, positionals)
+
+
+def _redirections(words: list[tuple[str, Path]]) -> list[tuple[str, Path]]:
+    """Shell output redirection: `> FILE`, `>> FILE`, `>FILE`."""
     targets: list[tuple[str, Path]] = []
-    # Shell output redirection: `> FILE`, `>> FILE`, `>FILE`.
     for i, (word, path) in enumerate(words):
         if word in {">", ">>"} and i + 1 < len(words):
             targets.append(words[i + 1])
         elif word.startswith(">") and word.strip(">"):
             targets.append((word.lstrip(">"), path))
-    head = posixpath.basename(words[0][0])
-    args = [w for w in words[1:] if w[0] not in {">", ">>"} and not w[0].startswith(">")]
-    options, positionals = _options_and_positionals(args)
+    return targets
+
+
+def _command_targets(head: str, options: Options, positionals: Positionals) -> Positionals:
+    """Where the command `head` writes, by the family it belongs to."""
     if head in _COPY_SUBCOMMANDS:
-        verbs = _COPY_SUBCOMMANDS[head]
-        at = next((i for i, (w, _) in enumerate(positionals) if w in verbs), None)
-        if at is not None:
-            rest = positionals[at + 1 :]
-            locations = [(w, p) for w, p in rest if _LOCATION.match(w)]
-            if head == "git":
-                locations = rest  # git clone URL [DIR]: DIR is any word
-            if len(locations) >= 2:
-                targets.append(locations[-1])
-    elif head in _COPY_COMMANDS:
+        return _subcommand_copy(head, positionals)
+    if head in _COPY_COMMANDS:
         named = [(v, p) for k, v, p in options if k in {"t", "target_directory"}]
         if named:
-            targets += named
-        elif len(positionals) >= 2:
-            targets.append(positionals[-1])
-    elif head in _TOUCH_COMMANDS:
-        targets += [(w, p) for w, p in positionals if _LOCATION.match(w) or "/" in w]
-    elif head in _OUTPUT_OPTIONS:
-        if head == "tar" and not any(
-            k == "extract" or (len(k) <= 4 and "x" in k and not k.startswith("exclude"))
-            for k, _, _ in options
-        ):
-            return targets
-        targets += [(v, p) for k, v, p in options if k in _OUTPUT_OPTIONS[head] and v]
-    elif head == "dd":
-        targets += [(w[3:], p) for w, p in positionals if w.startswith("of=")]
-    return targets
+            return named
+        return positionals[-1:] if len(positionals) >= 2 else []
+    if head in _TOUCH_COMMANDS:
+        return [(w, p) for w, p in positionals if _LOCATION.match(w) or "/" in w]
+    if head in _OUTPUT_OPTIONS:
+        if head == "tar" and not _tar_extracts(options):
+            return []
+        return [(v, p) for k, v, p in options if k in _OUTPUT_OPTIONS[head] and v]
+    if head == "dd":
+        return [(w[3:], p) for w, p in positionals if w.startswith("of=")]
+    return []
+
+
+def _subcommand_copy(head: str, positionals: Positionals) -> Positionals:
+    """`aws s3 cp SOURCE DEST`, `git clone URL [DIR]`...: the last location after the verb."""
+    verbs = _COPY_SUBCOMMANDS[head]
+    at = next((i for i, (w, _) in enumerate(positionals) if w in verbs), None)
+    if at is None:
+        return []
+    rest = positionals[at + 1 :]
+    locations = [(w, p) for w, p in rest if _LOCATION.match(w)]
+    if head == "git":
+        locations = rest  # git clone URL [DIR]: DIR is any word
+    return locations[-1:] if len(locations) >= 2 else []
+
+
+def _tar_extracts(options: Options) -> bool:
+    """`tar -x`, `tar xzf`, `--extract`: only an extracting tar writes into `-C DIR`."""
+    return any(
+        k == "extract" or (len(k) <= 4 and "x" in k and not k.startswith("exclude"))
+        for k, _, _ in options
+    )

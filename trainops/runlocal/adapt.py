@@ -104,10 +104,8 @@ def apply_arg_edits(args: list[str], options: Options, ours: bool, changes: list
     if options.steps is not None:
         if not ours:
             raise InputError(
-                Problem(
+                Problem.about(
                     "--steps",
-                    None,
-                    None,
                     "--steps sets our trainer's --steps flag; this job runs another program:"
                     " use --set-arg with its own flag",
                 )
@@ -117,13 +115,11 @@ def apply_arg_edits(args: list[str], options: Options, ours: bool, changes: list
         if _remove_flag(args, flag):
             changes.append(f"args: {flag} removed (--drop-arg)")
         else:
-            raise InputError(Problem("--drop-arg", None, None, f"the args have no {flag}"))
+            raise InputError(Problem.about("--drop-arg", f"the args have no {flag}"))
     for edit in edits:
         flag, sep, _ = edit.partition("=")
         if not flag.startswith("-") or not sep:
-            raise InputError(
-                Problem("--set-arg", None, None, f"expected --flag=value, got {edit!r}")
-            )
+            raise InputError(Problem.about("--set-arg", f"expected --flag=value, got {edit!r}"))
         replaced = _remove_flag(args, flag)
         args.append(edit)
         verb = "replaced by" if replaced else "added:"
@@ -163,19 +159,15 @@ def trainer_root() -> Path:
     """The directory holding the `trainer` package run-local runs (this checkout's)."""
     spec = importlib.util.find_spec("trainer")
     if spec is None or spec.origin is None:
-        raise InputError(
-            Problem("trainer", None, None, "the trainer package is not importable here")
-        )
+        raise InputError(Problem.about("trainer", "the trainer package is not importable here"))
     return Path(spec.origin).resolve().parent.parent
 
 
 def local_command(command: list[str], image: str, source: str, notes: list[str]) -> list[str]:
     if not command:
         raise InputError(
-            Problem(
+            Problem.whole_file(
                 source,
-                None,
-                None,
                 f"the container of image {image} has no command: run-local cannot know the"
                 " image's entrypoint (render a `command`)",
             )
@@ -198,10 +190,8 @@ def local_command(command: list[str], image: str, source: str, notes: list[str])
     found = shutil.which(program)
     if found is None:
         raise InputError(
-            Problem(
+            Problem.whole_file(
                 source,
-                None,
-                None,
                 f"cannot run {program!r} locally: it is not on PATH (image {image} is not"
                 " the trainops trainer, so run-local runs the command from this machine)",
             )

@@ -78,17 +78,15 @@ def load_built_job(root: Path, job_arg: str, cluster: str | None) -> BuiltJob:
     if name not in jobs:
         known = ", ".join(sorted(jobs)) or "none"
         raise InputError(
-            Problem(job_arg, None, None, f"unknown job {name!r} (known: {known}; jobs/<name>.yaml)")
+            Problem.whole_file(job_arg, f"unknown job {name!r} (known: {known}; jobs/<name>.yaml)")
         )
     spec = jobs[name]
     targets = [t.cluster for t in spec.targets]
     if cluster is None:
         if len(targets) != 1:
             raise InputError(
-                Problem(
+                Problem.whole_file(
                     spec.file,
-                    None,
-                    None,
                     f"job {name!r} targets {len(targets)} clusters ({', '.join(targets)}):"
                     " pick one with --cluster NAME",
                 )
@@ -97,19 +95,15 @@ def load_built_job(root: Path, job_arg: str, cluster: str | None) -> BuiltJob:
     if cluster not in targets:
         known = ", ".join(targets)
         raise InputError(
-            Problem(
+            Problem.about(
                 "--cluster",
-                None,
-                None,
                 f"job {name!r} does not target cluster {cluster!r} (its targets: {known})",
             )
         )
     if write.check(root, render_repository(repo)):
         raise InputError(
-            Problem(
+            Problem.whole_file(
                 paths.OVERLAYS_DIR,
-                None,
-                None,
                 "rendered output is out of date: run `trainops render` first"
                 " (run-local runs the committed overlay, what Argo CD / Flux would apply)",
             )
@@ -123,7 +117,7 @@ def load_built_job(root: Path, job_arg: str, cluster: str | None) -> BuiltJob:
             streams.append(build.kustomize(directory))
         except build.KustomizeError as err:
             rel = directory.relative_to(root).as_posix()
-            raise InputError(Problem(rel, None, None, f"kustomize: {err}")) from err
+            raise InputError(Problem.whole_file(rel, f"kustomize: {err}")) from err
     return select_job("\n---\n".join(streams), name, cluster, spec.file)
 
 
@@ -148,15 +142,13 @@ def select_job(stream: str, name: str, cluster: str, source: str) -> BuiltJob:
             job = obj
     if job is None:
         raise InputError(
-            Problem(source, None, None, f"the build of {cluster}/{name} holds no training job")
+            Problem.whole_file(source, f"the build of {cluster}/{name} holds no training job")
         )
     kind = str(job.get("kind"))
     if kind not in SUPPORTED_KINDS:
         raise InputError(
-            Problem(
+            Problem.whole_file(
                 source,
-                None,
-                None,
                 UNSUPPORTED.get(
                     kind,
                     f"run-local runs PyTorchJob, MPIJob and TrainJob, got {kind}: not supported",

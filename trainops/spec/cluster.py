@@ -22,30 +22,11 @@ def _checks(d: dict[str, Any], stem: str, out: Collector) -> None:
     """What the schema cannot say (run on the profile as written, before defaults)."""
     if d["name"] != stem:
         out.add(["name"], f"`name` must equal the file name `{stem}`, got {d['name']!r}")
-    net = d["network"]
-    rdma = net.get("rdma")
-    if net["transport"] == "rdma" and rdma is None:
-        out.add(["network"], "transport `rdma` needs a `network.rdma` block (hca, gidIndex, ...)")
-    if net["transport"] == "tcp" and rdma is not None:
-        out.add(["network", "rdma"], "`network.rdma` is only for transport `rdma`: remove it")
-    if net["transport"] == "rdma":
-        _check_rdma_admitted(d, out)
+    _check_network(d, out)
     sched = d.get("scheduler", {})
     if sched.get("name") == "kueue" and "queue" not in sched:
         out.add(["scheduler"], "scheduler `kueue` needs `queue` (the LocalQueue jobs are sent to)")
-    names = [g["name"] for g in d["gpus"]]
-    for i, name in enumerate(names):
-        if name in names[:i]:
-            out.add(["gpus", i, "name"], f"GPU product `{name}` is listed twice")
-    for product in d.get("capacity", {}).get("nodes", {}):
-        if product not in names:
-            hint = difflib.get_close_matches(product, names, n=1)
-            out.add(
-                ["capacity", "nodes", product],
-                f"`capacity.nodes` names GPU product `{product}`, which `gpus` does not list"
-                + (f"; did you mean `{hint[0]}`?" if hint else "")
-                + f" (known: {', '.join(names)})",
-            )
+    _check_gpu_names(d, out)
     operator = d.get("operator")
     if operator is not None:
         _check_operator(operator, out)
@@ -59,6 +40,35 @@ def _checks(d: dict[str, Any], stem: str, out: Collector) -> None:
     delivery = d["delivery"]
     if "server" in delivery and "destinationName" in delivery:
         out.add(["delivery"], "give either `server` or `destinationName`, not both")
+
+
+def _check_network(d: dict[str, Any], out: Collector) -> None:
+    """`network.rdma` exactly with transport `rdma`, whose IPC_LOCK the cluster must admit."""
+    net = d["network"]
+    rdma = net.get("rdma")
+    if net["transport"] == "rdma" and rdma is None:
+        out.add(["network"], "transport `rdma` needs a `network.rdma` block (hca, gidIndex, ...)")
+    if net["transport"] == "tcp" and rdma is not None:
+        out.add(["network", "rdma"], "`network.rdma` is only for transport `rdma`: remove it")
+    if net["transport"] == "rdma":
+        _check_rdma_admitted(d, out)
+
+
+def _check_gpu_names(d: dict[str, Any], out: Collector) -> None:
+    """Each GPU product once; `capacity.nodes` names listed products only."""
+    names = [g["name"] for g in d["gpus"]]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            out.add(["gpus", i, "name"], f"GPU product `{name}` is listed twice")
+    for product in d.get("capacity", {}).get("nodes", {}):
+        if product not in names:
+            hint = difflib.get_close_matches(product, names, n=1)
+            out.add(
+                ["capacity", "nodes", product],
+                f"`capacity.nodes` names GPU product `{product}`, which `gpus` does not list"
+                + (f"; did you mean `{hint[0]}`?" if hint else "")
+                + f" (known: {', '.join(names)})",
+            )
 
 
 def _check_rdma_admitted(d: dict[str, Any], out: Collector) -> None:

@@ -108,6 +108,26 @@ def check_job(d: dict[str, Any], out: Collector, stem: str) -> None:
     """Checks within one job file, on the spec as written (before defaults: some checks are
     about what the author set, e.g. `zeroStage` next to a config that sets the stage)."""
     _metadata_checks(d, out)
+    _name_checks(d, out, stem)
+    cmd = d.get("command")
+    if cmd:
+        _command_checks(d, out)
+    elif d["framework"] == "mpi":
+        out.add(["command"], "an MPI job needs `command`: what each rank runs after `mpirun`")
+    _framework_checks(d, out)
+    _elastic_checks(d, out)
+    _volume_checks(d, out)
+    _env_checks(d, out)
+    port = d.get("metricsPort", schemas.default(schemas.JOB, "metricsPort"))
+    if port in {23456, 29400, 29500}:
+        out.add(["metricsPort"], f"port {port} is used by the torch rendezvous: pick another")
+    ds = d.get("deepspeed")
+    if ds:
+        _deepspeed_settings(ds, [str(a) for a in d.get("args", ())], out)
+    _pod_field_checks(d, out)
+
+
+def _name_checks(d: dict[str, Any], out: Collector, stem: str) -> None:
     if d["name"] != stem:
         out.add(["name"], f"`name` must equal the file name `{stem}`, got {d['name']!r}")
     if d["name"] == RESERVED_JOB_NAME:
@@ -116,26 +136,28 @@ def check_job(d: dict[str, Any], out: Collector, stem: str) -> None:
             f"`{RESERVED_JOB_NAME}` is reserved: overlays/<cluster>/{RESERVED_JOB_NAME}/ holds"
             " the cluster's platform manifests; rename the job (and its file)",
         )
-    cmd = d.get("command")
-    if cmd:
-        _command_checks(d, out)
-    elif d["framework"] == "mpi":
-        out.add(["command"], "an MPI job needs `command`: what each rank runs after `mpirun`")
-    _framework_checks(d, out)
+
+
+def _elastic_checks(d: dict[str, Any], out: Collector) -> None:
+    """The elastic range is a range, and holds the job's and every target's `replicas`."""
     elastic = d.get("elastic")
-    if elastic:
-        lo, hi = elastic["minReplicas"], elastic["maxReplicas"]
-        if lo > hi:
-            out.add(["elastic", "minReplicas"], f"`minReplicas` ({lo}) > `maxReplicas` ({hi})")
-        if not lo <= d["replicas"] <= hi:
-            out.add(["replicas"], f"`replicas` must be within elastic [{lo}, {hi}]")
-        for i, t in enumerate(d["targets"]):
-            if "replicas" in t and not lo <= t["replicas"] <= hi:
-                out.add(
-                    ["targets", i, "replicas"],
-                    f"`targets[{i}].replicas` must be within elastic [{lo}, {hi}],"
-                    f" got {t['replicas']}",
-                )
+    if not elastic:
+        return
+    lo, hi = elastic["minReplicas"], elastic["maxReplicas"]
+    if lo > hi:
+        out.add(["elastic", "minReplicas"], f"`minReplicas` ({lo}) > `maxReplicas` ({hi})")
+    if not lo <= d["replicas"] <= hi:
+        out.add(["replicas"], f"`replicas` must be within elastic [{lo}, {hi}]")
+    for i, t in enumerate(d["targets"]):
+        if "replicas" in t and not lo <= t["replicas"] <= hi:
+            out.add(
+                ["targets", i, "replicas"],
+                f"`targets[{i}].replicas` must be within elastic [{lo}, {hi}], got {t['replicas']}",
+            )
+
+
+def _volume_checks(d: dict[str, Any], out: Collector) -> None:
+    """Each volume an existing or a new claim, mountable by every pod; `dataSync`'s volume."""
     volumes = d.get("volumes", {})
     for name, vol in volumes.items():
         has_claim, has_size = "claimName" in vol, "size" in vol
@@ -160,6 +182,10 @@ def check_job(d: dict[str, Any], out: Collector, stem: str) -> None:
     sync = d.get("dataSync")
     if sync and sync["volume"] not in volumes:
         out.add(["dataSync", "volume"], f"no volume named {sync['volume']!r} in `volumes`")
+
+
+def _env_checks(d: dict[str, Any], out: Collector) -> None:
+    """No variable trainops or the operator sets, none both plain and from a Secret."""
     secret_env = d.get("secretEnv", {})
     env_blocks: list[tuple[list[str | int], dict[str, Any]]] = [(["env"], d.get("env", {}))]
     env_blocks += [(["targets", i, "env"], t.get("env", {})) for i, t in enumerate(d["targets"])]
@@ -170,13 +196,6 @@ def check_job(d: dict[str, Any], out: Collector, stem: str) -> None:
                 out.add([*where, key], f"`{name}.{key}` is set by trainops/the operator: remove it")
             if key in secret_env:
                 out.add([*where, key], f"`{name}.{key}` is also in `secretEnv`: keep one")
-    port = d.get("metricsPort", schemas.default(schemas.JOB, "metricsPort"))
-    if port in {23456, 29400, 29500}:
-        out.add(["metricsPort"], f"port {port} is used by the torch rendezvous: pick another")
-    ds = d.get("deepspeed")
-    if ds:
-        _deepspeed_settings(ds, [str(a) for a in d.get("args", ())], out)
-    _pod_field_checks(d, out)
 
 
 def _pod_field_checks(d: dict[str, Any], out: Collector) -> None:
@@ -192,6 +211,12 @@ def _pod_field_checks(d: dict[str, Any], out: Collector) -> None:
                 ["replicaPodTemplates", rtype],
                 f"this job renders no `{rtype}` replicas (it has: {', '.join(types)})",
             )
+    _extra_volume_checks(d, out)
+    _sidecar_checks(d, out)
+
+
+def _extra_volume_checks(d: dict[str, Any], out: Collector) -> None:
+    """`extraVolumes` and `extraVolumeMounts` beside the volumes and mounts trainops renders."""
     job_volumes = d.get("volumes", {})
     taken = set(job_volumes) | RENDERED_VOLUMES
     extra = {}
@@ -221,6 +246,9 @@ def _pod_field_checks(d: dict[str, Any], out: Collector) -> None:
                 f"`{path}` is already mounted by `{paths_taken[path]}`",
             )
         paths_taken[path] = f"extraVolumeMounts[{i}]"
+
+
+def _sidecar_checks(d: dict[str, Any], out: Collector) -> None:
     names: set[str] = set()
     for i, sidecar in enumerate(d.get("sidecars", ())):
         name = sidecar.get("name")

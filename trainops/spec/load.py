@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import difflib
 import functools
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from trainops.core import paths
@@ -70,19 +70,7 @@ def _job_against_clusters(
     failed their own checks, already reported: nothing more to say about them here)."""
     out = Collector(doc)
     known = [clusters[t.cluster] for t in job.targets if t.cluster in clusters]
-    podtemplate.check_fields(doc.data, [c.kubernetes_version for c in known], out)
-    if not out.problems:
-        pod_fence.check_fence(doc.data, known, out)
-        pod_fence.check_claims(job, doc.data, known, out)
-    if job.pod.sidecars:
-        for profile in known:
-            if (parse_version(profile.kubernetes_version) or (0, 0)) < NATIVE_SIDECARS:
-                out.add(
-                    ["sidecars"],
-                    f"cluster `{profile.name}` runs Kubernetes {profile.kubernetes_version}:"
-                    " native sidecars need 1.29 or newer (older clusters keep a plain sidecar"
-                    " running after training ends, so the job never completes)",
-                )
+    _pods_on_clusters(job, doc, known, out)
     seen: set[str] = set()
     for i, target in enumerate(job.targets):
         where: list[str | int] = ["targets", i]
@@ -102,69 +90,153 @@ def _job_against_clusters(
                 f"{target.cluster}.yaml)",
             )
             continue
-        trainer_v2.check_target(job, cluster, where, out)
-        installed.check_target(job, cluster, where, out)
-        if job.namespace not in cluster.namespaces:
-            out.add(
-                ["namespace"],
-                f"namespace `{job.namespace}` is not allowed on cluster `{cluster.name}`"
-                f" (allowed: {', '.join(cluster.namespaces)})",
-            )
-        if target.gpu_product is None and len(cluster.gpus) > 1 and job.gpus_per_replica:
-            names = ", ".join(g.name for g in cluster.gpus)
-            out.add(
-                where,
-                f"cluster `{cluster.name}` has several GPU products: set `gpuProduct` ({names})",
-            )
-        gpu = cluster.gpu(target.gpu_product) if target.gpu_product else cluster.gpus[0]
-        if gpu is None:
-            names = ", ".join(g.name for g in cluster.gpus)
-            out.add(
-                [*where, "gpuProduct"],
-                f"cluster `{cluster.name}` has no GPU product"
-                f" `{target.gpu_product}` (has: {names})",
-            )
-        elif job.gpus_per_replica > gpu.per_node:
-            out.add(
-                ["gpusPerReplica"],
-                f"{job.gpus_per_replica} GPUs per pod, but a"
-                f" `{gpu.name}` node of `{cluster.name}` has {gpu.per_node}",
-            )
-        for path, role in _roles(job):
-            if gpu is not None and role.gpus > gpu.per_node:
-                out.add(
-                    path,
-                    f"{role.gpus} GPUs per pod, but a `{gpu.name}` node of `{cluster.name}`"
-                    f" has {gpu.per_node}",
-                )
-        if job.host_network and not cluster.network.allow_host_network:
-            out.add(["hostNetwork"], f"cluster `{cluster.name}` does not allow hostNetwork")
-        allowed_classes = {cluster.storage.default_class, *cluster.storage.classes}
-        for vol in job.volumes:
-            if vol.storage_class and vol.storage_class not in allowed_classes:
-                out.add(
-                    ["volumes", vol.name, "storageClass"],
-                    f"storage class `{vol.storage_class}` is not offered by cluster"
-                    f" `{cluster.name}` ({', '.join(sorted(allowed_classes))})",
-                )
-        if job.deepspeed:
-            config = job.deepspeed_config() or {}
-            for size in job.world_sizes(target):
-                error = ds_facts.batch_error(config, size)
-                if error:
-                    advice = (
-                        "; an elastic job must not pin train_batch_size: remove it and"
-                        " DeepSpeed derives it from the world size"
-                        if job.elastic and ds_facts.TRAIN_BATCH in config
-                        else ""
-                    )
-                    pinned = ds_facts.TRAIN_BATCH in (job.deepspeed.config or {})
-                    out.add(
-                        ["deepspeed", "config", ds_facts.TRAIN_BATCH] if pinned else ["deepspeed"],
-                        f"DeepSpeed config invalid on `{cluster.name}`: {error}{advice}",
-                    )
-                    break
+        for check in TARGET_CHECKS:
+            check(job, cluster, target, where, out)
     return out.problems
+
+
+def _pods_on_clusters(
+    job: model.TrainingJob, doc: Document, known: list[model.ClusterProfile], out: Collector
+) -> None:
+    """The pod fields against every target's core schema and fence; native sidecars."""
+    podtemplate.check_fields(doc.data, [c.kubernetes_version for c in known], out)
+    if not out.problems:
+        pod_fence.check_fence(doc.data, known, out)
+        pod_fence.check_claims(job, doc.data, known, out)
+    if job.pod.sidecars:
+        for profile in known:
+            if (parse_version(profile.kubernetes_version) or (0, 0)) < NATIVE_SIDECARS:
+                out.add(
+                    ["sidecars"],
+                    f"cluster `{profile.name}` runs Kubernetes {profile.kubernetes_version}:"
+                    " native sidecars need 1.29 or newer (older clusters keep a plain sidecar"
+                    " running after training ends, so the job never completes)",
+                )
+
+
+TargetCheck = Callable[
+    [model.TrainingJob, model.ClusterProfile, model.Target, list[str | int], Collector], None
+]
+
+
+def _operator_and_installed(
+    job: model.TrainingJob,
+    cluster: model.ClusterProfile,
+    target: model.Target,
+    where: list[str | int],
+    out: Collector,
+) -> None:
+    trainer_v2.check_target(job, cluster, where, out)
+    installed.check_target(job, cluster, where, out)
+
+
+def _namespace(
+    job: model.TrainingJob,
+    cluster: model.ClusterProfile,
+    target: model.Target,
+    where: list[str | int],
+    out: Collector,
+) -> None:
+    if job.namespace not in cluster.namespaces:
+        out.add(
+            ["namespace"],
+            f"namespace `{job.namespace}` is not allowed on cluster `{cluster.name}`"
+            f" (allowed: {', '.join(cluster.namespaces)})",
+        )
+
+
+def _gpus_fit(
+    job: model.TrainingJob,
+    cluster: model.ClusterProfile,
+    target: model.Target,
+    where: list[str | int],
+    out: Collector,
+) -> None:
+    """The GPU product is known (named where there are several) and each pod fits a node."""
+    if target.gpu_product is None and len(cluster.gpus) > 1 and job.gpus_per_replica:
+        names = ", ".join(g.name for g in cluster.gpus)
+        out.add(
+            where,
+            f"cluster `{cluster.name}` has several GPU products: set `gpuProduct` ({names})",
+        )
+    gpu = cluster.gpu(target.gpu_product) if target.gpu_product else cluster.gpus[0]
+    if gpu is None:
+        names = ", ".join(g.name for g in cluster.gpus)
+        out.add(
+            [*where, "gpuProduct"],
+            f"cluster `{cluster.name}` has no GPU product `{target.gpu_product}` (has: {names})",
+        )
+        return
+    if job.gpus_per_replica > gpu.per_node:
+        out.add(
+            ["gpusPerReplica"],
+            f"{job.gpus_per_replica} GPUs per pod, but a"
+            f" `{gpu.name}` node of `{cluster.name}` has {gpu.per_node}",
+        )
+    for path, role in _roles(job):
+        if role.gpus > gpu.per_node:
+            out.add(
+                path,
+                f"{role.gpus} GPUs per pod, but a `{gpu.name}` node of `{cluster.name}`"
+                f" has {gpu.per_node}",
+            )
+
+
+def _network_and_storage(
+    job: model.TrainingJob,
+    cluster: model.ClusterProfile,
+    target: model.Target,
+    where: list[str | int],
+    out: Collector,
+) -> None:
+    if job.host_network and not cluster.network.allow_host_network:
+        out.add(["hostNetwork"], f"cluster `{cluster.name}` does not allow hostNetwork")
+    allowed_classes = {cluster.storage.default_class, *cluster.storage.classes}
+    for vol in job.volumes:
+        if vol.storage_class and vol.storage_class not in allowed_classes:
+            out.add(
+                ["volumes", vol.name, "storageClass"],
+                f"storage class `{vol.storage_class}` is not offered by cluster"
+                f" `{cluster.name}` ({', '.join(sorted(allowed_classes))})",
+            )
+
+
+def _deepspeed_batch(
+    job: model.TrainingJob,
+    cluster: model.ClusterProfile,
+    target: model.Target,
+    where: list[str | int],
+    out: Collector,
+) -> None:
+    """DeepSpeed's batch arithmetic holds at every world size the job runs at there."""
+    if not job.deepspeed:
+        return
+    config = job.deepspeed_config() or {}
+    for size in job.world_sizes(target):
+        error = ds_facts.batch_error(config, size)
+        if error:
+            advice = (
+                "; an elastic job must not pin train_batch_size: remove it and"
+                " DeepSpeed derives it from the world size"
+                if job.elastic and ds_facts.TRAIN_BATCH in config
+                else ""
+            )
+            pinned = ds_facts.TRAIN_BATCH in (job.deepspeed.config or {})
+            out.add(
+                ["deepspeed", "config", ds_facts.TRAIN_BATCH] if pinned else ["deepspeed"],
+                f"DeepSpeed config invalid on `{cluster.name}`: {error}{advice}",
+            )
+            return
+
+
+TARGET_CHECKS: tuple[TargetCheck, ...] = (
+    _operator_and_installed,
+    _namespace,
+    _gpus_fit,
+    _network_and_storage,
+    _deepspeed_batch,
+)
+"""A job against one cluster it targets, in the order the problems are reported."""
 
 
 def _delivery_namespaces_apart(
@@ -221,10 +293,8 @@ def load_repository(root: Path, rule_slugs: Collection[str] = ()) -> model.Repos
     root = root.resolve()
     if not (root / paths.JOBS_DIR).is_dir() and not (root / paths.CLUSTERS_DIR).is_dir():
         raise InputError(
-            Problem(
+            Problem.whole_file(
                 str(root),
-                None,
-                None,
                 f"not a trainops repository: no {paths.JOBS_DIR}/ or {paths.CLUSTERS_DIR}/"
                 " here; run from the repository root or pass --root",
             )

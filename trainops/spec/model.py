@@ -1,5 +1,6 @@
 """Typed model of the inputs: `TrainingJob` (jobs/*.yaml), and `ClusterProfile` (clusters/*.yaml,
-defined in `trainops.spec.profile`, re-exported here).
+defined in `trainops.spec.profile`) and `Repository` (`trainops.spec.repository`), re-exported
+here.
 
 Everything here is already checked: the loader (`trainops.spec.load`) validates
 the YAML against `trainops/schemas/*.schema.json` and the cross-field rules, with file and
@@ -18,7 +19,6 @@ from trainops.spec.profile import (
     Capacity,
     ClusterProfile,
     Delivery,
-    DeliveryTool,
     GpuProduct,
     Installed,
     Monitoring,
@@ -30,7 +30,8 @@ from trainops.spec.profile import (
     Scheduler,
     Storage,
 )
-from trainops.spec.schemas import JOB, SETTINGS, default
+from trainops.spec.repository import PlatformObject, RepoSettings, Repository
+from trainops.spec.schemas import JOB, default
 
 __all__ = [
     "Capacity",
@@ -364,54 +365,3 @@ class TrainingJob:
         return ds_facts.build_config(
             ds.zero_stage, ds.precision, ds.micro_batch_per_gpu, ds.gradient_accumulation, ds.config
         )
-
-
-# ---------------------------------------------------------------- repository settings
-
-
-@dataclass(frozen=True)
-class RepoSettings:
-    """Repository-wide delivery settings (`trainops.yaml` at the root; all optional)."""
-
-    repo_url: str = default(SETTINGS, "repoURL")
-    """Git URL Argo CD and Flux pull this repository from."""
-    revision: str = default(SETTINGS, "revision")
-    """Branch (or tag) the clusters follow."""
-    argocd_namespace: str = default(SETTINGS, "argocdNamespace")
-    """Namespace Argo CD runs in (ApplicationSet, AppProject and argocd-cm live there)."""
-    argocd_project: str = default(SETTINGS, "argocdProject")
-    """Name of the AppProject that confines the training applications."""
-    flux_namespace: str = default(SETTINGS, "fluxNamespace")
-    """Namespace Flux runs in (GitRepository and Kustomizations live there)."""
-
-
-@dataclass(frozen=True)
-class PlatformObject:
-    """A hand-written object a cluster needs beside its jobs (`clusters/<name>/manifests/`)."""
-
-    file: str
-    """The file it came from, relative to the repository root."""
-    data: dict[str, Any]
-    """The object as written (kind, scope and namespace already checked)."""
-
-
-@dataclass(frozen=True)
-class Repository:
-    """Everything under one repo root, loaded and checked."""
-
-    settings: RepoSettings
-    """Repository-wide delivery settings (`trainops.yaml`)."""
-    jobs: tuple[TrainingJob, ...]
-    """Sorted by name."""
-    clusters: dict[str, ClusterProfile]
-    """By name; iterate `sorted(clusters)` for stable output."""
-    platform: dict[str, tuple[PlatformObject, ...]] = field(default_factory=dict)
-    """Each cluster's platform objects, by cluster name (clusters without any are absent)."""
-
-    def delivered_by(self, tool: DeliveryTool) -> list[ClusterProfile]:
-        """Clusters synced by `tool` (Argo CD or Flux), by name."""
-        return [
-            self.clusters[n]
-            for n in sorted(self.clusters)
-            if self.clusters[n].delivery.tool == tool
-        ]

@@ -101,22 +101,8 @@ def load_platform(
     if not base.is_dir():
         return found, problems
     for directory in sorted(p for p in base.iterdir() if p.is_dir()):
-        where = _display(directory, root)
-        if directory.name not in clusters and directory.name not in invalid:
-            message = (
-                f"no cluster profile {paths.CLUSTERS_DIR}/{directory.name}.yaml for this"
-                f" directory: a directory in {paths.CLUSTERS_DIR}/ holds the platform"
-                f" manifests of the profile of the same name ({where}/{MANIFESTS_DIR}/)"
-            )
-            problems.append(Problem(where, None, None, message))
+        if not _layout(root, directory, clusters, invalid, problems):
             continue
-        for entry in sorted(directory.iterdir()):
-            if entry.name != MANIFESTS_DIR or not entry.is_dir():
-                message = (
-                    f"only {MANIFESTS_DIR}/ belongs in {where}/: move it, or the profile's"
-                    f" settings into {paths.CLUSTERS_DIR}/{directory.name}.yaml"
-                )
-                problems.append(Problem(_display(entry, root), None, None, message))
         cluster = clusters.get(directory.name)
         manifests = directory / MANIFESTS_DIR
         if cluster is None or not manifests.is_dir():
@@ -124,36 +110,72 @@ def load_platform(
         objects: list[model.PlatformObject] = []
         seen: dict[tuple[str, str, str, str], str] = {}
         for path in sorted(manifests.iterdir()):
-            display = _display(path, root)
-            if not inside(path, root):
-                # A symlink (of the file, or of manifests/ or the cluster's directory) out of
-                # the repository would be read and copied into the overlay (issue 29.7).
-                message = "a symlink to a file outside the repository: put the file itself here"
-                problems.append(Problem(display, None, None, message))
-                continue
-            if path.suffix not in {".yaml", ".yml"} or not path.is_file():
-                message = (
-                    "platform manifests are YAML files (*.yaml) directly in"
-                    f" {_display(manifests, root)}/"
-                )
-                problems.append(Problem(display, None, None, message))
-                continue
-            try:
-                docs = load_file(path, display)
-            except InputError as err:
-                problems += err.problems
-                continue
-            for doc in docs:
-                if doc.data is None:
-                    continue
+            for doc in _documents(root, manifests, path, problems):
                 out = Collector(doc)
                 if _object(doc, cluster, out):
-                    key = _key(doc.data)
-                    line = doc.position(["metadata", "name"])[0]
-                    if key in seen:
-                        out.add(["metadata", "name"], f"{key[1]} `{key[3]}` is also in {seen[key]}")
-                    seen[key] = f"{display}:{line}"
-                    objects.append(model.PlatformObject(display, doc.data))
+                    _unique(doc, seen, out)
+                    objects.append(model.PlatformObject(doc.file, doc.data))
                 problems += out.problems
         found[cluster.name] = tuple(objects)
     return found, problems
+
+
+def _layout(
+    root: Path,
+    directory: Path,
+    clusters: dict[str, model.ClusterProfile],
+    invalid: set[str],
+    problems: list[Problem],
+) -> bool:
+    """A cluster's directory is named like a profile and holds `manifests/` only; False when
+    there is no such profile (nothing in it is read)."""
+    where = _display(directory, root)
+    if directory.name not in clusters and directory.name not in invalid:
+        message = (
+            f"no cluster profile {paths.CLUSTERS_DIR}/{directory.name}.yaml for this"
+            f" directory: a directory in {paths.CLUSTERS_DIR}/ holds the platform"
+            f" manifests of the profile of the same name ({where}/{MANIFESTS_DIR}/)"
+        )
+        problems.append(Problem.whole_file(where, message))
+        return False
+    for entry in sorted(directory.iterdir()):
+        if entry.name != MANIFESTS_DIR or not entry.is_dir():
+            message = (
+                f"only {MANIFESTS_DIR}/ belongs in {where}/: move it, or the profile's"
+                f" settings into {paths.CLUSTERS_DIR}/{directory.name}.yaml"
+            )
+            problems.append(Problem.whole_file(_display(entry, root), message))
+    return True
+
+
+def _documents(root: Path, manifests: Path, path: Path, problems: list[Problem]) -> list[Document]:
+    """The non-empty YAML documents of one file in `manifests/`; none, with the problem, for a
+    file that is not a YAML file inside the repository or does not load."""
+    display = _display(path, root)
+    if not inside(path, root):
+        # A symlink (of the file, or of manifests/ or the cluster's directory) out of
+        # the repository would be read and copied into the overlay (issue 29.7).
+        message = "a symlink to a file outside the repository: put the file itself here"
+        problems.append(Problem.whole_file(display, message))
+        return []
+    if path.suffix not in {".yaml", ".yml"} or not path.is_file():
+        message = (
+            f"platform manifests are YAML files (*.yaml) directly in {_display(manifests, root)}/"
+        )
+        problems.append(Problem.whole_file(display, message))
+        return []
+    try:
+        docs = load_file(path, display)
+    except InputError as err:
+        problems += err.problems
+        return []
+    return [doc for doc in docs if doc.data is not None]
+
+
+def _unique(doc: Document, seen: dict[tuple[str, str, str, str], str], out: Collector) -> None:
+    """One object per API group, kind, namespace and name across a cluster's files."""
+    key = _key(doc.data)
+    line = doc.position(["metadata", "name"])[0]
+    if key in seen:
+        out.add(["metadata", "name"], f"{key[1]} `{key[3]}` is also in {seen[key]}")
+    seen[key] = f"{doc.file}:{line}"

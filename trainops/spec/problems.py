@@ -109,7 +109,7 @@ def single_mapping(path: Path, root: Path) -> Document | list[Problem]:
     display = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
     if not inside(path, root):
         message = "a symlink to a file outside the repository: put the file itself here"
-        return [Problem(display, None, None, message)]
+        return [Problem.whole_file(display, message)]
     try:
         docs = load_file(path, display)
     except InputError as err:
@@ -117,7 +117,7 @@ def single_mapping(path: Path, root: Path) -> Document | list[Problem]:
     if len(docs) != 1:
         found = len(docs)
         message = f"expected exactly one YAML document, found {found}"
-        return [Problem(display, None, None, message)]
+        return [Problem.whole_file(display, message)]
     if not isinstance(docs[0].data, dict):
         return [
             Problem(display, docs[0].line, 1, "expected a mapping (key: value) at the top level")

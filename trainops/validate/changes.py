@@ -122,7 +122,7 @@ def changed_paths(root: Path, commit: str) -> list[str]:
         tracked = git(root, "diff", "--name-only", "--no-renames", "--relative", "-z", commit)
         untracked = git(root, "ls-files", "--others", "--exclude-standard", "-z")
     except GitError as err:
-        raise InputError(Problem(str(root), None, None, f"git: {err}")) from None
+        raise InputError(Problem.whole_file(str(root), f"git: {err}")) from None
     names = (tracked + untracked).decode("utf-8", "surrogateescape").split("\0")
     return sorted({n for n in names if n})
 
@@ -202,61 +202,105 @@ class _Widener:
         return found - checked
 
 
+@dataclass
+class _Reach:
+    """What the changed paths reach, cluster by cluster, before widening to neighbours."""
+
+    wide: dict[str, str] = field(default_factory=dict)
+    """cluster -> why all its jobs (its profile or platform objects changed)."""
+    touched: dict[str, set[str]] = field(default_factory=dict)
+    """cluster -> the changed jobs' names (old or new)."""
+    exported: dict[str, set[str]] = field(default_factory=dict)
+    """cluster -> the names the changed jobs' objects carry."""
+    namespaces: dict[str, set[str]] = field(default_factory=dict)
+    """cluster -> the changed jobs' namespaces."""
+
+    def add_job(self, side: tuple[Any, Any, set[str], set[str]], clusters: set[str]) -> None:
+        """One side (base or working tree) of a changed job, on the clusters it targets."""
+        name, namespace, targets, names = side
+        for c in targets & clusters if name else ():
+            self.touched.setdefault(c, set()).add(str(name))
+            self.exported.setdefault(c, set()).update(names)
+            self.namespaces.setdefault(c, set()).add(str(namespace))
+
+    def only(self, repo: Repository, cluster: str) -> None:
+        """Keep `--cluster`'s part; bad input when there is no such cluster."""
+        if cluster not in repo.clusters:
+            known = ", ".join(sorted(repo.clusters)) or "none"
+            raise InputError(
+                Problem.about("--cluster", f"unknown cluster {cluster!r} (known: {known})")
+            )
+        self.touched = {c: v for c, v in self.touched.items() if c == cluster}
+        self.wide = {c: v for c, v in self.wide.items() if c == cluster}
+
+
 def affected(root: Path, repo: Repository, base: str, cluster: str | None = None) -> Scope:
     """The scope of the change from `base` to the working tree (`cluster`: that one only)."""
     commit = commit_of(root, base, "--base")
     scope = Scope(base=commit, changed=changed_paths(root, commit))
+    reach = _reach(root, repo, scope)
+    if cluster is not None:
+        reach.only(repo, cluster)
+    _widen(root, repo, scope, reach)
+    scope.touched = reach.touched
+    scope.gitops = cluster is None and bool(scope.checked or reach.wide or reach.touched)
+    return scope
+
+
+def _reach(root: Path, repo: Repository, scope: Scope) -> _Reach:
+    """Each changed path sorted: generated, read by nothing built, a job, a cluster's platform
+    objects or profile, or anything else (which may change everything)."""
     jobs_by_file = {job.file: job for job in repo.jobs}
     profiles = {c.file: name for name, c in repo.clusters.items()}
-    wide: dict[str, str] = {}  # cluster -> why all its jobs
-    touched: dict[str, set[str]] = {}  # cluster -> changed job names (old or new)
-    exported: dict[str, set[str]] = {}  # cluster -> the names their objects carry
-    namespaces: dict[str, set[str]] = {}  # cluster -> their namespaces
-    texts: dict[str, str] = {}
+    reach = _Reach()
     for rel in scope.changed:
         if rel.startswith(GENERATED):
             scope.generated.append(rel)
         elif rel.startswith(UNBUILT_PREFIXES) or rel in UNBUILT_FILES or _top_doc(rel):
             scope.skipped.append(f"{rel}: nothing built reads it")
         elif _JOB.match(rel):
-            old = _at_base(root, commit, rel)
-            now = jobs_by_file.get(rel)
-            sides = [(old.get("name"), old.get("namespace"), _targets(old), _old_names(old))]
-            if now:
-                targets = {t.cluster for t in now.targets}
-                sides.append((now.name, now.namespace, targets, _names_of(now)))
-            for name, namespace, clusters, names in sides:
-                for c in clusters & set(repo.clusters) if name else ():
-                    touched.setdefault(c, set()).add(str(name))
-                    exported.setdefault(c, set()).update(names)
-                    namespaces.setdefault(c, set()).add(str(namespace))
+            for side in _job_sides(_at_base(root, scope.base, rel), jobs_by_file.get(rel)):
+                reach.add_job(side, set(repo.clusters))
             scope.reasons.append(f"{rel}: the job, on each cluster it targets or targeted")
         elif (found := _PLATFORM.match(rel)) and found.group(1) in repo.clusters:
-            wide.setdefault(found.group(1), f"{rel}: platform objects every job there looks up")
+            reach.wide.setdefault(
+                found.group(1), f"{rel}: platform objects every job there looks up"
+            )
         elif _PROFILE.match(rel) and rel in profiles:
-            wide.setdefault(profiles[rel], f"{rel}: the profile of every job there")
+            reach.wide.setdefault(profiles[rel], f"{rel}: the profile of every job there")
         else:
             scope.everything = scope.everything or (
                 f"{rel}: may change every rendered object (settings, renderer, schemas, rules,"
                 " a removed or unknown file)"
             )
-    if cluster is not None:
-        if cluster not in repo.clusters:
-            known = ", ".join(sorted(repo.clusters)) or "none"
-            raise InputError(
-                Problem("--cluster", None, None, f"unknown cluster {cluster!r} (known: {known})")
-            )
-        touched = {c: v for c, v in touched.items() if c == cluster}
-        wide = {c: v for c, v in wide.items() if c == cluster}
-    for name, why in sorted(wide.items()):
+    return reach
+
+
+def _job_sides(
+    old: dict[str, Any], now: TrainingJob | None
+) -> list[tuple[Any, Any, set[str], set[str]]]:
+    """(name, namespace, clusters, names its objects carry) of a changed job at the base and,
+    unless deleted, in the working tree."""
+    sides = [(old.get("name"), old.get("namespace"), _targets(old), _old_names(old))]
+    if now:
+        targets = {t.cluster for t in now.targets}
+        sides.append((now.name, now.namespace, targets, _names_of(now)))
+    return sides
+
+
+def _widen(root: Path, repo: Repository, scope: Scope, reach: _Reach) -> None:
+    """What to check on each cluster reached: all its jobs, or the changed ones and the jobs
+    that name them (built with the jobs they name as context)."""
+    texts: dict[str, str] = {}
+    for name, why in sorted(reach.wide.items()):
         widener = _Widener(root, repo, name, texts)
         scope.checked[name] = set(widener.jobs)
         scope.reasons.append(f"{why}: all {len(widener.jobs)} job(s) on {name}")
-    for name, changed in sorted(touched.items()):
-        if name in wide:
+    for name, changed in sorted(reach.touched.items()):
+        if name in reach.wide:
             continue
         widener = _Widener(root, repo, name, texts)
-        named = widener.naming(exported[name], namespaces[name])
+        named = widener.naming(reach.exported[name], reach.namespaces[name])
         checked = (changed & set(widener.jobs)) | named
         neighbours = checked - changed
         if neighbours:
@@ -267,9 +311,6 @@ def affected(root: Path, repo: Repository, base: str, cluster: str | None = None
         context = widener.named_by(checked)
         if context:
             scope.context[name] = context
-    scope.touched = touched
-    scope.gitops = cluster is None and bool(scope.checked or wide or touched)
-    return scope
 
 
 def describe(scope: Scope, repo: Repository) -> list[str]:

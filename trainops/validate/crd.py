@@ -91,9 +91,25 @@ def _subschema(value: Any, path: list[str | int]) -> dict[str, Any]:
 def convert_schema(
     schema: dict[str, Any], *, top: bool = False, path: Sequence[str | int] = ()
 ) -> dict[str, Any]:
-    """One openAPIV3Schema node to JSON Schema (recursive); `path` locates it for errors."""
+    """One openAPIV3Schema node to JSON Schema (recursive); `path` locates it for errors.
+
+    Each step below converts one part of the node, in this order (the later ones read what
+    the earlier ones wrote)."""
     at = list(path)
     schema = _subschema(schema, at)
+    _check_type(schema, at)
+    out = _plain(schema)
+    _subschemas(schema, at, out)
+    _int_or_string(schema, out)
+    _properties(schema, at, top, out)
+    _additional_properties(schema, at, out)
+    _embedded_resource(schema, out)
+    if schema.get("nullable") and isinstance(out.get("type"), str):
+        out["type"] = [out["type"], "null"]
+    return out
+
+
+def _check_type(schema: dict[str, Any], at: list[str | int]) -> None:
     if "type" in schema and schema["type"] not in _TYPES:
         where = [*at, "type"]
         raise CRDError(
@@ -101,11 +117,19 @@ def convert_schema(
             f"`{_dotted(where)}`: unknown type {schema['type']!r} (OpenAPI types:"
             f" {', '.join(sorted(_TYPES))})",
         )
+
+
+def _plain(schema: dict[str, Any]) -> dict[str, Any]:
+    """The keywords JSON Schema reads alike; OpenAPI's boolean exclusive bounds as numbers."""
     out: dict[str, Any] = {k: schema[k] for k in _PLAIN if k in schema}
     for key in ("exclusiveMinimum", "exclusiveMaximum"):
         bound = "minimum" if key == "exclusiveMinimum" else "maximum"
         if schema.get(key) is True and bound in out:
             out[key] = out.pop(bound)
+    return out
+
+
+def _subschemas(schema: dict[str, Any], at: list[str | int], out: dict[str, Any]) -> None:
     for key in _SUBSCHEMA:
         if key in schema:
             out[key] = convert_schema(schema[key], path=[*at, key])
@@ -116,6 +140,8 @@ def convert_schema(
                 raise CRDError([*at, key], f"`{_dotted([*at, key])}` must be a list of schemas")
             out[key] = [convert_schema(s, path=[*at, key, i]) for i, s in enumerate(subs)]
 
+
+def _int_or_string(schema: dict[str, Any], out: dict[str, Any]) -> None:
     if schema.get("x-kubernetes-int-or-string"):
         out.pop("type", None)
         out.setdefault("anyOf", [{"type": "integer"}, {"type": "string"}])
@@ -124,16 +150,28 @@ def convert_schema(
             pattern = out.pop("pattern")
             out["anyOf"] = [{"type": "integer"}, {"type": "string", "pattern": pattern}]
 
+
+def _properties(
+    schema: dict[str, Any], at: list[str | int], top: bool, out: dict[str, Any]
+) -> None:
+    """The properties, converted; the top level's `status` left out (Git holds no status)."""
     properties = schema.get("properties")
-    if properties is not None:
-        if not isinstance(properties, dict):
-            where = [*at, "properties"]
-            raise CRDError(where, f"`{_dotted(where)}` must be a mapping of property schemas")
-        out["properties"] = {
-            name: convert_schema(sub, path=[*at, "properties", name])
-            for name, sub in properties.items()
-            if not (top and name == "status")
-        }
+    if properties is None:
+        return
+    if not isinstance(properties, dict):
+        where = [*at, "properties"]
+        raise CRDError(where, f"`{_dotted(where)}` must be a mapping of property schemas")
+    out["properties"] = {
+        name: convert_schema(sub, path=[*at, "properties", name])
+        for name, sub in properties.items()
+        if not (top and name == "status")
+    }
+
+
+def _additional_properties(
+    schema: dict[str, Any], at: list[str | int], out: dict[str, Any]
+) -> None:
+    """Strict objects: unknown fields are refused unless the CRD preserves them."""
     additional = schema.get("additionalProperties")
     if isinstance(additional, bool):
         out["additionalProperties"] = additional
@@ -141,18 +179,16 @@ def convert_schema(
         out["additionalProperties"] = convert_schema(additional, path=[*at, "additionalProperties"])
     elif schema.get("x-kubernetes-preserve-unknown-fields"):
         pass
-    elif schema.get("type") == "object" or isinstance(properties, dict):
+    elif schema.get("type") == "object" or isinstance(schema.get("properties"), dict):
         out["additionalProperties"] = False
 
+
+def _embedded_resource(schema: dict[str, Any], out: dict[str, Any]) -> None:
     if schema.get("x-kubernetes-embedded-resource"):
         props = out.setdefault("properties", {})
         props.setdefault("apiVersion", {"type": "string"})
         props.setdefault("kind", {"type": "string"})
         props.setdefault("metadata", {"type": "object"})
-
-    if schema.get("nullable") and isinstance(out.get("type"), str):
-        out["type"] = [out["type"], "null"]
-    return out
 
 
 def _text(value: Any, path: list[str | int], what: str) -> str:
@@ -187,7 +223,7 @@ def _crd_problem(
         f"CustomResourceDefinition {name}" if isinstance(name, str) else "CustomResourceDefinition"
     )
     if doc is None:
-        return Problem("<CRD>", None, None, f"{what}: {message}")
+        return Problem.about("<CRD>", f"{what}: {message}")
     line, column = doc.position(path)
     return Problem(doc.file, line, column, f"{what}: {message}")
 
@@ -279,24 +315,22 @@ def load_crd_dir(directory: Path, confine: Path | None = None) -> dict[GVK, dict
     """
     if confine is not None and not inside(directory, confine):
         raise InputError(
-            Problem(
+            Problem.whole_file(
                 str(directory),
-                None,
-                None,
                 "`crds:` in a cluster profile must stay inside the repository (symlinks"
                 " resolved); pass a directory elsewhere with `--crds`",
             )
         )
     if not directory.is_dir():
         raise InputError(
-            Problem(str(directory), None, None, "CRD directory does not exist (check `--crds`)")
+            Problem.whole_file(str(directory), "CRD directory does not exist (check `--crds`)")
         )
     schemas: dict[GVK, dict[str, Any]] = {}
     problems: list[Problem] = []
     for path in sorted(_crd_files(directory)):
         if confine is not None and not inside(path, confine):
             problems.append(
-                Problem(str(path), None, None, "a symlink out of the repository; not read")
+                Problem.whole_file(str(path), "a symlink out of the repository; not read")
             )
             continue
         try:
@@ -315,10 +349,8 @@ def load_crd_dir(directory: Path, confine: Path | None = None) -> dict[GVK, dict
         raise InputError(problems)
     if not schemas:
         raise InputError(
-            Problem(
+            Problem.whole_file(
                 str(directory),
-                None,
-                None,
                 "no CustomResourceDefinition with an openAPIV3Schema found here",
             )
         )

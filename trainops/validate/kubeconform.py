@@ -14,10 +14,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
+from trainops.core.findings import Finding, Severity
 from trainops.core.limits import TOOL_TIMEOUT_SECONDS, run_tool
+from trainops.validate.pipeline import RULE_SCHEMA
 from trainops.validate.schemas import CRD_SCHEMA_DIR, core_schema_dir
 
 CORE_SUBDIR = "_kubernetes"
@@ -62,3 +65,16 @@ def run_kubeconform(yaml_text: str, schema_dir: Path, kubernetes_version: str) -
     except subprocess.TimeoutExpired:
         return 124, f"timed out after {TOOL_TIMEOUT_SECONDS:g}s"
     return proc.returncode, proc.stdout + proc.stderr
+
+
+def findings(texts: dict[str, str], kubernetes_version: str) -> list[Finding]:
+    """A `schema` error per YAML stream (source -> text) kubeconform rejects, with its output."""
+    out: list[Finding] = []
+    with tempfile.TemporaryDirectory(prefix="trainops-kubeconform-") as tmp:
+        write_schema_layout(Path(tmp), kubernetes_version)
+        for source, text in sorted(texts.items()):
+            code, output = run_kubeconform(text, Path(tmp), kubernetes_version)
+            if code != 0:
+                message = f"kubeconform: {output.strip()}"
+                out.append(Finding(RULE_SCHEMA, Severity.ERROR, message, file=source))
+    return out

@@ -39,7 +39,7 @@ def manifest_files(paths: Sequence[Path]) -> list[Path]:
         elif path.is_file():
             files.append(path)
         else:
-            problems.append(Problem(str(path), None, None, "no such file or directory"))
+            problems.append(Problem.whole_file(str(path), "no such file or directory"))
     if problems:
         raise InputError(problems)
     return files

@@ -149,7 +149,7 @@ def validate_repository(
     if cluster_name is not None and cluster_name not in repo.clusters:
         known = ", ".join(sorted(repo.clusters)) or "none"
         raise InputError(
-            Problem("--cluster", None, None, f"unknown cluster {cluster_name!r} (known: {known})")
+            Problem.about("--cluster", f"unknown cluster {cluster_name!r} (known: {known})")
         )
     # Every parsed document (data and node tree) stays alive until we return.
     with yamlio.gc_paused():
@@ -253,7 +253,7 @@ def build_overlay(
     if cluster_name not in repo.clusters:
         known = ", ".join(sorted(repo.clusters)) or "none"
         raise InputError(
-            Problem("--cluster", None, None, f"unknown cluster {cluster_name!r} (known: {known})")
+            Problem.about("--cluster", f"unknown cluster {cluster_name!r} (known: {known})")
         )
     files = render_repository(repo)
     overlay = f"{paths.OVERLAYS_DIR}/{cluster_name}"

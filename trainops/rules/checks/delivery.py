@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import Any
 
 from trainops.core.findings import Severity
 from trainops.facts.platform import PLATFORM_KINDS
@@ -37,6 +38,8 @@ def _glob(value: object) -> bool:
 
 
 def _project(obj: Object) -> Iterator[Violation]:
+    """An AppProject that fences: not `default`, named repositories and destinations, no
+    cluster-scoped kinds beyond the platform's, no wildcard kinds."""
     spec = obj.spec
     if obj.name == "default":
         yield Violation(
@@ -49,23 +52,27 @@ def _project(obj: Object) -> Iterator[Violation]:
                 ("spec", "sourceRepos", i),
             )
     for i, raw in enumerate(as_list(spec.get("destinations"))):
-        dest = as_dict(raw)
-        at = ("spec", "destinations", i)
-        for key in ("server", "name"):
-            if _glob(dest.get(key)):
-                yield Violation(
-                    f"destination {key} `{dest[key]}` is a wildcard: name one cluster", (*at, key)
-                )
-        ns = dest.get("namespace")
-        if ns is None or _glob(ns):
+        yield from _destination(as_dict(raw), ("spec", "destinations", i))
+    yield from _whitelists(spec)
+
+
+def _destination(dest: dict[str, Any], at: tuple[str | int, ...]) -> Iterator[Violation]:
+    for key in ("server", "name"):
+        if _glob(dest.get(key)):
             yield Violation(
-                f"destination namespace `{ns}` is a wildcard: list the training namespaces",
-                (*at, "namespace"),
+                f"destination {key} `{dest[key]}` is a wildcard: name one cluster", (*at, key)
             )
-        elif isinstance(ns, str) and SYSTEM_NAMESPACE.match(ns):
-            yield Violation(
-                f"destination namespace `{ns}` is a system namespace", (*at, "namespace")
-            )
+    ns = dest.get("namespace")
+    if ns is None or _glob(ns):
+        yield Violation(
+            f"destination namespace `{ns}` is a wildcard: list the training namespaces",
+            (*at, "namespace"),
+        )
+    elif isinstance(ns, str) and SYSTEM_NAMESPACE.match(ns):
+        yield Violation(f"destination namespace `{ns}` is a system namespace", (*at, "namespace"))
+
+
+def _whitelists(spec: dict[str, Any]) -> Iterator[Violation]:
     for i, raw in enumerate(as_list(spec.get("clusterResourceWhitelist"))):
         entry = as_dict(raw)
         group_kind = (str(entry.get("group")), str(entry.get("kind")))

@@ -1,0 +1,67 @@
+"""The whole repository, loaded and checked: its delivery settings (`trainops.yaml`), its jobs,
+its cluster profiles and each cluster's platform objects (`clusters/<name>/manifests/`).
+
+`trainops.spec.load` builds it; every stage after loading takes it. Re-exported by
+`trainops.spec.model` with the job's and the profile's types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from trainops.spec.profile import ClusterProfile, DeliveryTool
+from trainops.spec.schemas import SETTINGS, default
+
+if TYPE_CHECKING:
+    # Only an annotation here: `model` re-exports this module, so a run-time import would be
+    # circular.
+    from trainops.spec.model import TrainingJob
+
+
+@dataclass(frozen=True)
+class RepoSettings:
+    """Repository-wide delivery settings (`trainops.yaml` at the root; all optional)."""
+
+    repo_url: str = default(SETTINGS, "repoURL")
+    """Git URL Argo CD and Flux pull this repository from."""
+    revision: str = default(SETTINGS, "revision")
+    """Branch (or tag) the clusters follow."""
+    argocd_namespace: str = default(SETTINGS, "argocdNamespace")
+    """Namespace Argo CD runs in (ApplicationSet, AppProject and argocd-cm live there)."""
+    argocd_project: str = default(SETTINGS, "argocdProject")
+    """Name of the AppProject that confines the training applications."""
+    flux_namespace: str = default(SETTINGS, "fluxNamespace")
+    """Namespace Flux runs in (GitRepository and Kustomizations live there)."""
+
+
+@dataclass(frozen=True)
+class PlatformObject:
+    """A hand-written object a cluster needs beside its jobs (`clusters/<name>/manifests/`)."""
+
+    file: str
+    """The file it came from, relative to the repository root."""
+    data: dict[str, Any]
+    """The object as written (kind, scope and namespace already checked)."""
+
+
+@dataclass(frozen=True)
+class Repository:
+    """Everything under one repo root, loaded and checked."""
+
+    settings: RepoSettings
+    """Repository-wide delivery settings (`trainops.yaml`)."""
+    jobs: tuple[TrainingJob, ...]
+    """Sorted by name."""
+    clusters: dict[str, ClusterProfile]
+    """By name; iterate `sorted(clusters)` for stable output."""
+    platform: dict[str, tuple[PlatformObject, ...]] = field(default_factory=dict)
+    """Each cluster's platform objects, by cluster name (clusters without any are absent)."""
+
+    def delivered_by(self, tool: DeliveryTool) -> list[ClusterProfile]:
+        """Clusters synced by `tool` (Argo CD or Flux), by name."""
+        return [
+            self.clusters[n]
+            for n in sorted(self.clusters)
+            if self.clusters[n].delivery.tool == tool
+        ]
