@@ -142,9 +142,10 @@ def _trainjob(runtime_pod: dict[str, Any], patch: dict[str, Any] | None) -> list
     node = {"name": "node", "replicas": 1, "template": {
         "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
         "spec": {"template": runtime_pod}}}  # fmt: skip
+    runtime_spec = {"mlPolicy": {"numNodes": 1, "torch": {}},
+                    "template": {"spec": {"replicatedJobs": [node]}}}  # fmt: skip
     runtime = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainingRuntime",
-               "metadata": meta, "spec": {"mlPolicy": {"numNodes": 1, "torch": {}},
-                                          "template": {"spec": {"replicatedJobs": [node]}}}}  # fmt: skip
+               "metadata": meta, "spec": runtime_spec}  # fmt: skip
     spec: dict[str, Any] = {
         "runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "TrainingRuntime",
                        "name": "escape"},
