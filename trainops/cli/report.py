@@ -54,6 +54,7 @@ def read_findings(path: Path) -> list[Finding]:
                 Severity(f["severity"]),
                 str(f["message"]),
                 **{k: f.get(k) for k in FINDING_KEYS},
+                switched_off=f.get("switchedOff") is True,
             )
             for f in data["findings"]
         ]

@@ -39,7 +39,9 @@ class Finding:
     the summary of every format lists them (report/formats.py)."""
 
     def to_dict(self) -> dict[str, Any]:
-        extra = {"waived": self.waived} if self.waived is not None else {}
+        extra: dict[str, Any] = {"waived": self.waived} if self.waived is not None else {}
+        if self.switched_off:
+            extra["switchedOff"] = True
         return {
             "rule": self.rule,
             "severity": self.severity.value,

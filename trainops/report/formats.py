@@ -262,6 +262,17 @@ def to_sarif(findings: Sequence[Finding], resources: int) -> str:
     return json.dumps(log, indent=2, sort_keys=True) + "\n"
 
 
+def rules_off_markdown(off: Sequence[str]) -> str:
+    """The PR comment's word on the security rules cluster profiles switch off (`rule
+    (cluster)`), in every comment while they are off; empty when none is."""
+    if not off:
+        return ""
+    return (
+        "> [!CAUTION]\n> Security rules switched off by cluster policy (their findings are"
+        f" listed as waived and fail no check): {', '.join(f'`{o}`' for o in off)}.\n"
+    )
+
+
 def _off_property(findings: Sequence[Finding]) -> dict[str, Any]:
     off = rules_off(findings)
     return {"rulesOff": off} if off else {}

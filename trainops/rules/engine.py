@@ -42,7 +42,7 @@ def _waived(obj: Object) -> dict[str, str]:
     }
 
 
-def _off(cluster: ClusterProfile | None) -> dict[str, str]:
+def switched_off(cluster: ClusterProfile | None) -> dict[str, str]:
     """Slug -> reason for the security rules the cluster's `policy` switches off: their
     findings are listed, waived, never dropped without a word."""
     if cluster is None:
@@ -85,7 +85,7 @@ def check(
     with_pods = [rule for rule in rules if cluster is not None or not rule.needs_cluster]
     without_pods = [rule for rule in with_pods if not rule.pods_only]
     findings: list[Finding] = []
-    off = _off(cluster)
+    off = switched_off(cluster)
     for obj in ctx.objects:
         waived = {**off, **_waived(obj)}
         for rule in with_pods if obj.pods else without_pods:
