@@ -244,3 +244,69 @@ def test_a_shared_claim_is_read_only_unless_the_profile_says_writable(scratch: P
     job.write_text(text.replace(claim, claim + "    readOnly: false\n"))
     err = _refused(scratch)
     assert "jobs/llm-finetune.yaml:57:" in err and "is read-only for jobs" in err
+
+
+CLAIMS = """\
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: own-ckpt, namespace: ml-vision, labels: {trainops.dev/job: mine}}
+spec: {accessModes: [ReadWriteMany], resources: {requests: {storage: 1Ti}}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: their-ckpt, namespace: ml-vision, labels: {trainops.dev/job: theirs}}
+spec: {accessModes: [ReadWriteMany], resources: {requests: {storage: 1Ti}}}
+---
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: mine, namespace: ml-vision, labels: {trainops.dev/job: mine}}
+spec:
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        spec:
+          automountServiceAccountToken: false
+          containers:
+            - name: pytorch
+              image: registry.example/train:1.0
+              volumeMounts:
+                - {name: own, mountPath: /own}
+                - {name: theirs, mountPath: /theirs, readOnly: true}
+                - {name: unknown, mountPath: /unknown, readOnly: true}
+                - {name: datasets-rw, mountPath: /data}
+                - {name: datasets-ro, mountPath: /data-ro, readOnly: true}
+                - {name: shared-ckpt, mountPath: /shared}
+          volumes:
+            - {name: own, persistentVolumeClaim: {claimName: own-ckpt}}
+            - {name: theirs, persistentVolumeClaim: {claimName: their-ckpt}}
+            - {name: unknown, persistentVolumeClaim: {claimName: team-b-data}}
+            - {name: datasets-rw, persistentVolumeClaim: {claimName: nfsordma-datasets}}
+            - {name: datasets-ro, persistentVolumeClaim: {claimName: nfsordma-datasets}}
+            - {name: shared-ckpt, persistentVolumeClaim: {claimName: nfsordma-checkpoints}}
+"""
+
+
+def test_claims_under_validation_are_held_to_the_profile(tmp_path: Path) -> None:
+    """Issue 29.3 under `validate --manifests --cluster`: the claims a pod mounts are its
+    job's (created in the set, for it) or shared by the profile (onprem-h200 shares
+    nfsordma-datasets read-only and nfsordma-checkpoints writable); another job's claim, an
+    unknown one and a read-only shared one mounted read-write are errors. Without a profile
+    nothing says which claims are shared: the check does not run."""
+    manifest = tmp_path / "claims.yaml"
+    manifest.write_text(CLAIMS)
+    args = ("validate", "--manifests", str(manifest), "--format", "json")
+    with_profile = trainops(REPO, *args, "--cluster", "onprem-h200")
+    claims = {
+        f["line"]: f["message"]
+        for f in json.loads(with_profile.stdout)["findings"]
+        if f["rule"] == "pod-fence"
+    }
+    lines = CLAIMS.splitlines()
+    flagged = sorted(lines[n - 1].split("claimName: ")[1].rstrip("}") for n in claims)
+    assert flagged == ["nfsordma-datasets", "team-b-data", "their-ckpt"], claims
+    assert any("is read-only for jobs" in m for m in claims.values())
+    assert with_profile.returncode == 1
+    bare = trainops(REPO, *args)
+    assert not [f for f in json.loads(bare.stdout)["findings"] if f["rule"] == "pod-fence"]
