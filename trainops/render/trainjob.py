@@ -105,9 +105,7 @@ def _node_pod(
     return overrides.apply(pod, job.pod, NODE_JOB)
 
 
-def _runtime_patch(
-    job: TrainingJob, pod: dict[str, Any], runtime: dict[str, Any]
-) -> dict[str, Any]:
+def _runtime_patch(pod: dict[str, Any], runtime: dict[str, Any]) -> dict[str, Any]:
     """The merged node pod's fields in the one runtime patch we write (only those v2.3's
     patches allow: the loader refuses the rest, spec/trainer_v2.py). The patch is merged
     into the runtime by strategic merge: a list without a merge key (tolerations) replaces
@@ -166,7 +164,7 @@ def trainjob(
     spec: dict[str, Any] = {
         "runtimeRef": _runtime_ref(job, cluster, target),
         "trainer": trainer,
-        "runtimePatches": [_runtime_patch(job, pod, runtime)],
+        "runtimePatches": [_runtime_patch(pod, runtime)],
     }
     if job.run_policy.active_deadline_seconds is not None:
         spec["activeDeadlineSeconds"] = job.run_policy.active_deadline_seconds
