@@ -15,7 +15,9 @@ volcano and coscheduling plugins, ported small from github.com/kubeflow/trainer 
   annotation, else unset, which Volcano's PodGroup mutating webhook turns into `default`
   (volcano-sh/volcano `pkg/webhooks/admission/podgroups/mutate`);
 - `pkg/runtime/framework/plugins/coscheduling/coscheduling.go`: only for a runtime with
-  `podGroupPolicy.coscheduling`, which needs the scheduler-plugins scheduler no profile runs.
+  `podGroupPolicy.coscheduling`, which needs the scheduler-plugins scheduler no profile runs;
+- the runtime patches: how they merge into the node pod and what the jobset plugin refuses
+  (`trainer_merge.py`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from typing import Any
 import pytest
 
 from tests.conformance.built_repos import IDS, Overlay, overlay, scheduler
+from tests.conformance.trainer_merge import node_pod, patch_errors, strategic_merge
+from tests.render.repos import RICH, read_yaml
 
 pytestmark = pytest.mark.slow
 
@@ -79,7 +83,7 @@ def webhook_errors(overlay: Overlay, trainjob: dict[str, Any]) -> list[str]:
         annotations = runtime_annotations(trainjob, runtime)
         if annotations.get(QUEUE_ANNOTATION, None) == "":
             errors.append("Volcano queue name must not be empty")
-    return errors
+    return errors + patch_errors(runtime, trainjob)
 
 
 def volcano_podgroup(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str, Any] | None:
@@ -169,3 +173,74 @@ def test_the_port_reads_the_queue_where_the_trainer_does() -> None:
         }
     ]
     assert volcano_podgroup(trainjob, runtime)["queue"] == "p"  # type: ignore[index]
+
+
+@pytest.mark.parametrize("overlay_id", IDS)
+def test_no_node_pod_the_trainer_builds_mounts_a_token(overlay_id: str) -> None:
+    """Issue 29.4: the runtime's pod, with every runtime patch merged as the Trainer does,
+    keeps `automountServiceAccountToken: false` (a patch cannot set it)."""
+    built = overlay(overlay_id)
+    for trainjob in built.of_kind("TrainJob"):
+        runtime = runtime_of(built, trainjob)
+        assert runtime is not None
+        pod = node_pod(runtime, trainjob)
+        assert pod["spec"]["automountServiceAccountToken"] is False, trainjob["metadata"]
+
+
+def test_the_escape_hatch_reaches_the_node_pod_the_trainer_builds() -> None:
+    """Issue 29.4: `podTemplate` and the first-class pod fields were dropped on the way to a
+    TrainJob. Expectations from the job spec and the profile as written: each field is on
+    the node pod the Trainer merges, the profile's GPU toleration kept beside the job's (a
+    patch's tolerations replace the runtime's), the hatch's env over the job's."""
+    spec = read_yaml(RICH / "jobs" / "v2-hatch.yaml")
+    built = overlay(f"rich/{spec['targets'][0]['cluster']}")
+    trainjob = built.find("TrainJob", spec["name"], spec["namespace"])
+    assert trainjob is not None
+    runtime = runtime_of(built, trainjob)
+    assert runtime is not None
+    pod = node_pod(runtime, trainjob)
+    meta, pod_spec = pod["metadata"], pod["spec"]
+    hatch = spec["podTemplate"]
+    assert {**spec["podLabels"], **hatch["metadata"]["labels"]}.items() <= meta["labels"].items()
+    assert spec["podAnnotations"].items() <= meta["annotations"].items()
+    assert pod_spec["serviceAccountName"] == spec["serviceAccountName"]
+    assert pod_spec["automountServiceAccountToken"] is False
+    assert pod_spec["imagePullSecrets"] == [{"name": n} for n in spec["imagePullSecrets"]]
+    assert pod_spec["affinity"] == spec["affinity"]
+    (gpu,) = built.profile["gpus"]
+    assert pod_spec["nodeSelector"] == {**gpu["nodeSelector"], **hatch["spec"]["nodeSelector"]}
+    assert pod_spec["tolerations"] == gpu["tolerations"] + hatch["spec"]["tolerations"]
+    assert pod_spec["securityContext"]["supplementalGroups"] == [2000]
+    assert pod_spec["securityContext"]["runAsNonRoot"] is True
+    assert all(v in pod_spec["volumes"] for v in spec["extraVolumes"])
+    (node,) = [c for c in pod_spec["containers"] if c["name"] == "node"]
+    assert all(m in node["volumeMounts"] for m in spec["extraVolumeMounts"])
+    (asked,) = hatch["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in node["env"]}
+    assert {e["name"]: e["value"] for e in asked["env"]}.items() <= env.items()
+    assert node["resources"]["limits"]["memory"] == asked["resources"]["limits"]["memory"]
+    assert node["securityContext"]["runAsNonRoot"] is True
+    assert node["securityContext"]["readOnlyRootFilesystem"] is True, "the runtime's is kept"
+
+
+def test_the_port_merges_as_strategic_merge_patch_does() -> None:
+    """The port itself: tolerations (no patch strategy) are replaced, volumes merge by name
+    and a same-named one takes the patch's source (retainKeys), env merges by name."""
+    pod = {
+        "spec": {
+            "tolerations": [{"key": "gpu"}],
+            "volumes": [{"name": "a", "emptyDir": {}}],
+            "containers": [{"name": "node", "env": [{"name": "X", "value": "1"}]}],
+        }
+    }
+    patch = {
+        "spec": {
+            "tolerations": [{"key": "mine"}],
+            "volumes": [{"name": "a", "configMap": {"name": "c"}}, {"name": "b"}],
+            "containers": [{"name": "node", "env": [{"name": "Y", "value": "2"}]}],
+        }
+    }
+    merged = strategic_merge(pod, patch, {"$ref": "#/$defs/io.k8s.api.core.v1.PodTemplateSpec"})
+    assert merged["spec"]["tolerations"] == [{"key": "mine"}]
+    assert merged["spec"]["volumes"] == [{"name": "a", "configMap": {"name": "c"}}, {"name": "b"}]
+    assert [e["name"] for e in merged["spec"]["containers"][0]["env"]] == ["X", "Y"]

@@ -19,6 +19,8 @@ from trainops.core.errors import InputError, Problem
 from trainops.core.git import GitError, default_base
 from trainops.render import render_repository
 from trainops.report import capacity, capacity_view
+from trainops.report.formats import rules_off_markdown
+from trainops.rules.engine import switched_off
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,7 +61,10 @@ def run(args: argparse.Namespace) -> int:
         before = capacity.fleet_of(base_clusters, {c: o.values() for c, o in base.items()})
         after = capacity.fleet_of(repo.clusters, {c: o.values() for c, o in head.items()})
         section = capacity_view.markdown_section(capacity.compare(before, after))
-        sys.stdout.write(diff.format_markdown(changes, shown, [section]))
+        off = [f"{slug} ({name})" for name, cluster in sorted(repo.clusters.items())
+               for slug in switched_off(cluster)]  # fmt: skip
+        sections = [s for s in (rules_off_markdown(off), section) if s]
+        sys.stdout.write(diff.format_markdown(changes, shown, sections))
     else:
         sys.stdout.write(diff.format_text(changes, shown))
     return 0

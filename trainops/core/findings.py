@@ -33,9 +33,15 @@ class Finding:
     """Why this finding does not count, when it does not: the waiver annotation and its
     reason, or the cluster policy that switched a security rule off. Reported in every
     format, never counted as an error or warning (rules/waivers.py)."""
+    switched_off: bool = False
+    """This finding says the cluster profile's `policy` switches security rule `rule` off
+    (one per rule and cluster, waived, in every run whether or not anything breaks the rule):
+    the summary of every format lists them (report/formats.py)."""
 
     def to_dict(self) -> dict[str, Any]:
-        extra = {"waived": self.waived} if self.waived is not None else {}
+        extra: dict[str, Any] = {"waived": self.waived} if self.waived is not None else {}
+        if self.switched_off:
+            extra["switchedOff"] = True
         return {
             "rule": self.rule,
             "severity": self.severity.value,

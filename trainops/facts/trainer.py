@@ -64,3 +64,39 @@ IMMUTABLE_PATCH_POD_FIELDS = ("containers", "initContainers", "volumes")
 # their own runtimePatches entries (a list map keyed by `manager`).
 PATCH_TIME_FIELD = "time"
 KUEUE_PATCH_MANAGER = "kueue.x-k8s.io/manager"
+
+# What a TrainJob's runtime patch may set on the pod of a replicated job, and nothing else
+# (`PodSpecPatch`, `PodTemplatePatch`, `ContainerPatch` in pkg/apis/trainer/v1alpha1/
+# trainjob_types.go at v2.3.0). The Trainer merges each patch into the runtime's JobSet
+# template with Kubernetes' strategic merge patch (pkg/runtime/core/trainingruntime.go
+# mergeRuntimePatches): maps merge, lists with a merge key (volumes, containers, env,
+# volumeMounts, imagePullSecrets, schedulingGates) merge item by item, any other list
+# (tolerations, capabilities) replaces the runtime's.
+PATCH_POD_METADATA_FIELDS = frozenset({"labels", "annotations"})
+PATCH_POD_SPEC_FIELDS = frozenset(
+    {
+        "affinity",
+        "containers",
+        "imagePullSecrets",
+        "initContainers",
+        "nodeSelector",
+        "schedulingGates",
+        "securityContext",
+        "serviceAccountName",
+        "terminationGracePeriodSeconds",
+        "tolerations",
+        "volumes",
+    }
+)
+# A container patch names a container the runtime has (the jobset plugin's Validate refuses
+# others, and so new containers) and may set only these; `env` never on `node` (its env is
+# `spec.trainer.env`).
+PATCH_CONTAINER_FIELDS = frozenset({"name", "env", "volumeMounts", "securityContext"})
+# What `spec.trainer` sets on the node container, and the trainer field each is.
+TRAINER_CONTAINER_FIELDS = {
+    "image": "image",
+    "command": "command",
+    "args": "args",
+    "env": "env",
+    "resources": "resourcesPerNode",
+}

@@ -4,8 +4,12 @@ The TrainJob says what is the job's own: the image, torchrun around the program,
 numNodes and processes per node, resources per node; and in one runtime patch (manager
 `trainops.dev/render`) its pod's labels, volumes and mounts, security context and grace
 period. The cluster's NCCL env, GPU selectors, tolerations and gang scheduling live in the
-runtime. Kueue: the queue label only, never `suspend` (Kueue sets it on creation and flips
-it on admission). Volcano: nothing here; the queue is the runtime's (v2.3 reads it there).
+runtime. The job's pod fields and escape hatch (`podTemplate`, docs/escape-hatch.md) are
+merged into the node pod as on every v1 kind, then written where the Trainer reads them: the
+training container's image, command, args, env and resources in `trainer`, the rest in the
+runtime patch (what a v2.3 patch cannot carry is refused at load: spec/trainer_v2.py).
+Kueue: the queue label only, never `suspend` (Kueue sets it on creation and flips it on
+admission). Volcano: nothing here; the queue is the runtime's (v2.3 reads it there).
 
 `trainjob(job)` is the cluster-agnostic base, `trainjob(job, cluster, target)` what runs on
 that cluster; the overlay is their difference, as for the v1 kinds (`objects.py`).
@@ -13,6 +17,7 @@ that cluster; the overlay is their difference, as for the v1 kinds (`objects.py`
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from trainops.facts.kubeflow import PYTORCH_CONTAINER
@@ -21,12 +26,14 @@ from trainops.facts.trainer import (
     CLUSTER_TRAINING_RUNTIME,
     NODE_CONTAINER,
     NODE_JOB,
+    PATCH_POD_SPEC_FIELDS,
     TRAINER_API,
+    TRAINER_CONTAINER_FIELDS,
     TRAINER_GROUP,
     TRAINING_RUNTIME,
     TRAINJOB,
 )
-from trainops.render import runtimes
+from trainops.render import overrides, runtimes
 from trainops.render.pod import (
     _env,
     _pod_security,
@@ -57,22 +64,71 @@ def _runtime_ref(job: TrainingJob, cluster: ClusterProfile | None, target: Targe
     }
 
 
-def _runtime_patch(job: TrainingJob) -> dict[str, Any]:
-    """Pod-level settings of the job, in the fields v2.3's runtime patches allow."""
+def _runtime_pod(
+    job: TrainingJob, cluster: ClusterProfile | None, target: Target | None
+) -> dict[str, Any]:
+    """The node pod spec of the runtime the TrainJob references, as rendered for it."""
+    own = job if runtimes.needs_own_runtime(job) else None
+    spec = runtimes.runtime_spec(cluster, runtimes.job_gpu(job, cluster, target), own)
+    node = spec["template"]["spec"]["replicatedJobs"][0]
+    pod: dict[str, Any] = node["template"]["spec"]["template"]["spec"]
+    return pod
+
+
+def _node_pod(
+    job: TrainingJob,
+    runtime: dict[str, Any],
+    trainer: dict[str, Any],
+) -> dict[str, Any]:
+    """The node pod the TrainJob asks for, in the v1 shape the job's pod fields and escape
+    hatch are written against (training container `pytorch`), with them merged in
+    (`render/overrides.py`, the same merge as every v1 kind). Its container starts from the
+    runtime's security context, its spec from the runtime's tolerations and node selector."""
     volumes, mounts = _volumes(job)
     scratch_volumes, scratch_mounts = scratch(job)
-    volumes += scratch_volumes
-    mounts += scratch_mounts
-    template = pod_template(job)
-    pod_spec: dict[str, Any] = {
-        "containers": [{"name": NODE_CONTAINER, "volumeMounts": mounts}],
+    container: dict[str, Any] = {"name": PYTORCH_CONTAINER}
+    container.update(
+        {key: trainer[field] for key, field in TRAINER_CONTAINER_FIELDS.items() if field in trainer}
+    )
+    container["securityContext"] = copy.deepcopy(runtime["containers"][0]["securityContext"])
+    container["volumeMounts"] = mounts + scratch_mounts
+    spec: dict[str, Any] = {
+        "containers": [container],
         "securityContext": _pod_security(job),
         "terminationGracePeriodSeconds": job.termination_grace_seconds,
-        "volumes": volumes,
+        "volumes": volumes + scratch_volumes,
     }
+    for key in ("nodeSelector", "tolerations"):
+        if key in runtime:
+            spec[key] = copy.deepcopy(runtime[key])
+    pod = {"metadata": pod_template(job)["metadata"], "spec": spec}
+    return overrides.apply(pod, job.pod, NODE_JOB)
+
+
+def _runtime_patch(pod: dict[str, Any], runtime: dict[str, Any]) -> dict[str, Any]:
+    """The merged node pod's fields in the one runtime patch we write (only those v2.3's
+    patches allow: the loader refuses the rest, spec/trainer_v2.py). The patch is merged
+    into the runtime by strategic merge: a list without a merge key (tolerations) replaces
+    the runtime's, so it carries the runtime's too; a map (nodeSelector) only what differs."""
+    container = pod["spec"]["containers"][0]
+    patched: dict[str, Any] = {"name": NODE_CONTAINER, "volumeMounts": container["volumeMounts"]}
+    if container["securityContext"] != runtime["containers"][0]["securityContext"]:
+        patched["securityContext"] = container["securityContext"]
+    pod_spec: dict[str, Any] = {"containers": [patched]}
+    for key, value in pod["spec"].items():
+        if key in PATCH_POD_SPEC_FIELDS and key not in ("containers", "initContainers"):
+            pod_spec[key] = value
+    selector = {
+        k: v for k, v in pod_spec.pop("nodeSelector", {}).items()
+        if runtime.get("nodeSelector", {}).get(k) != v
+    }  # fmt: skip
+    if selector:
+        pod_spec["nodeSelector"] = selector
+    if pod_spec.get("tolerations") == runtime.get("tolerations"):
+        pod_spec.pop("tolerations", None)
     node = {
         "name": NODE_JOB,
-        "template": {"spec": {"template": {"metadata": template["metadata"], "spec": pod_spec}}},
+        "template": {"spec": {"template": {"metadata": pod["metadata"], "spec": pod_spec}}},
     }
     return {
         "manager": PATCH_MANAGER,
@@ -89,21 +145,26 @@ def trainjob(
 ) -> dict[str, Any]:
     gpu = runtimes.job_gpu(job, cluster, target)
     # The runtime's container carries the cluster's NCCL env: the TrainJob's env is the job's.
-    env = _env(job, target, None)
     node = training_replica(job, PYTORCH_CONTAINER, None)
-    trainer: dict[str, Any] = {
+    asked: dict[str, Any] = {
         "image": job.image,
         "command": torchrun_command(job) if job.command else None,
         "args": program_args(job),
-        "env": env,
-        "numNodes": job.pods_on(target),
-        "numProcPerNode": max(job.gpus_per_replica, 1),
+        "env": _env(job, target, None),
         "resourcesPerNode": _resources(node, gpu, cluster),
     }
+    runtime = _runtime_pod(job, cluster, target)
+    pod = _node_pod(job, runtime, {k: v for k, v in asked.items() if v is not None})
+    merged = pod["spec"]["containers"][0]
+    trainer: dict[str, Any] = {
+        field: merged.get(key) for key, field in TRAINER_CONTAINER_FIELDS.items()
+    }
+    trainer["numNodes"] = job.pods_on(target)
+    trainer["numProcPerNode"] = max(job.gpus_per_replica, 1)
     spec: dict[str, Any] = {
         "runtimeRef": _runtime_ref(job, cluster, target),
         "trainer": trainer,
-        "runtimePatches": [_runtime_patch(job)],
+        "runtimePatches": [_runtime_patch(pod, runtime)],
     }
     if job.run_policy.active_deadline_seconds is not None:
         spec["activeDeadlineSeconds"] = job.run_policy.active_deadline_seconds

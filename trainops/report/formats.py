@@ -74,16 +74,25 @@ _COLOURS = {Severity.ERROR: "\033[31m", Severity.WARNING: "\033[33m"}
 _BOLD, _DIM, _RESET = "\033[1m", "\033[2m", "\033[0m"
 
 
-def summary(findings: Sequence[Finding], resources: int) -> dict[str, int]:
-    """Counts; waived findings are counted apart (`waived`, present when there are any)."""
+def summary(findings: Sequence[Finding], resources: int) -> dict[str, Any]:
+    """Counts; waived findings are counted apart (`waived`, present when there are any);
+    the security rules cluster profiles switch off (`rulesOff`, `rule (cluster)`, present
+    when there are any: said in every run, not only when something breaks them)."""
     counted = [f for f in findings if f.waived is None]
     waived = len(findings) - len(counted)
+    off = rules_off(findings)
     return {
         "resources": resources,
         "errors": sum(1 for f in counted if f.severity is Severity.ERROR),
         "warnings": sum(1 for f in counted if f.severity is Severity.WARNING),
         **({"waived": waived} if waived else {}),
+        **({"rulesOff": off} if off else {}),
     }
+
+
+def rules_off(findings: Sequence[Finding]) -> list[str]:
+    """`rule (cluster)` of each security rule a cluster profile's `policy` switches off."""
+    return sorted({f"{f.rule} ({f.cluster})" for f in findings if f.switched_off})
 
 
 def failed(findings: Sequence[Finding]) -> bool:
@@ -91,8 +100,12 @@ def failed(findings: Sequence[Finding]) -> bool:
     return any(f.severity is Severity.ERROR and f.waived is None for f in findings)
 
 
-def _waived_suffix(s: dict[str, int]) -> str:
-    return f", {s['waived']} waived" if s.get("waived") else ""
+def _waived_suffix(s: dict[str, Any]) -> str:
+    """The summary line's end: waived findings, and the security rules switched off."""
+    text = f", {s['waived']} waived" if s.get("waived") else ""
+    if s.get("rulesOff"):
+        text += f"; security rules off by cluster policy: {', '.join(s['rulesOff'])}"
+    return text
 
 
 def _sorted(findings: Sequence[Finding]) -> list[Finding]:
@@ -162,6 +175,7 @@ def from_json(path: Path) -> list[Finding]:
                 Severity(f["severity"]),
                 str(f["message"]),
                 **{k: f.get(k) for k in FINDING_KEYS},
+                switched_off=f.get("switchedOff") is True,
             )
             for f in data["findings"]
         ]
@@ -199,12 +213,17 @@ def to_junit(findings: Sequence[Finding], resources: int) -> str:
             f'    <testcase classname="trainops" name="{resources} resource(s) valid"></testcase>'
         )
     tests = max(len(findings), 1)
+    # JUnit's testsuite <properties>: the run's settings, where the rules switched off go.
+    values = "".join(
+        f'<property name="security-rule-off" value={_attr(off)}/>' for off in s.get("rulesOff", [])
+    )
+    properties = [f"    <properties>{values}</properties>"] if values else []
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
         f'<testsuites name="trainops" tests="{tests}" failures="{s["errors"]}">\n'
         f'  <testsuite name="trainops validate" tests="{tests}" failures="{s["errors"]}"'
         f' errors="0" skipped="{s.get("waived", 0)}">\n'
-        + "\n".join(cases)
+        + "\n".join(properties + cases)
         + "\n  </testsuite>\n</testsuites>\n"
     )
 
@@ -266,11 +285,27 @@ def to_sarif(findings: Sequence[Finding], resources: int) -> str:
                     }
                 },
                 "results": results,
-                "properties": {"resources": resources},
+                "properties": {"resources": resources, **_off_property(ordered)},
             }
         ],
     }
     return json.dumps(log, indent=2, sort_keys=True) + "\n"
+
+
+def rules_off_markdown(off: Sequence[str]) -> str:
+    """The PR comment's word on the security rules cluster profiles switch off (`rule
+    (cluster)`), in every comment while they are off; empty when none is."""
+    if not off:
+        return ""
+    return (
+        "> [!CAUTION]\n> Security rules switched off by cluster policy (their findings are"
+        f" listed as waived and fail no check): {', '.join(f'`{o}`' for o in off)}.\n"
+    )
+
+
+def _off_property(findings: Sequence[Finding]) -> dict[str, Any]:
+    off = rules_off(findings)
+    return {"rulesOff": off} if off else {}
 
 
 def _sarif_level(severity: Severity) -> str:

@@ -19,6 +19,7 @@ from urllib.parse import quote
 from trainops.core.findings import Finding
 from trainops.report import svg
 from trainops.report.capacity import Fleet
+from trainops.report.formats import rules_off
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;
@@ -168,6 +169,17 @@ def _findings(findings: Sequence[Finding], link_base: str) -> list[str]:
     return out
 
 
+def _off(findings: Sequence[Finding]) -> str:
+    """The security rules cluster profiles switch off, in the summary line."""
+    off = rules_off(findings)
+    if not off:
+        return ""
+    return (
+        '<span class="waived" id="rules-off">security rules off by cluster policy: '
+        f"{escape(', '.join(off))}</span>"
+    )
+
+
 def render_html(
     fleet: Fleet,
     findings: Sequence[Finding],
@@ -194,7 +206,7 @@ def render_html(
         f"<span>{gpus} GPUs requested</span>"
         f'<span class="error" id="count-errors">{errors} errors</span>'
         f'<span class="warning" id="count-warnings">{warnings} warnings</span>'
-        f'<span class="waived" id="count-waived">{waived} waived</span></p>',
+        f'<span class="waived" id="count-waived">{waived} waived</span>{_off(findings)}</p>',
         *_capacity(fleet),
         *_placement(fleet),
         *_findings(findings, link_base),

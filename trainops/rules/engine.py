@@ -21,6 +21,8 @@ from trainops.rules.waivers import SECURITY, UNWAIVABLE, waivers
 from trainops.spec.model import ClusterProfile
 
 OFF = "off"
+# The kind the finding of a switched-off security rule names: the profile that does it.
+POLICY_KIND = "ClusterProfile"
 
 
 def _severity(rule: Rule, default: Severity, cluster: ClusterProfile | None) -> Severity | None:
@@ -40,7 +42,7 @@ def _waived(obj: Object) -> dict[str, str]:
     }
 
 
-def _off(cluster: ClusterProfile | None) -> dict[str, str]:
+def switched_off(cluster: ClusterProfile | None) -> dict[str, str]:
     """Slug -> reason for the security rules the cluster's `policy` switches off: their
     findings are listed, waived, never dropped without a word."""
     if cluster is None:
@@ -50,6 +52,23 @@ def _off(cluster: ClusterProfile | None) -> dict[str, str]:
         for slug in sorted(SECURITY)
         if cluster.policy.get(slug) == OFF
     }
+
+
+def _switched_off(cluster: ClusterProfile, slug: str, why: str) -> Finding:
+    """The word a security rule switched off gets in every run, even one where nothing
+    breaks it (issue 29.7): a waived finding on the profile, listed in every summary."""
+    return Finding(
+        rule=slug,
+        severity=RULES_BY_SLUG[slug].severity,
+        message=f"security rule `{slug}` is switched off by this cluster profile's `policy`:"
+        " its findings are listed as waived and fail no run",
+        file=cluster.file,
+        kind=POLICY_KIND,
+        name=cluster.name,
+        cluster=cluster.name,
+        waived=why,
+        switched_off=True,
+    )
 
 
 def check(
@@ -66,7 +85,7 @@ def check(
     with_pods = [rule for rule in rules if cluster is not None or not rule.needs_cluster]
     without_pods = [rule for rule in with_pods if not rule.pods_only]
     findings: list[Finding] = []
-    off = _off(cluster)
+    off = switched_off(cluster)
     for obj in ctx.objects:
         waived = {**off, **_waived(obj)}
         for rule in with_pods if obj.pods else without_pods:
@@ -90,5 +109,7 @@ def check(
                         waived=waived.get(rule.slug),
                     )
                 )
+    if cluster is not None:
+        findings += [_switched_off(cluster, slug, why) for slug, why in off.items()]
     unique = {(f.sort_key(), f.message): f for f in findings}
     return [unique[k] for k in sorted(unique)]

@@ -78,9 +78,7 @@ def _apply_patch(pod: dict[str, Any], patch: dict[str, Any]) -> None:
             spec[key] = _by_name(as_list(spec.get(key)), as_list(value), False)
         elif key == "nodeSelector":
             spec[key] = {**as_dict(spec.get(key)), **as_dict(value)}
-        elif key == "tolerations":
-            spec[key] = [*as_list(spec.get(key)), *as_list(value)]
-        else:
+        else:  # tolerations too: an atomic list, the patch's replaces the runtime's
             spec[key] = copy.deepcopy(value)
 
 

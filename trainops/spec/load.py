@@ -103,6 +103,7 @@ def _pods_on_clusters(
     if not out.problems:
         pod_fence.check_fence(doc.data, known, out)
         pod_fence.check_claims(job, doc.data, known, out)
+        trainer_v2.check_hatch(doc.data, known, out)
     if job.pod.sidecars:
         for profile in known:
             if (parse_version(profile.kubernetes_version) or (0, 0)) < NATIVE_SIDECARS:

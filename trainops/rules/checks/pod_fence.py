@@ -3,17 +3,27 @@ delivery account or an undeclared one, a mounted token, a priority class, schedu
 `nodeName` or toleration the profile does not allow, control-plane nodes, Secrets read
 around `secretEnv`. The job loader refuses the same fields in job specs
 (`spec/pod_fence.py`); this rule holds any manifest, `validate --manifests` with
-`--cluster` included, to the same fence (`facts/pod_fence.py`, one function for both)."""
+`--cluster` included, to the same fence (`facts/pod_fence.py`, one function for both).
+
+Claims too (issue 29.3): a pod mounts only claims its job owns or the profile shares
+(read-only unless `writable`). In a manifest set a job owns a claim the set creates (a
+PersistentVolumeClaim of that name in its namespace) unless the claim names another job
+(label `trainops.dev/job`, which trainops puts on the claims it creates). Without a profile
+the rule does not run: nothing says which existing claims are shared, so an unknown claim
+could be the team's own dataset or another job's checkpoints (docs/security.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
-from trainops.facts.pod_fence import escapes
+from trainops.facts.pod_fence import PodFence, claim_problem, escapes
+from trainops.render.pod import JOB_LABEL
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
 from trainops.rules.objects import Object
+from trainops.rules.pods import PodTemplate
+from trainops.rules.values import as_dict
 
 SLUG = "pod-fence"
 
@@ -25,6 +35,34 @@ def _check(obj: Object, ctx: Context) -> Iterator[Violation]:
         # A built pod without the field mounts the token: the kubelet's default.
         for path, message in escapes(pod.spec, ctx.cluster.job_access, token_default=True):
             yield Violation(message, (*pod.spec_path, *path))
+        yield from _claims(obj, pod, ctx, ctx.cluster.job_access)
+
+
+def _owns(obj: Object, claim: str, ctx: Context) -> bool:
+    """The manifest set creates `claim` beside `obj`, for `obj`'s job or for no job named."""
+    pvc = ctx.find("PersistentVolumeClaim", claim, obj.namespace)
+    if pvc is None:
+        return False
+    owner = as_dict(pvc.manifest.metadata.get("labels")).get(JOB_LABEL)
+    job = as_dict(obj.manifest.metadata.get("labels")).get(JOB_LABEL, obj.name)
+    return owner is None or owner == job
+
+
+def _claims(obj: Object, pod: PodTemplate, ctx: Context, fence: PodFence) -> Iterator[Violation]:
+    mounts = [m for c in pod.containers(init=True) for m in c.volume_mounts]
+    for name, (volume, path) in pod.volumes.items():
+        pvc = as_dict(volume.get("persistentVolumeClaim"))
+        claim = pvc.get("claimName")
+        if not isinstance(claim, str):
+            continue
+        # Written to when a container mounts it without `readOnly` (and the volume allows it).
+        writes = not pvc.get("readOnly") and any(
+            as_dict(m).get("name") == name and not as_dict(m).get("readOnly") for m in mounts
+        )
+        own = frozenset({claim}) if _owns(obj, claim, ctx) else frozenset()
+        problem = claim_problem(claim, writes, own, fence)
+        if problem:
+            yield Violation(problem, (*path, "persistentVolumeClaim", "claimName"))
 
 
 RULES = (
@@ -34,17 +72,20 @@ RULES = (
         severity=Severity.ERROR,
         summary="A pod that runs as the delivery account or one the cluster profile does not"
         " declare, mounts a token the profile does not grant, picks its own priority class,"
-        " scheduler, node or tolerations, targets control-plane nodes, or reads Secrets"
-        " around `secretEnv` (Secret/CSI volumes, `envFrom`).",
+        " scheduler, node or tolerations, targets control-plane nodes, reads Secrets"
+        " around `secretEnv` (Secret/CSI volumes, `envFrom`), or mounts a claim neither its"
+        " job's nor shared by the profile (or a read-only shared one read-write).",
         why="Pod Security does not see these fields, yet each goes around a fence: the"
         " delivery account may create workloads in the training namespaces (a pod running as"
         " it bypasses the pull-request review); `system-node-critical` preempts other teams;"
         " `default-scheduler` or `nodeName` leaves the Volcano gang and queue; tolerating"
         " every taint reaches the control plane; a Secret volume reads what the namespace"
-        " holds for other jobs.",
+        " holds for other jobs; a job writing into another job's checkpoint claim plants the"
+        " checkpoint that job resumes from.",
         fix="Remove the field, or have the platform team allow it in the cluster profile's"
         " `jobAccess` (serviceAccounts with automountToken, priorityClasses, schedulerNames,"
-        " tolerations, secretVolumes); read secrets through `secretEnv`.",
+        " tolerations, secretVolumes, sharedClaims); read secrets through `secretEnv`; mount"
+        " a shared claim `readOnly: true` unless the profile declares it writable.",
         example="spec:\n  serviceAccountName: trainops-delivery\n"
         "  priorityClassName: system-node-critical",
         check=_check,
