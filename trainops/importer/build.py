@@ -16,9 +16,10 @@ from trainops.core.errors import InputError, Problem
 from trainops.core.yamlio import Document, load_file
 from trainops.facts.kubeflow import JOB_NAME_LABEL
 from trainops.importer.adopt import with_hatch
+from trainops.importer.convert import CONVERTERS, converted
 from trainops.importer.kinds import BESIDE, IMPORTERS, REMOVED
 from trainops.importer.notes import Notes
-from trainops.importer.precheck import note_replaced, unreadable
+from trainops.importer.precheck import named, note_replaced, unreadable
 from trainops.importer.reload import load_spec, ordered
 from trainops.spec.model import ClusterProfile
 
@@ -149,7 +150,7 @@ def import_files(
         if gvk is None or gvk in BESIDE:
             continue
         line, column = doc.position(["kind"])
-        if gvk not in IMPORTERS:
+        if gvk not in IMPORTERS and gvk not in CONVERTERS:
             skipped.append(
                 Problem(
                     doc.file,
@@ -160,7 +161,13 @@ def import_files(
                 )
             )
             continue
-        obj = copy.deepcopy(doc.data)
+        notes = Notes(doc, beside_docs)
+        obj = converted(copy.deepcopy(doc.data), notes, cluster)
+        if obj is None:
+            refused += notes.refused
+            continue
+        gvk = (str(obj["apiVersion"]), str(obj["kind"]))
+        named(obj, notes, Path(doc.file).stem)
         origin = (obj.get("metadata") or {}).get("namespace") or "default"
         mine = [
             (o, d)
@@ -172,7 +179,6 @@ def import_files(
             for o, _ in mine
             if o.get("kind") == "PersistentVolumeClaim"
         }
-        notes = Notes(doc, beside_docs)
         if namespace is not None and namespace != origin:
             obj.setdefault("metadata", {})["namespace"] = namespace
             notes.add(
