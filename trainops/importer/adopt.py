@@ -68,6 +68,9 @@ def with_hatch(
         rendered = rendered_for(rtype)
         _same_container(original, rendered)
         _same_program(original, rendered)
+        _covered_tolerations(
+            original, rendered, cluster, notes, ["spec", key, rtype, "template", "spec"]
+        )
         override, extra = template_override(original, rendered)
         added += [p for p in extra if p not in added]
         overrides[rtype] = override
@@ -90,6 +93,52 @@ def with_hatch(
             f" {', '.join(a.lstrip('.') for a in added)}",
         )
     return out
+
+
+def tolerates_all_of(wider: dict[str, Any], narrower: dict[str, Any]) -> bool:
+    """Whether toleration `wider` tolerates every taint `narrower` does (Kubernetes'
+    `Toleration.ToleratesTaint`, k8s.io/api core/v1 toleration.go: an empty effect matches
+    every effect, an empty key with `Exists` every key, `Exists` every value, `Equal`
+    (the default operator) only its value)."""
+    if wider.get("tolerationSeconds") != narrower.get("tolerationSeconds"):
+        return False
+    if wider.get("effect") and wider.get("effect") != narrower.get("effect"):
+        return False
+    exists = (wider.get("operator") or "Equal") == "Exists"
+    if not wider.get("key"):
+        return exists
+    if wider.get("key") != narrower.get("key"):
+        return False
+    narrow_exists = (narrower.get("operator") or "Equal") == "Exists"
+    return exists or (not narrow_exists and wider.get("value", "") == narrower.get("value", ""))
+
+
+def _covered_tolerations(
+    original: dict[str, Any], rendered: dict[str, Any], cluster: ClusterProfile, notes: Notes,
+    at: list[str | int],
+) -> None:  # fmt: skip
+    """Replace in `original` each toleration that one the cluster allows covers (its GPU
+    products' tolerations, `jobAccess.tolerations`: the only ones the pod fence lets a job
+    add) by that one, with a note: the pod still lands wherever the original could (a
+    Launcher that tolerates the GPU taint keeps tolerating it). Already rendered: dropped."""
+    ours = (rendered.get("spec") or {}).get("tolerations") or []
+    allowed = [dict(t) for t in cluster.job_access.tolerations]
+    pod = original.get("spec") or {}
+    kept: list[Any] = []
+    for i, tol in enumerate(pod.get("tolerations") or []):
+        cover = next((t for t in [*ours, *allowed] if tolerates_all_of(t, tol)), None)
+        if cover is None or tol == cover:
+            kept.append(tol)
+            continue
+        if cover not in ours and cover not in kept:
+            kept.append(cover)
+        notes.add(
+            [*at, "tolerations", i],
+            f"toleration {tol} is the cluster profile's {cover}, which tolerates every taint"
+            " it does (the pod fence lets jobs add only the profile's tolerations)",
+        )
+    if "tolerations" in pod:
+        pod["tolerations"] = kept
 
 
 def _same_container(original: dict[str, Any], rendered: dict[str, Any]) -> None:
