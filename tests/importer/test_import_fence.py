@@ -124,3 +124,20 @@ def test_what_only_the_platform_grants_is_refused_where_it_is_written(
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert says in result.stderr
     assert tree(root) == before
+
+
+@pytest.mark.slow
+def test_an_env_from_secret_is_refused_where_it_is_written(tmp_path: Path) -> None:
+    """The corpus's file 25 reads all its settings through `envFrom` a Secret: before, the
+    refusal named the object's first line and the loader's words about the spec."""
+    root = copy_inputs(REPO, tmp_path / "repo")
+    text = PYTORCHJOB.replace("volumes: [VOLUME]", "volumes: [{name: data, emptyDir: {}}]")
+    text = text.replace("command: [python, train.py]", "envFrom: [{secretRef: {name: sft-env}}]")
+    source = tmp_path / "small.yaml"
+    source.write_text(text)
+    result = trainops(root, "import", str(source), "--cluster", "cloud-h100")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "small.yaml:13:25: `envFrom` Secret `sft-env` exports every key it holds" in (
+        result.stderr
+    )
+    assert "`secretEnv` (`VAR: {secret: sft-env, key: KEY}`)" in result.stderr

@@ -237,6 +237,19 @@ def map_env(
     notes: Notes,
     where: list[str | int],
 ) -> None:
+    """The container's env as `env` and `secretEnv` (`where`: the container's path); an
+    `envFrom` Secret refused where it is written (the pod fence admits a job's secrets one
+    reviewed variable at a time, and import cannot know which keys the Secret holds)."""
+    for j, source in enumerate(main.get("envFrom") or []):
+        ref = (source or {}).get("secretRef") or {}
+        if ref:
+            notes.refuse(
+                [*where, "envFrom", j],
+                f"`envFrom` Secret `{ref.get('name')}` exports every key it holds, which"
+                f" cluster `{cluster.name}`'s pod fence refuses: name each variable the program"
+                f" reads in the job spec's `secretEnv` (`VAR: {{secret: {ref.get('name')}, key:"
+                " KEY}`) and import without the `envFrom`",
+            )
     plain: dict[str, str] = {}
     secret: dict[str, Any] = {}
     for var in main.get("env") or []:
