@@ -103,15 +103,17 @@ def _rendered(root: Path, job: str, kind: str) -> dict[str, Any]:
     return dict(yaml.safe_load((root / "base" / job / f"{kind}.yaml").read_text()))
 
 
+@pytest.mark.parametrize("version", ["v1alpha2", "v1beta1"])
 def test_tfjob_v1beta1_is_converted_to_v1_and_named_after_its_generate_name(
-    tmp_path: Path,
+    tmp_path: Path, version: str
 ) -> None:
-    root, result = _import(tmp_path, "tf.yaml", TFJOB_V1BETA1)
+    text = TFJOB_V1BETA1.replace("kubeflow.org/v1beta1", f"kubeflow.org/{version}")
+    root, result = _import(tmp_path, "tf.yaml", text)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "tf.yaml:1:1: TFJob kubeflow.org/v1beta1 (removed) converted to kubeflow.org/v1" in (
+    assert f"tf.yaml:1:1: TFJob kubeflow.org/{version} (removed) converted to kubeflow.org/v1" in (
         result.stdout
     )
-    assert "`spec.cleanPodPolicy` (kubeflow.org/v1beta1) is `spec.runPolicy.cleanPodPolicy`" in (
+    assert f"`spec.cleanPodPolicy` (kubeflow.org/{version}) is `spec.runPolicy.cleanPodPolicy`" in (
         result.stdout
     )
     assert "the `Master` replica is v1's Chief" in result.stdout

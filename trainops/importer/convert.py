@@ -4,10 +4,12 @@ Each conversion is what the operators' own API changes were, read in their sourc
 every change it makes is a note; what maps onto nothing served stays refused
 (`kinds.REMOVED`).
 
-- TFJob and PyTorchJob `kubeflow.org/v1beta1`/`v1beta2` -> `kubeflow.org/v1`: the same
-  replica specs; the run policy fields that sat under `spec` (`cleanPodPolicy`,
+- TFJob and PyTorchJob `kubeflow.org/v1alpha2`/`v1beta1`/`v1beta2` -> `kubeflow.org/v1`:
+  the same replica specs; the run policy fields that sat under `spec` (`cleanPodPolicy`,
   `ttlSecondsAfterFinished`, `activeDeadlineSeconds`, `backoffLimit`: kubeflow/website
-  `content/docs/reference/tfjob/v1beta1/tensorflow.md`) move into v1's `spec.runPolicy`. A
+  `content/docs/reference/tfjob/v1beta1/tensorflow.md`; v1alpha2 had the first two,
+  kubeflow-incubator/tfjob-java-client `docs/V1alpha2TFJobSpec.md`) move into v1's
+  `spec.runPolicy`. A
   TFJob's `Master` is v1's Chief ("similar to chief, and kept just for backwards
   compatibility": training-operator `pkg/apis/kubeflow.org/v1/tensorflow_types.go`).
 - MPIJob `kubeflow.org/v1alpha2` -> `kubeflow.org/v2beta1` (the MPI Operator's): the same
@@ -57,7 +59,7 @@ def _run_policy(spec: dict[str, Any], notes: Notes, was: str) -> None:
 
 
 def _operator_v1(obj: dict[str, Any], notes: Notes, cluster: ClusterProfile) -> dict[str, Any]:
-    """TFJob/PyTorchJob v1beta1 or v1beta2 as kubeflow.org/v1."""
+    """TFJob/PyTorchJob v1alpha2, v1beta1 or v1beta2 as kubeflow.org/v1."""
     was = str(obj["apiVersion"])
     out = copy.deepcopy(obj)
     out["apiVersion"] = V1
@@ -170,6 +172,8 @@ def _mpi_v1alpha1(
 
 # (apiVersion, kind) of a removed API -> its conversion to one import reads.
 CONVERTERS: dict[tuple[str, str], Converter] = {
+    ("kubeflow.org/v1alpha2", "TFJob"): _operator_v1,
+    ("kubeflow.org/v1alpha2", "PyTorchJob"): _operator_v1,
     ("kubeflow.org/v1beta1", "TFJob"): _operator_v1,
     ("kubeflow.org/v1beta2", "TFJob"): _operator_v1,
     ("kubeflow.org/v1beta1", "PyTorchJob"): _operator_v1,

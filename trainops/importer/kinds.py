@@ -32,9 +32,7 @@ REMOVED: dict[tuple[str, str], str] = {
     ("kubeflow.org/v1beta1", "MPIJob"): "kubeflow.org/v2beta1 (MPI Operator) or v1 (Training"
     " Operator)",
     ("kubeflow.org/v1alpha1", "PyTorchJob"): "kubeflow.org/v1",
-    ("kubeflow.org/v1alpha2", "PyTorchJob"): "kubeflow.org/v1",
     ("kubeflow.org/v1alpha1", "TFJob"): "kubeflow.org/v1",
-    ("kubeflow.org/v1alpha2", "TFJob"): "kubeflow.org/v1",
 }
 
 # Objects read beside the jobs: claims become created volumes, a metrics Service gives the
