@@ -5,7 +5,8 @@ its file. Before these conversions each of them was refused (exit 2).
 
 The mappings are the operators' own, read in their sources: TFJob v1beta1's run policy
 fields under `spec` (kubeflow/website `content/docs/reference/tfjob/v1beta1/tensorflow.md`)
-are v1's `runPolicy`; `Master` is v1's Chief (training-operator
+are v1's `runPolicy`; replica types were read in any case (tf-operator `reconcilePods`
+lower-cases them); `Master` is v1's Chief (training-operator
 `pkg/apis/kubeflow.org/v1/tensorflow_types.go`: "similar to chief, and kept just for
 backwards compatibility"); MPIJob v1alpha1's one template ran both roles, with `gpus: N` cut
 into Workers of `--gpus-per-node` GPUs and one hostfile slot per GPU (mpi-operator 0.1.0
@@ -40,7 +41,7 @@ spec:
         spec:
           containers:
             - {name: tensorflow, image: "example/tf:1.0", command: [python, /mnist.py]}
-    Worker:
+    WORKER:
       replicas: 2
       restartPolicy: OnFailure
       template:
@@ -117,6 +118,9 @@ def test_tfjob_v1beta1_is_converted_to_v1_and_named_after_its_generate_name(
         result.stdout
     )
     assert "the `Master` replica is v1's Chief" in result.stdout
+    # The old operators lower-cased replica types (tf-operator reconcilePods): `WORKER` ran as
+    # the workers, and is v1's `Worker`, not a type to drop.
+    assert "the `WORKER` replica is v1's `Worker`" in result.stdout
     assert "named `mnist` after `generateName: mnist-`" in result.stdout
     spec = yaml.safe_load((root / "jobs" / "mnist.yaml").read_text())
     assert spec["tensorflow"]["chief"] is True and spec["replicas"] == 3

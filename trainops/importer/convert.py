@@ -40,6 +40,13 @@ from trainops.importer.notes import Notes
 from trainops.spec.model import ClusterProfile
 
 V1 = "kubeflow.org/v1"
+# v1 replica type names, by their lower-case spelling (training-operator
+# pkg/apis/kubeflow.org/v1 tensorflow_types.go, pytorch_types.go).
+REPLICA_TYPES = {
+    "TFJob": {"chief": "Chief", "master": "Chief", "ps": "PS", "worker": "Worker",
+              "evaluator": "Evaluator"},
+    "PyTorchJob": {"master": "Master", "worker": "Worker"},
+}  # fmt: skip
 # v1beta1/v1beta2 TFJob and PyTorchJob, v1alpha2 MPIJob: run policy fields under `spec`.
 RUN_POLICY_KEYS = ("cleanPodPolicy", "ttlSecondsAfterFinished", "activeDeadlineSeconds",
                    "backoffLimit")  # fmt: skip
@@ -66,14 +73,35 @@ def _operator_v1(obj: dict[str, Any], notes: Notes, cluster: ClusterProfile) -> 
     notes.add(["apiVersion"], f"{out['kind']} {was} (removed) converted to {V1}")
     spec = out.setdefault("spec", {})
     _run_policy(spec, notes, was)
-    specs = spec.get("tfReplicaSpecs")
-    if isinstance(specs, dict) and "Master" in specs and "Chief" not in specs:
-        spec["tfReplicaSpecs"] = {("Chief" if k == "Master" else k): v for k, v in specs.items()}
-        notes.add(
-            ["spec", "tfReplicaSpecs", "Master"],
-            "the `Master` replica is v1's Chief (kept by v1 only for backwards compatibility):"
-            " TF_CONFIG names its task `chief` instead of `master`",
+    key = "tfReplicaSpecs" if out["kind"] == "TFJob" else "pytorchReplicaSpecs"
+    specs = spec.get(key)
+    if isinstance(specs, dict):
+        spec[key] = _replica_types(specs, REPLICA_TYPES[str(out["kind"])], notes, key)
+    return out
+
+
+def _replica_types(
+    specs: dict[str, Any], canonical: dict[str, str], notes: Notes, key: str
+) -> dict[str, Any]:
+    """The replica specs under v1's names: the old operators lower-cased the replica type
+    (tf-operator's `reconcilePods`: "Convert TFReplicaType to lower string"), so `WORKER` and
+    `Ps` ran as a worker and a parameter server; v1 reads `Worker` and `PS`. A TFJob's
+    `Master` is v1's Chief."""
+    out: dict[str, Any] = {}
+    for name, rspec in specs.items():
+        new = canonical.get(str(name).lower(), name)
+        if new in out or (new != name and new in specs):
+            new = name
+        out[new] = rspec
+        if new == name:
+            continue
+        why = (
+            "v1's Chief (it keeps `Master` only for backwards compatibility): TF_CONFIG names"
+            " its task `chief` instead of `master`"
+            if str(name).lower() == "master" and new == "Chief"
+            else f"v1's `{new}` (the operators before v1 read replica types in any case)"
         )
+        notes.add(["spec", key, name], f"the `{name}` replica is {why}")
     return out
 
 
