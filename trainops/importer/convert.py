@@ -47,7 +47,7 @@ REPLICA_TYPES = {
               "evaluator": "Evaluator"},
     "PyTorchJob": {"master": "Master", "worker": "Worker"},
 }  # fmt: skip
-# v1beta1/v1beta2 TFJob and PyTorchJob, v1alpha2 MPIJob: run policy fields under `spec`.
+# TFJob and PyTorchJob before v1, MPIJob v1alpha2: run policy fields under `spec`.
 RUN_POLICY_KEYS = ("cleanPodPolicy", "ttlSecondsAfterFinished", "activeDeadlineSeconds",
                    "backoffLimit")  # fmt: skip
 
@@ -120,7 +120,8 @@ def _mpi_v1alpha2(obj: dict[str, Any], notes: Notes, cluster: ClusterProfile) ->
     if main is not None:
         notes.add(
             ["spec", "mainContainer"],
-            f"`mainContainer: {main}` dropped: v2beta1 runs each pod's first container",
+            f"`mainContainer: {main}` dropped: v2beta1 runs each pod's first container (the"
+            " container it names is moved first)",
         )
         for rspec in (spec.get("mpiReplicaSpecs") or {}).values():
             containers = (((rspec or {}).get("template") or {}).get("spec") or {}).get(
