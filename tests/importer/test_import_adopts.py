@@ -223,14 +223,16 @@ def test_host_shm_and_a_zero_grace_period_are_replaced_with_a_note(tmp_path: Pat
     assert trainops(root, "render").returncode == 0
 
 
-def test_a_nameless_object_is_refused_and_a_v1_mpijob_is_written_as_the_cluster_serves(
+def test_a_nameless_object_is_named_and_a_v1_mpijob_is_written_as_the_cluster_serves(
     tmp_path: Path,
 ) -> None:
-    """An MPIJob is imported in the version the cluster's operator serves
+    """An object without a name takes its file's (importer/precheck.py `named`). An MPIJob
+    is imported in the version the cluster's operator serves
     (`installed.mpiJobs`): one CRD, `mpijobs.kubeflow.org`, per cluster; the Kueue cluster's
     MPI Operator (v2beta1) is also the one Kueue manages."""
     root, result = _import(tmp_path, SMALL.replace("REPLICAS", "1").replace("name: small, ", ""))
-    assert result.returncode == 2 and "no `metadata.name`" in result.stderr
+    assert result.returncode == 0, result.stderr
+    assert "named `in` after the file name `in`" in result.stdout
     v1 = NCCL_TESTS.replace("kubeflow.org/v2beta1", "kubeflow.org/v1")
     root, result = _import(tmp_path / "v1", v1, "--namespace", "ml-vision")
     assert result.returncode == 0, result.stderr

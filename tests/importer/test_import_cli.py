@@ -12,9 +12,10 @@ from tests.rules.helpers import seed_text, yaml_blocks
 from tests.tools import REPO, copy_inputs, trainops, tree
 
 SEED000 = REPO / "tests" / "rules" / "seeds" / "seed000.yaml"
-MPI_V1ALPHA2 = """\
-apiVersion: kubeflow.org/v1alpha2
-kind: MPIJob
+# Removed, and mapped onto nothing served (converted APIs: tests/importer/test_convert.py).
+PYTORCH_V1ALPHA1 = """\
+apiVersion: kubeflow.org/v1alpha1
+kind: PyTorchJob
 metadata: {name: old, namespace: ml-vision}
 spec: {}
 """
@@ -104,15 +105,15 @@ def test_import_writes_a_spec_that_renders_and_names_what_it_dropped(tmp_path: P
 def test_removed_apis_are_refused_with_file_and_line(tmp_path: Path) -> None:
     root = _repo(tmp_path)
     source = tmp_path / "old.yaml"
-    source.write_text(PYTORCHJOB + "---\n" + MPI_V1ALPHA2)
+    source.write_text(PYTORCHJOB + "---\n" + PYTORCH_V1ALPHA1)
     before = tree(root)
     result = trainops(root, "import", str(source), "--cluster", "cloud-h100")
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     line = PYTORCHJOB.count("\n") + 2
     assert f"old.yaml:{line}:" in result.stderr
-    assert "MPIJob kubeflow.org/v1alpha2 was removed" in result.stderr
-    assert "kubeflow.org/v2beta1" in result.stderr
+    assert "PyTorchJob kubeflow.org/v1alpha1 was removed" in result.stderr
+    assert "rewrite it as kubeflow.org/v1" in result.stderr
     assert tree(root) == before, "nothing is written"
 
 

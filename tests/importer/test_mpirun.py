@@ -31,6 +31,22 @@ def test_an_option_and_its_value_in_one_element_is_split() -> None:
     assert run.program == ["python", "x.py"]
 
 
+def test_an_option_value_with_spaces_is_one_word() -> None:
+    """Open MPI's `--mca plm_rsh_args "-o StrictHostKeyChecking=no"` hands ssh its own
+    options in one word (the corpus's file 24, an EFA NCCL test): it is the value of
+    `--mca`, not a fused option, and the program after it is the ranks'. Before, the value was
+    split and `StrictHostKeyChecking=no` read as the ranks' program."""
+    argv = [
+        "mpirun", "--mca", "plm_rsh_args", "-o StrictHostKeyChecking=no", "-x", "PATH",
+        "/opt/nccl-tests/all_reduce_perf", "-b", "8", "-o opt",
+    ]  # fmt: skip
+    run = read_mpirun(argv, set())
+    assert run is not None
+    assert run.options == ["--mca", "plm_rsh_args", "-o StrictHostKeyChecking=no", "-x", "PATH"]
+    assert run.program == ["/opt/nccl-tests/all_reduce_perf", "-b", "8", "-o opt"]
+    assert run.split == []
+
+
 def test_not_mpirun_or_no_program() -> None:
     assert read_mpirun(["horovodrun", "-np", "2", "python", "x.py"], set()) is None
     assert read_mpirun(["mpirun", "-np", "2"], set()) is None

@@ -3,8 +3,9 @@ and monitors) as job specs.
 
 Writes `jobs/<name>.yaml` (or `--out DIR`) targeting `--cluster` (the repository's only
 cluster when there is one), using the high-level fields where they fit and `podTemplate` for
-the rest; prints every field it could not carry and why. Removed APIs (MPIJob v1alpha1,
-v1alpha2, ...) are refused. `--namespace NS` moves the jobs into NS (docs/import.md).
+the rest; prints every field it could not carry and why. Removed APIs that map onto a served
+one (TFJob/PyTorchJob v1alpha2/v1beta*, MPIJob v1alpha1/v1alpha2) are converted with a note,
+the others refused. `--namespace NS` moves the jobs into NS (docs/import.md).
 Exit 0: everything imported; 1: some objects were not imported (listed); 2: bad input
 (unreadable YAML, a removed API, an unknown cluster, a job file that already exists), and
 nothing is written.

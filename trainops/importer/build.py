@@ -1,11 +1,11 @@
 """Import one set of files: read every object, refuse removed APIs, import each training job
-with the objects beside it, add the escape hatch, and check the result loads as a job spec
-of this repository (schema, file checks, core schemas at the cluster's version)."""
+with the objects beside it (its claims, its metrics Service and monitors), then add the
+escape hatch (`adopt.py`) and check the result loads as a job spec of this repository
+(`reload.py`)."""
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,62 +13,16 @@ from typing import Any
 import yaml
 
 from trainops.core.errors import InputError, Problem
-from trainops.core.yamlio import Document, load_file, load_text
-from trainops.facts.kubeflow import JOB_NAME_LABEL, REPLICA_TYPES
-from trainops.importer.hatch import template_override
+from trainops.core.yamlio import Document, load_file
+from trainops.facts.kubeflow import JOB_NAME_LABEL
+from trainops.importer.adopt import with_hatch
+from trainops.importer.convert import CONVERTERS, converted
 from trainops.importer.kinds import BESIDE, IMPORTERS, REMOVED
-from trainops.importer.launch import same_launch
 from trainops.importer.notes import Notes
-from trainops.importer.pod import normalised_template
-from trainops.importer.precheck import note_replaced, unreadable
-from trainops.render.objects import training_job
-from trainops.render.overrides import merge
-from trainops.render.pod import pod_template
-from trainops.spec.job import build_job
-from trainops.spec.load import job_against_cluster
+from trainops.importer.precheck import named, note_replaced, unreadable
+from trainops.importer.reload import load_spec, ordered
 from trainops.spec.model import ClusterProfile
-from trainops.spec.podtemplate import check_fields
-from trainops.spec.problems import Collector
 
-# The key order of a written spec: the way the shipped examples read.
-KEY_ORDER = (
-    "apiVersion",
-    "kind",
-    "name",
-    "namespace",
-    "framework",
-    "image",
-    "command",
-    "args",
-    "replicas",
-    "gpusPerReplica",
-    "resources",
-    "elastic",
-    "tensorflow",
-    "mpi",
-    "volumes",
-    "sharedMemory",
-    "env",
-    "secretEnv",
-    "metricsPort",
-    "hostNetwork",
-    "securityContext",
-    "terminationGracePeriodSeconds",
-    "runPolicy",
-    "labels",
-    "annotations",
-    "imagePullSecrets",
-    "serviceAccountName",
-    "priorityClassName",
-    "affinity",
-    "podLabels",
-    "podAnnotations",
-    "extraVolumes",
-    "extraVolumeMounts",
-    "podTemplate",
-    "replicaPodTemplates",
-    "targets",
-)
 # Operator-set labels a metrics Service may select the job's pods by.
 JOB_SELECTORS = (JOB_NAME_LABEL, "job-name")
 
@@ -148,151 +102,6 @@ def _refuse_removed(docs: list[Document]) -> None:
         raise InputError(problems)
 
 
-def _ordered(spec: dict[str, Any]) -> dict[str, Any]:
-    """`spec` in KEY_ORDER (a key it does not list last: never dropped)."""
-    return {
-        **{k: spec[k] for k in KEY_ORDER if k in spec},
-        **{k: v for k, v in spec.items() if k not in KEY_ORDER},
-    }
-
-
-def _templates(model: Any, cluster: ClusterProfile, key: str) -> Callable[[str], dict[str, Any]]:
-    """The pod template trainops renders for each replica type of the job (before the hatch);
-    a PyTorchJob's Worker-only original is compared with the Worker template."""
-    target = model.targets[0]
-    specs = training_job(model, cluster, target)["spec"][key]
-
-    def template(rtype: str) -> dict[str, Any]:
-        if rtype in specs:
-            return copy.deepcopy(specs[rtype]["template"])
-        return pod_template(model, cluster, target, replica_type=rtype)
-
-    return template
-
-
-def _carried(obj: dict[str, Any], key: str, model: Any) -> dict[str, dict[str, Any]]:
-    """The original pod template of every replica type trainops renders (the importers name
-    the types they drop)."""
-    rendered = set(REPLICA_TYPES[str(obj.get("kind"))])
-    out = {
-        t: normalised_template(s.get("template") or {})
-        for t, s in (obj["spec"].get(key) or {}).items()
-        if t in rendered
-    }
-    if model.elastic:
-        out.pop("Master", None)
-    return out
-
-
-def _hatch(
-    job: dict[str, Any], obj: dict[str, Any], key: str, cluster: ClusterProfile, notes: Notes
-) -> dict[str, Any]:
-    """`job` with the overrides that make each replica type's pod the original's."""
-    model = _load(job, cluster, "(import)")
-    rendered_for = _templates(model, cluster, key)
-    originals = _carried(obj, key, model)
-    overrides: dict[str, dict[str, Any]] = {}
-    added: list[str] = []
-    for rtype, original in sorted(originals.items()):
-        rendered = rendered_for(rtype)
-        _same_container(original, rendered)
-        _same_program(original, rendered)
-        override, extra = template_override(original, rendered)
-        added += [p for p in extra if p not in added]
-        overrides[rtype] = override
-    out = dict(job)
-    shared = _common(list(overrides.values()))
-    if shared:
-        out["podTemplate"] = shared
-    rest: dict[str, dict[str, Any]] = {}
-    for rtype, original in sorted(originals.items()):
-        rendered = merge(rendered_for(rtype), shared)
-        remainder, _ = template_override(original, rendered)
-        if remainder:
-            rest[rtype] = remainder
-    if rest:
-        out["replicaPodTemplates"] = rest
-    if added:
-        notes.add(
-            ["spec", key],
-            "trainops adds (its guarantees and explicit defaults):"
-            f" {', '.join(a.lstrip('.') for a in added)}",
-        )
-    return out
-
-
-def _same_container(original: dict[str, Any], rendered: dict[str, Any]) -> None:
-    """The original's training container under trainops's name, where it has another (the
-    importers said so): the operator finds it by that name (the MPI Operator by position)."""
-    ours = [c.get("name") for c in (rendered.get("spec") or {}).get("containers") or []]
-    theirs = (original.get("spec") or {}).get("containers") or []
-    if ours and theirs and ours[0] not in [c.get("name") for c in theirs]:
-        theirs[0]["name"] = ours[0]
-
-
-def _same_program(original: dict[str, Any], rendered: dict[str, Any]) -> None:
-    """Where the original runs what trainops renders (the same argv split otherwise between
-    command and args; the same program and arguments under python, torchrun or
-    `python -m torch.distributed.run`; the same program and author's options under mpirun),
-    take trainops's argv: the generated launcher is the point, not a difference to carry in
-    the escape hatch."""
-    ours = {c.get("name"): c for c in (rendered.get("spec") or {}).get("containers") or []}
-    for container in (original.get("spec") or {}).get("containers") or []:
-        mine = ours.get(container.get("name"))
-        if mine is None or "command" not in mine:
-            continue
-        if same_launch(container, mine):
-            for key in ("command", "args"):
-                container.pop(key, None)
-                if key in mine:
-                    container[key] = list(mine[key])
-
-
-def _common(values: list[Any]) -> Any:
-    """What every override says the same (the part that goes into `podTemplate`)."""
-    if not values:
-        return {}
-    first = values[0]
-    if all(v == first for v in values):
-        return first
-    if all(isinstance(v, dict) for v in values):
-        out = {}
-        for key in first:
-            if all(key in v for v in values):
-                got = _common([v[key] for v in values])
-                if got not in ({}, [], None):
-                    out[key] = got
-        return out
-    if all(isinstance(v, list) for v in values):
-        return [item for item in first if all(item in v for v in values)]
-    return None
-
-
-def _load(job: dict[str, Any], cluster: ClusterProfile, source: str) -> Any:
-    """The job spec as the loader reads it; its problems (a bug or an unexpressible value)
-    raised with the source object named."""
-    text = yaml.safe_dump(job, sort_keys=False)
-    (doc,) = load_text(text, f"jobs/{job['name']}.yaml")
-    out = Collector(doc)
-    built = build_job(doc, out)
-    check_fields(doc.data, [cluster.kubernetes_version], out)
-    problems = list(out.problems)
-    if built is not None and not problems:
-        problems = job_against_cluster(built, doc, cluster)
-    if built is None or problems:
-        raise InputError(
-            [
-                Problem.whole_file(
-                    source,
-                    f"the imported spec does not load ({p.message}); the object cannot be imported"
-                    " as it is",
-                )
-                for p in problems
-            ]
-        )
-    return built
-
-
 def _metrics_port(
     job: dict[str, Any], beside: list[tuple[dict[str, Any], Document]], notes: Notes, used: set[int]
 ) -> None:
@@ -322,8 +131,8 @@ def _metrics_port(
                 )
 
 
-# Over the complexity limits: the import branch reworks this file; split after merging.
-def import_files(  # noqa: PLR0915
+# Over the complexity limits after the import and house branches met; split next.
+def import_files(  # noqa: C901, PLR0915
     paths: list[Path], root: Path, cluster: ClusterProfile, namespace: str | None = None
 ) -> Result:
     """Every training job in `paths` as a job spec targeting `cluster`, in `namespace` where
@@ -342,7 +151,7 @@ def import_files(  # noqa: PLR0915
         if gvk is None or gvk in BESIDE:
             continue
         line, column = doc.position(["kind"])
-        if gvk not in IMPORTERS:
+        if gvk not in IMPORTERS and gvk not in CONVERTERS:
             skipped.append(
                 Problem(
                     doc.file,
@@ -353,7 +162,13 @@ def import_files(  # noqa: PLR0915
                 )
             )
             continue
-        obj = copy.deepcopy(doc.data)
+        notes = Notes(doc, beside_docs)
+        obj = converted(copy.deepcopy(doc.data), notes, cluster)
+        if obj is None:
+            refused += notes.refused
+            continue
+        gvk = (str(obj["apiVersion"]), str(obj["kind"]))
+        named(obj, notes, Path(doc.file).stem)
         origin = (obj.get("metadata") or {}).get("namespace") or "default"
         mine = [
             (o, d)
@@ -365,7 +180,6 @@ def import_files(  # noqa: PLR0915
             for o, _ in mine
             if o.get("kind") == "PersistentVolumeClaim"
         }
-        notes = Notes(doc, beside_docs)
         if namespace is not None and namespace != origin:
             obj.setdefault("metadata", {})["namespace"] = namespace
             notes.add(
@@ -395,8 +209,9 @@ def import_files(  # noqa: PLR0915
         }
         note_replaced(obj, key, notes)
         _metrics_port(job, mine, notes, used)
-        job = _ordered(_hatch(_ordered(job), obj, key, cluster, notes))
-        _load(job, cluster, f"{doc.file}:{doc.line}")
+        source = f"{doc.file}:{doc.line}"
+        job = ordered(with_hatch(ordered(job), obj, key, cluster, notes, source=source))
+        load_spec(job, cluster, source)
         jobs.append(
             Imported(job["name"], f"{doc.file}:{doc.line}", gvk[1], job, tuple(notes.items))
         )

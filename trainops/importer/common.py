@@ -172,7 +172,9 @@ def pod_fields(
     """Volumes, env and the first-class pod fields of the training pods' template."""
     pod = template.get("spec") or {}
     map_volumes(job, pod, main=main, beside=beside, cluster=cluster, notes=notes, where=where)
-    map_env(job, main, cluster=cluster, nccl=nccl_env(cluster), notes=notes, where=where)
+    index = next((i for i, c in enumerate(pod.get("containers") or []) if c is main), 0)
+    at: list[str | int] = [*where, "containers", index]
+    map_env(job, main, cluster=cluster, nccl=nccl_env(cluster), notes=notes, where=at)
     for key in (
         "serviceAccountName",
         "priorityClassName",

@@ -24,24 +24,15 @@ IMPORTERS: dict[tuple[str, str], tuple[Importer, str]] = {
     **{kind: (mpi.import_mpijob, mpi.REPLICAS_KEY) for kind in mpi.KINDS},
 }
 
-# Served by no operator any more: refused, with what to write instead.
+# Served by no operator any more, and converted by nothing (`convert.py` rewrites the removed
+# APIs that map onto a served one): refused, with what to write instead.
 # https://github.com/kubeflow/mpi-operator#installation (v0.3.0+ serves kubeflow.org/v2beta1;
 # the Training Operator serves kubeflow.org/v1); TFJob/PyTorchJob v1beta* went in operator 1.0.
 REMOVED: dict[tuple[str, str], str] = {
-    ("kubeflow.org/v1alpha1", "MPIJob"): "kubeflow.org/v2beta1 (MPI Operator) or v1 (Training"
-    " Operator)",
-    ("kubeflow.org/v1alpha2", "MPIJob"): "kubeflow.org/v2beta1 (MPI Operator) or v1 (Training"
-    " Operator)",
     ("kubeflow.org/v1beta1", "MPIJob"): "kubeflow.org/v2beta1 (MPI Operator) or v1 (Training"
     " Operator)",
-    ("kubeflow.org/v1beta1", "TFJob"): "kubeflow.org/v1",
-    ("kubeflow.org/v1beta2", "TFJob"): "kubeflow.org/v1",
     ("kubeflow.org/v1alpha1", "PyTorchJob"): "kubeflow.org/v1",
-    ("kubeflow.org/v1alpha2", "PyTorchJob"): "kubeflow.org/v1",
     ("kubeflow.org/v1alpha1", "TFJob"): "kubeflow.org/v1",
-    ("kubeflow.org/v1alpha2", "TFJob"): "kubeflow.org/v1",
-    ("kubeflow.org/v1beta1", "PyTorchJob"): "kubeflow.org/v1",
-    ("kubeflow.org/v1beta2", "PyTorchJob"): "kubeflow.org/v1",
 }
 
 # Objects read beside the jobs: claims become created volumes, a metrics Service gives the

@@ -56,15 +56,28 @@ class MpiRun:
 
 
 def words(argv: list[str]) -> tuple[list[str], list[str]]:
-    """(argv with every option element that holds spaces split into its words, those elements)."""
+    """(argv with every option element that holds spaces split into its words, those elements).
+    Only options are split: an option's value is one word on purpose where it holds spaces
+    (Open MPI's `--mca plm_rsh_args "-o StrictHostKeyChecking=no"` gives ssh its own
+    options), and the program and its arguments from the first non-option on are as written."""
     out: list[str] = []
     split: list[str] = []
-    for word in argv:
-        if word.startswith("-") and len(word.split()) > 1:
+    pending = list(argv)
+    values = 0
+    while pending:
+        word = pending.pop(0)
+        if values:
+            out.append(word)
+            values -= 1
+        elif word.startswith("-") and len(word.split()) > 1:
             split.append(word)
-            out += word.split()
+            pending[:0] = word.split()
+        elif not word.startswith("-"):
+            out += [word, *pending]
+            break
         else:
             out.append(word)
+            values = 2 if word in TWO_VALUES else 1 if word in ONE_VALUE else 0
     return out, split
 
 

@@ -111,8 +111,9 @@ def map_volumes(
     volumes: dict[str, Any] = {}
     extra: list[dict[str, Any]] = []
     extra_mounts: list[dict[str, Any]] = []
-    for vol in pod.get("volumes") or []:
+    for i, vol in enumerate(pod.get("volumes") or []):
         name, mount = vol.get("name"), mounts.get(vol.get("name"))
+        _granted(vol, mount, set(beside), cluster, notes, path=[*where, "volumes", i])
         empty = vol.get("emptyDir") or {}
         if mount and mount.get("mountPath") == SHM_PATH and empty.get("medium") == "Memory":
             if "sizeLimit" in empty:
@@ -152,6 +153,42 @@ def map_volumes(
         job["extraVolumes"] = extra
     if extra_mounts:
         job["extraVolumeMounts"] = extra_mounts
+
+
+def _granted(
+    vol: dict[str, Any],
+    mount: dict[str, Any] | None,
+    beside: set[str],
+    cluster: ClusterProfile,
+    notes: Notes,
+    *,
+    path: list[str | int],
+) -> None:
+    """Refuse a volume the cluster's pod fence would refuse at load, where the volume is
+    written, with the two ways out: an existing claim neither beside the job (which trainops
+    would create) nor shared by the profile, a Secret volume the profile does not list
+    (`facts/pod_fence.py`: another team's data, whatever the namespace holds)."""
+    access = cluster.job_access
+    claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+    secret = (vol.get("secret") or {}).get("secretName")
+    profile = f"clusters/{cluster.name}.yaml"
+    if isinstance(claim, str) and claim not in beside and claim not in dict(access.shared_claims):
+        entry = f"{{name: {claim}}}" if (mount or {}).get("readOnly") else (
+            f"{{name: {claim}, writable: true}}")  # fmt: skip
+        notes.refuse(
+            path,
+            f"claim `{claim}` exists outside these files and cluster `{cluster.name}` does not"
+            " share it with jobs: import its PersistentVolumeClaim manifest with the job"
+            " (trainops then creates the claim for it), or have the platform team add"
+            f" `{entry}` to `jobAccess.sharedClaims` in {profile}",
+        )
+    if isinstance(secret, str) and secret not in access.secret_volumes:
+        notes.refuse(
+            path,
+            f"Secret volume `{secret}` is not one cluster `{cluster.name}` lets jobs mount: read"
+            " its keys through `secretEnv`, or have the platform team add it to"
+            f" `jobAccess.secretVolumes` in {profile}",
+        )
 
 
 def _claim(
@@ -201,6 +238,19 @@ def map_env(
     notes: Notes,
     where: list[str | int],
 ) -> None:
+    """The container's env as `env` and `secretEnv` (`where`: the container's path); an
+    `envFrom` Secret refused where it is written (the pod fence admits a job's secrets one
+    reviewed variable at a time, and import cannot know which keys the Secret holds)."""
+    for j, source in enumerate(main.get("envFrom") or []):
+        ref = (source or {}).get("secretRef") or {}
+        if ref:
+            notes.refuse(
+                [*where, "envFrom", j],
+                f"`envFrom` Secret `{ref.get('name')}` exports every key it holds, which"
+                f" cluster `{cluster.name}`'s pod fence refuses: name each variable the program"
+                f" reads in the job spec's `secretEnv` (`VAR: {{secret: {ref.get('name')}, key:"
+                " KEY}`) and import without the `envFrom`",
+            )
     plain: dict[str, str] = {}
     secret: dict[str, Any] = {}
     for var in main.get("env") or []:

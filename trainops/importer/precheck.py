@@ -1,10 +1,11 @@
 """What import says about an object around its kind's importer: what it refuses before
-reading it (no name, counts that are a template's placeholders) and what it notes after (the
-node's /dev/shm and a too short grace period replaced by trainops's). Each refusal names the
-field and what to do."""
+reading it (counts that are a template's placeholders), the name it gives an object without
+one, and what it notes after (the node's /dev/shm and a too short grace period replaced by
+trainops's). Each refusal names the field and what to do."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from trainops.importer.notes import Notes
@@ -12,14 +13,36 @@ from trainops.importer.pod import host_shm, min_grace_period
 
 
 def unreadable(obj: dict[str, Any], key: str, notes: Notes) -> None:
-    """Refuse an object without a name, or whose replica counts or slots are no number."""
-    if not isinstance((obj.get("metadata") or {}).get("name"), str):
+    """Refuse an object whose replica counts or slots are no number."""
+    _counts(obj, key, notes)
+
+
+def named(obj: dict[str, Any], notes: Notes, stem: str) -> None:
+    """Give an object without `metadata.name` one: its `generateName` without the trailing
+    `-` (the API server appends a random suffix to it), else its file's name, made a DNS
+    label as a job name must be (at most 53 characters); refuse it where neither gives one."""
+    meta = obj.setdefault("metadata", {})
+    if isinstance(meta.get("name"), str):
+        return
+    prefix = meta.get("generateName")
+    base, source = (prefix, f"`generateName: {prefix}`") if isinstance(prefix, str) else (
+        stem, f"the file name `{stem}`")  # fmt: skip
+    name = re.sub(r"[^a-z0-9-]+", "-", base.lower())[:53].strip("-")
+    if not name:
         notes.refuse(
             ["metadata"],
-            "no `metadata.name` (a `generateName` object is named by the API server):"
-            " name it, the job spec and its file take that name",
+            "no `metadata.name` and no file name to take one from: name it, the job spec and"
+            " its file take that name",
         )
-    _counts(obj, key, notes)
+        return
+    meta.pop("generateName", None)
+    meta["name"] = name
+    notes.add(
+        ["metadata"],
+        f"no `metadata.name` (the API server names a `generateName` object with a random"
+        f" suffix; a GitOps job needs a fixed name): named `{name}` after {source}; rename"
+        " the job spec's file and `name` to choose another",
+    )
 
 
 def _counts(obj: dict[str, Any], key: str, notes: Notes) -> None:
