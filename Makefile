@@ -10,8 +10,9 @@ DEEPSPEED_VERSION := 0.19.8
 MERMAID_VERSION := 11.12.2
 TOOLS := .tools
 PYTEST_ARGS ?=
-# Open MPI from the distribution's packages: the trainer's mpirun test and run-local's MPIJob.
-MPI_PACKAGES := openmpi-bin libopenmpi-dev
+# Open MPI from the distribution's packages: the trainer's mpirun test and run-local's MPIJob;
+# OpenSSH: the MPI image's sshd and ssh configs run for real (tests/trainer/test_mpi_image.py).
+MPI_PACKAGES := openmpi-bin libopenmpi-dev openssh-server openssh-client
 # Prometheus and promtool from the distribution: `promtool check/test rules` on the rendered
 # alerts, and the real server the metrics tests scrape with.
 PROMETHEUS_PACKAGES := prometheus
@@ -23,13 +24,13 @@ setup: $(VENV)/.installed mpi prometheus browser-tools
 # Installed with apt-get as root (CI) or through passwordless sudo (GitHub's runners); else a
 # note: the tests that need mpirun skip on a developer machine and fail under CI=true.
 mpi:
-	@command -v mpirun >/dev/null 2>&1 || { \
+	@{ command -v mpirun && command -v ssh && PATH="$$PATH:/usr/sbin" command -v sshd; } >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then sudo=""; \
 	  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo="sudo -n"; \
 	  else sudo=none; fi; \
 	  if [ "$$sudo" != none ] && command -v apt-get >/dev/null 2>&1; then \
 	    $$sudo apt-get update -q && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(MPI_PACKAGES); \
-	  else echo "note: no mpirun: install Open MPI ($(MPI_PACKAGES)) for the MPI tests"; fi; }
+	  else echo "note: no mpirun or sshd: install $(MPI_PACKAGES) for the MPI tests"; fi; }
 
 # As `mpi`: apt as root or through passwordless sudo, else a note (the promtool tests skip on a
 # developer machine and fail under CI=true).

@@ -21,6 +21,7 @@ from tests.render.repos import REPOS
 from tests.tools import copy_inputs, require_kustomize
 from trainops.core.findings import Severity
 from trainops.render import render_repository
+from trainops.render.alerts import prometheus_rules
 from trainops.rules import RULES_BY_SLUG
 from trainops.spec.load import load_repository
 from trainops.validate.repo import validate_repository
@@ -99,7 +100,9 @@ def test_metrics_are_wired_from_monitor_to_service_to_pods(validated: Any, label
     for cluster, objects in _built(validated, label).items():
         services = [o for o in objects if o["kind"] == "Service"]
         monitors = [o for o in objects if o["kind"] == "ServiceMonitor"]
-        jobs = [o for o in objects if o["kind"] in JOB_KINDS]
+        jobs = [
+            o for o in objects if o["kind"] in JOB_KINDS and not _executable_ranks(o, REPOS[label])
+        ]
         assert len(monitors) == len(jobs) == len(services), cluster
         wired += len(jobs)
         for monitor in monitors:
@@ -134,6 +137,46 @@ def test_metrics_are_wired_from_monitor_to_service_to_pods(validated: Any, label
                     assert declared[port["targetPort"]] == port["port"], port
             assert serving, name
     assert wired > 0
+
+
+def _executable_ranks(job: dict[str, Any], root: Path) -> bool:
+    """Whether the built job's spec file says its MPI ranks are no python program
+    (`mpi.rankProgram: executable`), read from the file its `trainops.dev/source` names."""
+    source = job["metadata"].get("annotations", {}).get("trainops.dev/source", "")
+    spec = yaml.safe_load((root / source).read_text()) if source.startswith("jobs/") else {}
+    return bool((spec.get("mpi") or {}).get("rankProgram") == "executable")
+
+
+def test_executable_ranks_get_no_trainer_metrics(validated: Any) -> None:
+    """Issue 26: ranks of `mpi.rankProgram: executable` (nccl-tests' all_reduce_perf) serve
+    no trainer metrics, so nothing may point Prometheus at them: no TRAINOPS_METRICS_PORT in
+    any container (nor exported by mpirun), no metrics containerPort, no metrics Service or
+    ServiceMonitor (Prometheus would scrape a closed port: `up == 0` for the whole run), no
+    monitoring ingress in the NetworkPolicy, and no training alerts for a namespace holding
+    only such jobs (they would judge a gauge nobody exports)."""
+    require_kustomize()
+    seen = 0
+    for cluster, objects in _built(validated, "rich").items():
+        for job in (
+            o for o in objects if o["kind"] == "MPIJob" and _executable_ranks(o, REPOS["rich"])
+        ):
+            seen += 1
+            name = job["metadata"]["name"]
+            for replica in job["spec"]["mpiReplicaSpecs"].values():
+                (container,) = replica["template"]["spec"]["containers"]
+                assert "ports" not in container, (cluster, name)
+                env = {e["name"] for e in container.get("env", [])}
+                assert "TRAINOPS_METRICS_PORT" not in env
+                assert "TRAINOPS_METRICS_PORT" not in container.get("args", [])
+            mine = [o for o in objects if o["metadata"].get("labels", {}).get(JOB_LABEL) == name]
+            assert {o["kind"] for o in mine} == {"MPIJob", "NetworkPolicy"}, (cluster, name)
+            (policy,) = (o for o in mine if o["kind"] == "NetworkPolicy")
+            assert all("ports" not in rule for rule in policy["spec"]["ingress"])
+    assert seen, "the rich fixture has an executable-ranks MPIJob (nccl-tests)"
+    repo, _ = validated("rich")
+    executable = [j for j in repo.jobs if j.name == "nccl-tests"]
+    for cluster in repo.clusters.values():
+        assert prometheus_rules(cluster, executable) == [], cluster.name
 
 
 def _expected_source(path: str, repo: Any) -> str:

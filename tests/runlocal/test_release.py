@@ -38,14 +38,17 @@ def test_pyproject_takes_its_version_from_the_package() -> None:
 
 @pytest.mark.parametrize("path", JOBS, ids=[p.stem for p in JOBS])
 def test_shipped_jobs_pin_the_trainer_at_the_release_version(path: Path) -> None:
-    """A shipped job that runs our trainer runs our image at this release; the seeds'
-    TensorFlow and Horovod examples run their own programs in their own images."""
+    """A shipped job that runs our trainer runs our image at this release, an MPIJob its `mpi`
+    variant (`<version>-mpi`: the user, sshd and Open MPI the MPI Operator needs, built by the
+    workflow's second build step); the seeds' TensorFlow examples run their own programs in
+    their own images."""
     spec = yaml.safe_load(path.read_text())
     repository, tag = image_reference(spec["image"])
     ours = repository.rsplit("/", 1)[-1] == TRAINER_IMAGE
     assert ours == (spec["command"][1:] == ["-m", "trainer"]), path.name
     if ours:
-        assert tag == __version__, f"{path.name} pins {spec['image']}; release {__version__}"
+        wanted = f"{__version__}-mpi" if spec["framework"] == "mpi" else __version__
+        assert tag == wanted, f"{path.name} pins {spec['image']}; release {wanted}"
 
 
 def test_workflow_version_step_prints_the_package_version(tmp_path: Path) -> None:
@@ -71,3 +74,21 @@ def test_workflow_tags_the_image_with_the_version_once() -> None:
     assert "enable=${{ steps.published.outputs.exists == 'false' }}" in version_tag
     build = next(s for s in image_steps() if "build-push-action" in s.get("uses", ""))
     assert build["with"]["tags"] == "${{ steps.meta.outputs.tags }}"
+    assert build["with"]["target"] == "trainer"
+
+
+def test_workflow_builds_the_mpi_variant_with_the_same_tags_suffixed() -> None:
+    """The MPIJob example pins `trainops-trainer:<version>-mpi`: the workflow builds the
+    Dockerfile's `mpi` target under the same tags as the trainer, each with `-mpi`
+    (docker/metadata-action's `flavor: suffix`)."""
+    steps = image_steps()
+    meta = next(s for s in steps if s.get("id") == "meta")
+    mpi_meta = next(s for s in steps if s.get("id") == "meta-mpi")
+    assert mpi_meta["with"]["tags"] == meta["with"]["tags"]
+    assert mpi_meta["with"]["images"] == meta["with"]["images"]
+    assert mpi_meta["with"]["flavor"] == "suffix=-mpi"
+    builds = [s for s in steps if "build-push-action" in s.get("uses", "")]
+    (mpi,) = [b for b in builds if b["with"].get("target") == "mpi"]
+    assert mpi["with"]["tags"] == "${{ steps.meta-mpi.outputs.tags }}"
+    assert mpi["with"]["file"] == "trainer/Dockerfile"
+    assert "FROM runtime AS mpi" in (REPO / "trainer" / "Dockerfile").read_text()

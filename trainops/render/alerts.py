@@ -116,12 +116,14 @@ def alert_rules(cluster: ClusterProfile, namespace: str, jobs: list[str]) -> lis
 
 
 def prometheus_rules(cluster: ClusterProfile, jobs: list[TrainingJob]) -> list[dict[str, Any]]:
-    """One PrometheusRule per namespace that has `jobs` (those targeting `cluster`); none when
+    """One PrometheusRule per namespace that has `jobs` (those targeting `cluster`) serving
+    the trainer's metrics (not `mpi.rankProgram: executable` ranks, which export none of them,
+    and whose MPIJob the Training Operator's failed-job counter does not count); none when
     the profile turns alerts off."""
     if not cluster.watch.alerts:
         return []
     by_namespace: dict[str, list[str]] = {}
-    for job in jobs:
+    for job in (j for j in jobs if j.serves_trainer_metrics()):
         by_namespace.setdefault(job.namespace, []).append(job.name)
     return [
         {

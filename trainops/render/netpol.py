@@ -5,7 +5,8 @@ torch's c10d rendezvous store (the master port, and torchrun's rendezvous endpoi
 authentication and unpickles what clients send: any pod that can reach it can run code in
 every rank. NCCL also opens ephemeral ports between the ranks, so the job's own pods are
 admitted on every port; everyone else only on the metrics port, and only from the
-monitoring namespace. Egress is left open (datasets, model hubs, DNS). A hostNetwork pod
+monitoring namespace (no such rule for ranks that serve no trainer metrics,
+`mpi.rankProgram: executable`). Egress is left open (datasets, model hubs, DNS). A hostNetwork pod
 is outside NetworkPolicy altogether (docs/security.md).
 """
 
@@ -33,6 +34,16 @@ def network_policy(
         else default(CLUSTER, "monitoringNamespace")
     )
     own_pods = {"podSelector": {"matchLabels": {JOB_LABEL: job.name}}}
+    ingress: list[dict[str, Any]] = [{"from": [own_pods]}]
+    if job.serves_trainer_metrics():
+        ingress.append(
+            {
+                "from": [
+                    {"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: monitoring}}}
+                ],
+                "ports": [{"port": job.metrics_port, "protocol": "TCP"}],
+            }
+        )
     return {
         "apiVersion": NETWORKING_API,
         "kind": "NetworkPolicy",
@@ -40,14 +51,6 @@ def network_policy(
         "spec": {
             "podSelector": {"matchLabels": {JOB_LABEL: job.name}},
             "policyTypes": ["Ingress"],
-            "ingress": [
-                {"from": [own_pods]},
-                {
-                    "from": [
-                        {"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: monitoring}}}
-                    ],
-                    "ports": [{"port": job.metrics_port, "protocol": "TCP"}],
-                },
-            ],
+            "ingress": ingress,
         },
     }

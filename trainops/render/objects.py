@@ -171,10 +171,14 @@ def job_objects(
         workload = trainjob_objects(job, labels(job), annotations, cluster, target)
     else:
         workload = [training_job(job, cluster, target)]
+    monitoring = (
+        [metrics_service(job, trainer_v2), service_monitor(job)]
+        if job.serves_trainer_metrics()
+        else []
+    )
     return [
         *workload,
         *claims(job, cluster),
-        metrics_service(job, trainer_v2),
-        service_monitor(job),
+        *monitoring,
         network_policy(job, _metadata(job, job.name), cluster),
     ]

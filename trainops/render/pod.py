@@ -113,7 +113,8 @@ def _env(
         {"name": s.name, "valueFrom": {"secretKeyRef": {"name": s.secret, "key": s.key}}}
         for s in job.secret_env
     ]
-    env.append({"name": METRICS_PORT_ENV, "value": str(job.metrics_port)})
+    if job.serves_trainer_metrics():
+        env.append({"name": METRICS_PORT_ENV, "value": str(job.metrics_port)})
     env += [{"name": k, "value": v} for k, v in replica_env]
     if cluster is not None and with_nccl:
         env += [{"name": k, "value": v} for k, v in nccl_env(cluster).items()]
@@ -282,7 +283,7 @@ def _container(
     if replica.args:
         container["args"] = list(replica.args)
     container["env"] = _env(job, target, cluster, replica.env, replica.nccl_env)
-    if replica.data:
+    if replica.data and job.serves_trainer_metrics():
         container["ports"] = [
             {"name": METRICS_PORT_NAME, "containerPort": job.metrics_port, "protocol": "TCP"}
         ]

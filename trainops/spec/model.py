@@ -348,6 +348,12 @@ class TrainingJob:
         training = self.gpus_per_replica * self.pods_on(target)
         return training + sum(r.gpus * r.replicas for r in self.roles())
 
+    def serves_trainer_metrics(self) -> bool:
+        """Whether the pods run our trainer's metrics server (TRAINOPS_METRICS_PORT): not ranks
+        of `mpi.rankProgram: executable` (all_reduce_perf, a binary), which serve nothing there,
+        so no metrics port, Service, ServiceMonitor, monitoring ingress or alerts for them."""
+        return self.mpi is None or self.mpi.rank_program != "executable"
+
     def slots(self) -> int:
         """Processes per training pod: torchrun's nprocPerNode, MPI's slotsPerWorker."""
         return max(self.gpus_per_replica, 1)
