@@ -15,6 +15,7 @@ kustomize with the Python model, so a field the model drops is dropped by both.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -383,8 +384,43 @@ def _delivered(docs: dict[str, dict[str, Any]], root: Path) -> dict[str, str]:
         (root / name).write_text(text)
     out = {name: text for name, text in files.items() if name.startswith(paths.GITOPS_DIR)}
     for overlay in sorted((root / paths.OVERLAYS_DIR).iterdir()):
-        out[f"build {overlay.name}"] = build.kustomize(overlay)
+        out[f"build {overlay.name}"] = _built(root, overlay)
     return out
+
+
+# `kustomize build` output by a digest of every file it can read: a field test rebuilds only
+# the overlays its change reaches (a job's field: the clusters it targets), the others are the
+# baseline's builds. kustomize reads nothing else (no remote bases, no plugins), so the output
+# is the same: a build is a function of its files.
+_BUILDS: dict[str, str] = {}
+_RELATIVE = re.compile(r"(?:\.\./)+[^\s\"',\]]+")
+
+
+def _inputs(root: Path, overlay: Path) -> list[Path]:
+    """Every file `kustomize build overlay` can read: the overlay's tree and the bases it names.
+
+    Fails if a kustomization reaches outside those (then the digest would miss an input)."""
+    own = [p for p in overlay.rglob("*") if p.is_file()]
+    named = "".join(p.read_text(encoding="utf-8") for p in own)
+    bases = [b for b in (root / paths.BASE_DIR).iterdir() if f"base/{b.name}" in named]
+    files = sorted(own + [p for b in bases for p in b.rglob("*") if p.is_file()])
+    inside = [overlay.resolve(), *(b.resolve() for b in bases)]
+    for path in files:
+        for ref in _RELATIVE.findall(path.read_text(encoding="utf-8")):
+            target = (path.parent / ref).resolve()
+            assert any(target.is_relative_to(d) for d in inside), f"{path} reads {ref}"
+    return files
+
+
+def _built(root: Path, overlay: Path) -> str:
+    digest = hashlib.sha256()
+    for path in _inputs(root, overlay):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    key = digest.hexdigest()
+    if key not in _BUILDS:
+        _BUILDS[key] = build.kustomize(overlay)
+    return _BUILDS[key]
 
 
 @pytest.fixture(scope="module")

@@ -58,6 +58,20 @@ def monitoring_objects(repo: Repository, cluster: ClusterProfile) -> list[dict[s
     return alerts.prometheus_rules(cluster, jobs) + dashboard.dashboard_configmap(cluster)
 
 
+# (API group, kind, namespace; None for a cluster-scoped object) of an object an overlay delivers.
+Placed = tuple[str, str, str | None]
+
+
+def placed_kinds(repo: Repository, cluster: ClusterProfile) -> frozenset[Placed]:
+    """Where each kind of the cluster's overlay goes: what the Argo CD AppProject and the
+    delivery accounts must allow. Rendering every job of the cluster is most of `gitops/`'s
+    cost, so `render_gitops` computes this once per cluster and hands it to both."""
+    return frozenset(
+        (obj["apiVersion"].rpartition("/")[0], obj["kind"], obj["metadata"].get("namespace"))
+        for obj in cluster_objects(repo, cluster)
+    )
+
+
 def cluster_objects(repo: Repository, cluster: ClusterProfile) -> list[dict[str, Any]]:
     """What `kustomize build overlays/<cluster>` must produce (the generated DeepSpeed
     ConfigMap under its unhashed name)."""

@@ -15,11 +15,12 @@ docs/gitops.md explains each one. The short version:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from trainops.facts.kubeflow import KUBEFLOW_GROUP, TRAINING_JOB_KINDS
 from trainops.facts.trainer import PATCH_TIME_FIELD, TRAINER_GROUP, TRAINJOB
-from trainops.render.delivered import cluster_objects
+from trainops.render.delivered import Placed, placed_kinds
 from trainops.render.gitops.flux_rbac import ARGOCD_ACCOUNT_NAMESPACE, SERVICE_ACCOUNT
 from trainops.render.gitops.kinds import GroupKind
 from trainops.render.trainjob import PATCH_MANAGER
@@ -65,15 +66,17 @@ def _destination(cluster: ClusterProfile) -> dict[str, str]:
     return {"server": cluster.delivery.destination_server}
 
 
-def delivered_kinds(repo: Repository) -> tuple[list[GroupKind], list[GroupKind]]:
+def delivered_kinds(
+    repo: Repository, placed: Mapping[str, frozenset[Placed]] | None = None
+) -> tuple[list[GroupKind], list[GroupKind]]:
     """(namespaced, cluster-scoped) kinds the Argo CD clusters' overlays deliver, computed
     from the objects rendered for them: the jobs' and the platform manifests'."""
     namespaced: set[GroupKind] = set()
     cluster_scoped: set[GroupKind] = set()
     for cluster in repo.delivered_by("argocd"):
-        for obj in cluster_objects(repo, cluster):
-            kind = GroupKind(obj["apiVersion"].rpartition("/")[0], obj["kind"])
-            (namespaced if "namespace" in obj["metadata"] else cluster_scoped).add(kind)
+        found = placed_kinds(repo, cluster) if placed is None else placed[cluster.name]
+        for group, kind, namespace in found:
+            (cluster_scoped if namespace is None else namespaced).add(GroupKind(group, kind))
     return sorted(namespaced), sorted(cluster_scoped)
 
 
@@ -98,10 +101,12 @@ def project_roles(project: str) -> list[dict[str, Any]]:
     ]
 
 
-def app_project(repo: Repository) -> dict[str, Any]:
+def app_project(
+    repo: Repository, placed: Mapping[str, frozenset[Placed]] | None = None
+) -> dict[str, Any]:
     """The AppProject: our repo only, each cluster's own namespaces only, and exactly the
     kinds the repository delivers (cluster-scoped ones only from platform manifests)."""
-    namespaced, cluster_scoped = delivered_kinds(repo)
+    namespaced, cluster_scoped = delivered_kinds(repo, placed)
     settings = repo.settings
     # The Application's own destination (the account's namespace: Argo CD refuses an
     # Application whose destination namespace matches no entry) and every training namespace

@@ -22,11 +22,12 @@ setting.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from trainops.facts.kubeflow import TRAINING_JOB_KINDS
 from trainops.facts.trainer import TRAINER_API, TRAINJOB
-from trainops.render.delivered import JOBS_PART, PLATFORM_PART, has_platform_part
+from trainops.render.delivered import JOBS_PART, PLATFORM_PART, Placed, has_platform_part
 from trainops.render.gitops.flux_rbac import SERVICE_ACCOUNT, rbac_objects
 from trainops.spec.model import ClusterProfile, Repository
 
@@ -162,8 +163,11 @@ def kustomization(repo: Repository, cluster: ClusterProfile) -> dict[str, Any]:
     return out
 
 
-def flux_files(repo: Repository) -> dict[str, Any]:
-    """Relative path -> object, for every Flux cluster."""
+def flux_files(
+    repo: Repository, placed: Mapping[str, frozenset[Placed]] | None = None
+) -> dict[str, Any]:
+    """Relative path -> object, for every Flux cluster (`placed`: each one's `placed_kinds`,
+    when the caller has them)."""
     files: dict[str, Any] = {}
     for cluster in repo.delivered_by("flux"):
         files[f"gitops/flux/{cluster.name}/source.yaml"] = git_repository(repo)
@@ -172,6 +176,9 @@ def flux_files(repo: Repository) -> dict[str, Any]:
         if platform is not None:
             files[f"gitops/flux/{cluster.name}/platform.yaml"] = platform
         files[f"gitops/flux/{cluster.name}/rbac.yaml"] = rbac_objects(
-            repo, cluster, repo.settings.flux_namespace
+            repo,
+            cluster,
+            repo.settings.flux_namespace,
+            None if placed is None else placed[cluster.name],
         )
     return files

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainops.render.delivered import cluster_objects
+from trainops.render.delivered import Placed, placed_kinds
 from trainops.spec.model import ClusterProfile, Repository
 
 RBAC_API = "rbac.authorization.k8s.io/v1"
@@ -46,15 +46,16 @@ def _plural(kind: str) -> str:
     return name + ("es" if name.endswith("s") else "s")
 
 
-def delivered(repo: Repository, cluster: ClusterProfile) -> dict[str, set[tuple[str, str]]]:
+def delivered(
+    repo: Repository, cluster: ClusterProfile, placed: frozenset[Placed] | None = None
+) -> dict[str, set[tuple[str, str]]]:
     """Namespace -> the (API group, resource) pairs the cluster's overlay puts there
     (`CLUSTER_SCOPE` for the cluster-scoped platform manifests), computed from the rendered
-    objects: a kind the renderer or a platform manifest starts to emit is covered."""
+    objects: a kind the renderer or a platform manifest starts to emit is covered. `placed`:
+    `placed_kinds(repo, cluster)` when the caller has it already."""
     out: dict[str, set[tuple[str, str]]] = {}
-    for obj in cluster_objects(repo, cluster):
-        group = obj["apiVersion"].rpartition("/")[0]
-        namespace = obj["metadata"].get("namespace", CLUSTER_SCOPE)
-        out.setdefault(namespace, set()).add((group, _plural(obj["kind"])))
+    for group, kind, namespace in placed_kinds(repo, cluster) if placed is None else placed:
+        out.setdefault(namespace or CLUSTER_SCOPE, set()).add((group, _plural(kind)))
     return out
 
 
@@ -78,7 +79,10 @@ def _account(namespace: str) -> dict[str, Any]:
 
 
 def rbac_objects(
-    repo: Repository, cluster: ClusterProfile, account_namespace: str
+    repo: Repository,
+    cluster: ClusterProfile,
+    account_namespace: str,
+    placed: frozenset[Placed] | None = None,
 ) -> list[dict[str, Any]]:
     """The one service account (in `account_namespace`), a Role and RoleBinding per delivered
     namespace, and a ClusterRole for the cluster-scoped platform kinds, if any.
@@ -89,7 +93,7 @@ def rbac_objects(
     meta = {"labels": dict(PART_OF), "name": SERVICE_ACCOUNT}
     out: list[dict[str, Any]] = [_account(account_namespace)]
     subject = {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": account_namespace}
-    kinds_by_namespace = delivered(repo, cluster)
+    kinds_by_namespace = delivered(repo, cluster, placed)
     cluster_kinds = kinds_by_namespace.pop(CLUSTER_SCOPE, set())
     for namespace, kinds in sorted(kinds_by_namespace.items()):
         out.append(
