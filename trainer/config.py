@@ -331,6 +331,11 @@ def validate(cfg: TrainConfig) -> None:
         if getattr(cfg, name) and cfg.model != "hf-causal-lm":
             flag = "--" + name.replace("_", "-")
             raise ConfigError(f"`{flag}` is only used with `--model hf-causal-lm`")
+    _check_engine(cfg)
+
+
+def _check_engine(cfg: TrainConfig) -> None:
+    """The options that belong to one engine."""
     if cfg.engine == "deepspeed" and not cfg.deepspeed_config:
         raise ConfigError("`--engine deepspeed` needs `--deepspeed-config FILE.json`")
     if cfg.deepspeed_config and cfg.engine != "deepspeed":
