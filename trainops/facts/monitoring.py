@@ -37,6 +37,9 @@ LAST_STEP_TIMESTAMP = f"{TRAINER_PREFIX}_last_step_timestamp_seconds"
 # The Service trainops renders per job is `<job>-metrics` (render/objects.py); Prometheus puts
 # its name in the `service` label. Queries turn it back into the job's name in this label.
 METRICS_SERVICE_SUFFIX = "-metrics"
+# The container port (and the Service's port) the trainer's metrics are served on, by name: the
+# ServiceMonitor's endpoint selects it (render/objects.py), run-local maps it to a local port.
+METRICS_PORT_NAME = "metrics"
 TRAINING_JOB_LABEL = "training_job"
 
 DCGM_GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"

@@ -185,8 +185,9 @@ class Monitoring:
     """Render the training alerts as a PrometheusRule per training namespace with jobs."""
     rule_labels: dict[str, str] = field(default_factory=dict)
     """Labels on the PrometheusRules, for the Prometheus `ruleSelector`."""
-    stalled_minutes: int = default(CLUSTER, "monitoring.stalledMinutes")
-    """Minutes without a completed optimizer step before TrainingStalled fires."""
+    stalled_minutes: float = default(CLUSTER, "monitoring.stalledMinutes")
+    """Minutes without a completed optimizer step before TrainingStalled fires (a fraction
+    allowed: a local test's 15 s)."""
     restarts_per_hour: int = default(CLUSTER, "monitoring.restartsPerHour")
     """Elastic restarts within an hour that fire TrainingRestarting."""
     gpu_utilization_below: float = default(CLUSTER, "monitoring.gpuUtilizationBelow")
