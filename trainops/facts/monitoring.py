@@ -17,6 +17,10 @@ Sources (read at these releases):
   `training_operator_jobs_failed_total{job_namespace, framework}`.
 - kube-prometheus-stack's Grafana: the dashboards sidecar loads every ConfigMap labelled
   `grafana_dashboard: "1"` (values.yaml `grafana.sidecar.dashboards.label`/`labelValue`).
+- grafana-operator v5.24 (api/v1beta1/grafanadashboard_types.go, controllers/
+  controller_shared.go `GetScopedMatchingInstances`): a `GrafanaDashboard` holds the model in
+  `spec.json` and is imported into the ready `Grafana` instances that `spec.instanceSelector`
+  (required) matches, in its own namespace only unless `spec.allowCrossNamespaceImport`.
 """
 
 from __future__ import annotations
@@ -50,6 +54,9 @@ OPERATOR_NAMESPACE_LABEL = "job_namespace"
 
 GRAFANA_DASHBOARD_LABEL = "grafana_dashboard"
 GRAFANA_DASHBOARD_LABEL_VALUE = "1"
+
+GRAFANA_OPERATOR_API = "grafana.integreatly.org/v1beta1"
+GRAFANA_DASHBOARD_KIND = "GrafanaDashboard"
 
 
 def job_of_service(selector: str) -> str:

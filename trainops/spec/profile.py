@@ -193,8 +193,13 @@ class Monitoring:
     gpu_utilization_below: float = default(CLUSTER, "monitoring.gpuUtilizationBelow")
     """Mean GPU utilisation (percent) below which, for 30 minutes, TrainingGpuUnderutilized
     fires."""
-    dashboard: Literal["configmap", "none"] = default(CLUSTER, "monitoring.dashboard")
-    """`configmap` (the Grafana sidecar's labelled ConfigMap) or `none`."""
+    dashboard: Literal["configmap", "grafanaOperator", "none"] = default(
+        CLUSTER, "monitoring.dashboard"
+    )
+    """`configmap` (the Grafana sidecar's labelled ConfigMap), `grafanaOperator` (a
+    GrafanaDashboard) or `none`."""
+    grafana_instance_selector: dict[str, str] = field(default_factory=dict)
+    """`grafanaOperator`: the labels of the Grafana instances that import the dashboard."""
     prometheus_url: str | None = None
     """Where `trainops top` queries Prometheus: a URL, or an API server service-proxy path."""
     nccl_tests_image: str | None = None
