@@ -236,3 +236,20 @@ def test_trainer_v2_jobs_fail_through_kube_state_metrics(
     tests.write_text(yaml.safe_dump(unit, sort_keys=False))
     result = _promtool("test", "rules", str(tests))
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_fraction_of_a_minute_renders_whole_seconds(tmp_path: Path) -> None:
+    """`stalledMinutes: 0.25` (the local test's 15 s, tests/runlocal/test_stalled_alert.py) is
+    `> 15` in the expression, and the summary says 0.25 minutes, not 0.25000."""
+    root = copy_inputs(REPO, tmp_path / "repo")
+    for profile in (root / "clusters").glob("*.yaml"):
+        profile.write_text(profile.read_text() + "\nmonitoring:\n  stalledMinutes: 0.25\n")
+    repo = load_repository(root)
+    (rule, *_) = [
+        obj
+        for obj in monitoring_objects(repo, repo.clusters["cloud-h100"])
+        if obj["kind"] == "PrometheusRule"
+    ]
+    (stalled,) = [r for r in rule["spec"]["groups"][0]["rules"] if r["alert"] == "TrainingStalled"]
+    assert stalled["expr"].endswith(") > 15")
+    assert "for 0.25 minutes" in stalled["annotations"]["summary"]

@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from tests.tools import REPO, require_module
+from tests.tools import REPO, copy_inputs, require_module
+from trainops.cli import main
 from trainops.render import dashboard as dashboard_render
 from trainops.render.delivered import monitoring_objects
 from trainops.spec.load import load_repository
@@ -110,8 +112,77 @@ def test_panels_cover_what_the_seeds_watch(configmaps: dict[str, dict[str, Any]]
 def test_dashboard_json_is_byte_identical_across_renders(tmp_path: Path) -> None:
     repo = load_repository(REPO)
     cluster = repo.clusters["cloud-h100"]
-    first = dashboard_render.dashboard_configmap(cluster)
-    second = dashboard_render.dashboard_configmap(load_repository(REPO).clusters["cloud-h100"])
+    first = dashboard_render.dashboard_objects(cluster)
+    second = dashboard_render.dashboard_objects(load_repository(REPO).clusters["cloud-h100"])
     assert first == second
     text = first[0]["data"][dashboard_render.DATA_KEY]
     assert text == json.dumps(json.loads(text), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+GRAFANA_OPERATOR = """
+monitoring:
+  dashboard: grafanaOperator
+  grafanaInstanceSelector: {dashboards: grafana}
+"""
+
+
+def test_grafana_operator_profiles_deliver_a_grafanadashboard(tmp_path: Path) -> None:
+    """`dashboard: grafanaOperator`: the same model as a grafana-operator v5 `GrafanaDashboard`
+    (grafana.integreatly.org/v1beta1, api/v1beta1/grafanadashboard_types.go at v5.24.0): the
+    model in `spec.json`, `spec.instanceSelector` (required by the CRD) from the profile. The
+    operator imports a dashboard only into instances of its own namespace unless
+    `allowCrossNamespaceImport` (controllers/controller_shared.go
+    `GetScopedMatchingInstances`); the dashboard sits in a training namespace and Grafana in
+    another, so it must be set. The result validates against the strict schema, and the
+    delivery (Flux Role on cloud-h100, the Argo CD AppProject of the others) may write it."""
+    root = copy_inputs(REPO, tmp_path / "repo")
+    for profile in (root / "clusters").glob("*.yaml"):
+        profile.write_text(profile.read_text() + GRAFANA_OPERATOR)
+    repo = load_repository(root)
+    shipped = load_repository(REPO)
+    (sidecar,) = [
+        o
+        for o in monitoring_objects(shipped, shipped.clusters["cloud-h100"])
+        if o["kind"] == "ConfigMap"
+    ]
+    objects = monitoring_objects(repo, repo.clusters["cloud-h100"])
+    assert [o["kind"] for o in objects if o["kind"] in {"ConfigMap", "GrafanaDashboard"}] == [
+        "GrafanaDashboard"
+    ]
+    (crd,) = [o for o in objects if o["kind"] == "GrafanaDashboard"]
+    assert crd["apiVersion"] == "grafana.integreatly.org/v1beta1"
+    assert crd["metadata"]["namespace"] == "ml-vision"
+    assert crd["spec"]["instanceSelector"] == {"matchLabels": {"dashboards": "grafana"}}
+    assert crd["spec"]["allowCrossNamespaceImport"] is True
+    (text,) = sidecar["data"].values()
+    assert json.loads(crd["spec"]["json"]) == json.loads(text)
+    assert main(["--root", str(root), "render"]) == 0
+    assert main(["--root", str(root), "validate"]) == 0
+    rbac = yaml.safe_load_all((root / "gitops" / "flux" / "cloud-h100" / "rbac.yaml").read_text())
+    assert any(
+        "grafana.integreatly.org" in rule.get("apiGroups", [])
+        and "grafanadashboards" in rule["resources"]
+        for doc in rbac
+        if doc and doc["kind"] == "Role"
+        for rule in doc["rules"]
+    )
+    projects = [
+        doc
+        for path in (root / "gitops" / "argocd").rglob("*.yaml")
+        for doc in yaml.safe_load_all(path.read_text())
+        if doc and doc["kind"] == "AppProject"
+    ]
+    (project,) = projects
+    assert {"group": "grafana.integreatly.org", "kind": "GrafanaDashboard"} in project["spec"][
+        "namespaceResourceWhitelist"
+    ]
+
+
+def test_a_grafanadashboard_without_instance_selector_is_refused(tmp_path: Path) -> None:
+    """The CRD requires `spec.instanceSelector`; the strict schema says so, naming the line."""
+    path = tmp_path / "dashboard.yaml"
+    path.write_text(
+        "apiVersion: grafana.integreatly.org/v1beta1\nkind: GrafanaDashboard\n"
+        "metadata: {name: d, namespace: ml-vision}\nspec:\n  json: '{}'\n"
+    )
+    assert main(["validate", "--manifests", str(path)]) == 1

@@ -1,11 +1,14 @@
 """Measure the fabric a job will use: render NVIDIA nccl-tests' all_reduce_perf as an MPIJob on
-the job's nodes, GPUs, network attachments and NCCL settings for one cluster (apply it with
-kubectl or through Git), then judge its Launcher's log with --result.
+the job's nodes, GPUs, network attachments and NCCL settings for one cluster, run it there
+(--apply) or let the user apply it, and judge its Launcher's log.
 
-Without --result: prints the MPIJob and its NetworkPolicy (exit 0). With --result FILE: reads
-all_reduce_perf's output, prints the average and the largest message's bus bandwidth, and
-exits 1 when results were wrong or the bandwidth is below the profile's
-`monitoring.minBusBandwidthGBps`, 2 when the log holds no result.
+Without --result or --apply: prints the MPIJob and its NetworkPolicy (exit 0). With --result
+FILE: reads all_reduce_perf's output, prints the average and the largest message's bus
+bandwidth, and exits 1 when results were wrong or the bandwidth is below the profile's
+`monitoring.minBusBandwidthGBps`, 2 when the log holds no result. With --apply: creates both
+objects through the kubeconfig, waits for the operator's verdict (--timeout), judges the
+Launcher's log the same way (a Failed or timed-out run exits 1 with the log's tail) and deletes
+them unless --keep.
 """
 
 from __future__ import annotations
@@ -14,18 +17,27 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
+from trainops.cli import cluster_args
 from trainops.cli.load import job_on_cluster, load
+from trainops.cluster import preflight as live
 from trainops.core.errors import InputError, Problem
 from trainops.core.yaml_dump import dump_all
-from trainops.facts.nccl_tests import parse_all_reduce, shortfall
+from trainops.facts.nccl_tests import AllReduceResult, parse_all_reduce, shortfall
 from trainops.render import header
 from trainops.render.preflight import preflight_objects
+from trainops.spec.model import ClusterProfile
+
+# Scheduling 2+ GPU nodes, pulling the image, then 8 B..8 GiB doubling: minutes, not hours.
+DEFAULT_APPLY_TIMEOUT = 1200.0
+# Lines of a failed run's Launcher log shown (mpirun's and NCCL's last words).
+FAILED_TAIL = 20
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("job", metavar="JOB", help="the job's name (jobs/JOB.yaml)")
-    parser.add_argument("--cluster", required=True, help="the cluster profile (clusters/NAME.yaml)")
+    cluster_args.add_arguments(parser)
     parser.add_argument(
         "--image", help="the nccl-tests image (default: the profile's `monitoring.ncclTestsImage`)"
     )
@@ -34,6 +46,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="LOG",
         help="the Launcher's log of a preflight run to judge (kubectl logs ...-launcher-...)",
+    )
+    parser.add_argument(
+        "--apply",
+        action="store_true",
+        help="run it on the cluster (kubeconfig), wait, judge the Launcher's log, delete it",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_APPLY_TIMEOUT,
+        metavar="SECONDS",
+        help=f"--apply: how long to wait for the run (default {DEFAULT_APPLY_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--keep", action="store_true", help="--apply: leave the MPIJob on the cluster afterwards"
     )
     parser.add_argument("--format", choices=("text", "json"), default="text")
 
@@ -52,8 +79,33 @@ def run(args: argparse.Namespace) -> int:
             )
         )
     docs = preflight_objects(job, profile, target, image)
+    if args.apply:
+        return _apply(args, profile, docs)
     sys.stdout.write(header(f"{job.file} and {profile.file} (trainops preflight)") + dump_all(docs))
     return 0
+
+
+def _apply(args: argparse.Namespace, profile: ClusterProfile, docs: list[dict[str, Any]]) -> int:
+    if args.timeout <= 0:
+        raise InputError(Problem("--timeout", None, None, "must be a positive number"))
+    client = cluster_args.connect(args, profile)
+    outcome = live.run(
+        client, docs, args.timeout, keep=args.keep, say=lambda line: print(f"preflight: {line}")
+    )
+    where = f"launcher pod {outcome.pod}" if outcome.pod else "no launcher pod"
+    result = parse_all_reduce(outcome.log or "")
+    if outcome.state != "Succeeded" or result is None:
+        why = (
+            f"the preflight {outcome.state}: {outcome.message}"
+            if outcome.state != "Succeeded"
+            else "the preflight Succeeded but its log holds no all_reduce_perf result"
+        )
+        print(f"FAIL: {why} ({where})")
+        for line in (outcome.log or "").splitlines()[-FAILED_TAIL:]:
+            print(f"  | {line}")
+        return 1
+    print(f"preflight: read the log of {where}")
+    return _report(args.format, result, profile.watch.min_bus_bandwidth_gbps)
 
 
 def _judge(args: argparse.Namespace, minimum: float | None) -> int:
@@ -70,8 +122,12 @@ def _judge(args: argparse.Namespace, minimum: float | None) -> int:
                 " the run finish? Read the whole Launcher log",
             )
         )
+    return _report(args.format, result, minimum)
+
+
+def _report(fmt: str, result: AllReduceResult, minimum: float | None) -> int:
     problem = shortfall(result, minimum)
-    if args.format == "json":
+    if fmt == "json":
         out = {
             "avg_bus_bandwidth_gbps": result.avg_bus_bandwidth,
             "largest_bytes": result.largest_bytes,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from trainops.core.errors import InputError, Problem
 from trainops.runlocal import plan as planning
-from trainops.runlocal import supervise
+from trainops.runlocal import scrape, supervise
 from trainops.runlocal.mpi import make_mpi_plan
 from trainops.runlocal.options import Options
 from trainops.runlocal.source import load_built_job
@@ -84,6 +84,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dry-run", action="store_true", help="print each replica's command and env; run nothing"
     )
+    parser.add_argument(
+        "--prometheus-targets",
+        type=Path,
+        metavar="FILE",
+        help="write the replicas' metrics endpoints as Prometheus file_sd targets, labelled as"
+        " the job's ServiceMonitor targets are on the cluster",
+    )
 
 
 def _volumes(items: list[str]) -> dict[str, Path]:
@@ -143,6 +150,8 @@ def _header(plan: planning.Plan) -> None:
         _out(f"  - {change}")
     for warning in plan.warnings:
         _out(f"run-local: warning: {warning}")
+    for endpoint in scrape.endpoints(plan):
+        _out(f"run-local: metrics: {endpoint}")
 
 
 def _dry_run(plan: planning.Plan) -> None:
@@ -183,6 +192,8 @@ def run(args: argparse.Namespace) -> int:
         backoff_limit=args.backoff_limit,
         max_restarts=args.max_restarts,
     )
+    if args.prometheus_targets is not None:
+        scrape.check_writable(args.prometheus_targets)
     built = load_built_job(args.root, args.job, args.cluster)
     with tempfile.TemporaryDirectory(prefix="trainops-run-local-") as tmp:
         workdir = args.workdir.resolve() if args.workdir else Path(tmp)
@@ -196,6 +207,10 @@ def run(args: argparse.Namespace) -> int:
         if args.dry_run:
             _dry_run(plan)
             return 0
+        if args.prometheus_targets is not None:
+            namespace = str(built.job["metadata"].get("namespace", "default"))
+            scrape.write_targets(args.prometheus_targets, scrape.targets(plan, namespace))
+            _out(f"run-local: Prometheus targets written to {args.prometheus_targets}")
         try:
             outcome = supervise.run(
                 plan,

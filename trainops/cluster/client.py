@@ -322,6 +322,41 @@ class Client:
             raise self.http_error(response, "patch", resource.qualified, namespace)
         return ApplyResult(response.status_code, _status_body(response))
 
+    # ------------------------------------------------------------------ writes
+
+    def create(self, resource: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+        """POST `obj` (`kubectl create`); the object as stored. One that exists already is a
+        ClusterError naming it (409 AlreadyExists), as is every refusal."""
+        namespace = (obj.get("metadata") or {}).get("namespace")
+        instance = resource.cls(self.api, obj)
+        kwargs = instance.api_kwargs(data=json.dumps(obj), obj_list=True)
+        response = self._send(
+            "create", resource.qualified, namespace, lambda: self.api.post(**kwargs)
+        )
+        if response.status_code == 409:
+            name = obj["metadata"]["name"]
+            raise ClusterError(
+                f"{resource.kind} {namespace}/{name} already exists on {self.where}: left by"
+                f" an earlier run or someone else's; delete it (`kubectl delete"
+                f" {resource.qualified} -n {namespace} {name}`) and run again"
+            )
+        if not response.ok:
+            raise self.http_error(response, "create", resource.qualified, namespace)
+        return _status_body(response)
+
+    def delete(self, resource: Resource, namespace: str | None, name: str) -> None:
+        """DELETE one object with background propagation (its pods and Jobs are collected by
+        their owner references, as `kubectl delete` does); gone already is fine."""
+        obj = {"metadata": {"name": name, "namespace": namespace}}
+        kwargs = resource.cls(self.api, obj).api_kwargs(
+            data=json.dumps({"propagationPolicy": "Background"})
+        )
+        response = self._send(
+            "delete", resource.qualified, namespace, lambda: self.api.delete(**kwargs)
+        )
+        if not response.ok and response.status_code != 404:
+            raise self.http_error(response, "delete", resource.qualified, namespace)
+
     def _send(
         self,
         verb: str,

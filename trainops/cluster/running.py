@@ -15,12 +15,11 @@ from trainops.cluster import hang, nccl_log
 from trainops.cluster.client import Client
 from trainops.cluster.errors import ClusterError
 from trainops.cluster.logs import Log, read
+from trainops.facts.monitoring import METRICS_PORT_NAME
 from trainops.spec.model import ClusterProfile
 
 # Logs (and metrics endpoints) read per job: one request each, so bounded.
 MAX_LOG_READS = 16
-# trainops renders the trainer's metrics port under this name (base/<job>/*.yaml `ports`).
-METRICS_PORT_NAME = "metrics"
 
 
 @dataclass

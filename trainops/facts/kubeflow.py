@@ -52,6 +52,11 @@ def mpi_worker_host(job: str, namespace: str, index: int) -> str:
 
 # Label the operator puts on every pod of a job (its value: the job's name).
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+# A pod's part in the job: the MPI Operator v2beta1 (v0.8, mpi_job_controller.go
+# `defaultLabels`) says `launcher`/`worker` in the role label; the Training Operator v1 says the
+# replica type, lower-cased, in the replica-type label.
+JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
+REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 
 
 @dataclass(frozen=True)

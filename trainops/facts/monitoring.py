@@ -17,6 +17,10 @@ Sources (read at these releases):
   `training_operator_jobs_failed_total{job_namespace, framework}`.
 - kube-prometheus-stack's Grafana: the dashboards sidecar loads every ConfigMap labelled
   `grafana_dashboard: "1"` (values.yaml `grafana.sidecar.dashboards.label`/`labelValue`).
+- grafana-operator v5.24 (api/v1beta1/grafanadashboard_types.go, controllers/
+  controller_shared.go `GetScopedMatchingInstances`): a `GrafanaDashboard` holds the model in
+  `spec.json` and is imported into the ready `Grafana` instances that `spec.instanceSelector`
+  (required) matches, in its own namespace only unless `spec.allowCrossNamespaceImport`.
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ LAST_STEP_TIMESTAMP = f"{TRAINER_PREFIX}_last_step_timestamp_seconds"
 # The Service trainops renders per job is `<job>-metrics` (render/objects.py); Prometheus puts
 # its name in the `service` label. Queries turn it back into the job's name in this label.
 METRICS_SERVICE_SUFFIX = "-metrics"
+# The container port (and the Service's port) the trainer's metrics are served on, by name: the
+# ServiceMonitor's endpoint selects it (render/objects.py), run-local maps it to a local port.
+METRICS_PORT_NAME = "metrics"
 TRAINING_JOB_LABEL = "training_job"
 
 DCGM_GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
@@ -47,6 +54,9 @@ OPERATOR_NAMESPACE_LABEL = "job_namespace"
 
 GRAFANA_DASHBOARD_LABEL = "grafana_dashboard"
 GRAFANA_DASHBOARD_LABEL_VALUE = "1"
+
+GRAFANA_OPERATOR_API = "grafana.integreatly.org/v1beta1"
+GRAFANA_DASHBOARD_KIND = "GrafanaDashboard"
 
 
 def job_of_service(selector: str) -> str:

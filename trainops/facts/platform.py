@@ -7,7 +7,8 @@ Volcano Queue (cluster), Kueue ResourceFlavor and ClusterQueue (cluster), LocalQ
 (namespaced), Multus NetworkAttachmentDefinition (namespaced), PriorityClass (cluster);
 what goes with watching and running training (all namespaced): prometheus-operator's
 PrometheusRule and PodMonitor, Grafana dashboards as ConfigMaps (only those labelled for the
-dashboard sidecar: a platform ConfigMap is a dashboard, nothing else), External Secrets'
+dashboard sidecar: a platform ConfigMap is a dashboard, nothing else) or as the Grafana
+Operator's GrafanaDashboard (grafana-operator v5, namespaced), External Secrets'
 ExternalSecret (the reference to a secret in a store: no Secret is ever in Git), ResourceQuota
 and LimitRange.
 https://github.com/prometheus-operator/prometheus-operator/blob/v0.93.0/example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml
@@ -20,13 +21,19 @@ https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/priority-
 
 from __future__ import annotations
 
-from trainops.facts.monitoring import GRAFANA_DASHBOARD_LABEL, GRAFANA_DASHBOARD_LABEL_VALUE
+from trainops.facts.monitoring import (
+    GRAFANA_DASHBOARD_KIND,
+    GRAFANA_DASHBOARD_LABEL,
+    GRAFANA_DASHBOARD_LABEL_VALUE,
+    GRAFANA_OPERATOR_API,
+)
 from trainops.facts.schedulers import VOLCANO_SCHEDULING_GROUP
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 MULTUS_GROUP = "k8s.cni.cncf.io"
 MONITORING_GROUP = "monitoring.coreos.com"
 EXTERNAL_SECRETS_GROUP = "external-secrets.io"
+GRAFANA_GROUP = GRAFANA_OPERATOR_API.split("/")[0]
 
 # (API group, kind) -> namespaced?
 PLATFORM_KINDS: dict[tuple[str, str], bool] = {
@@ -39,6 +46,7 @@ PLATFORM_KINDS: dict[tuple[str, str], bool] = {
     (MONITORING_GROUP, "PrometheusRule"): True,
     (MONITORING_GROUP, "PodMonitor"): True,
     ("", "ConfigMap"): True,
+    (GRAFANA_GROUP, GRAFANA_DASHBOARD_KIND): True,
     (EXTERNAL_SECRETS_GROUP, "ExternalSecret"): True,
     ("", "ResourceQuota"): True,
     ("", "LimitRange"): True,

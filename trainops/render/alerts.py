@@ -72,7 +72,8 @@ def _failed(cluster: ClusterProfile, namespace: str, jobs: list[str]) -> dict[st
 def alert_rules(cluster: ClusterProfile, namespace: str, jobs: list[str]) -> list[dict[str, Any]]:
     """The alerting rules for one namespace of `cluster`, whose trainops jobs are `jobs`."""
     watch = cluster.watch
-    stalled_seconds = watch.stalled_minutes * 60
+    # Whole seconds: 15 minutes renders `> 900`, a local test's 0.25 minutes `> 15`.
+    stalled_seconds = round(watch.stalled_minutes * 60)
     last_step = _selector(m.LAST_STEP_TIMESTAMP, namespace)
     restarts = f'{m.RESTARTS}{{namespace="{namespace}"}}[1h]'
     grown = m.job_of_service(f"max_over_time({restarts}) - min_over_time({restarts})")
@@ -87,7 +88,7 @@ def alert_rules(cluster: ClusterProfile, namespace: str, jobs: list[str]) -> lis
             "TrainingStalled",
             f"time() - max by ({BY_JOB}) ({last_step} > 0) > {stalled_seconds}",
             "critical",
-            f"Training job {job} has not completed a step for {watch.stalled_minutes} minutes",
+            f"Training job {job} has not completed a step for {watch.stalled_minutes:g} minutes",
             f"No optimizer step of {job} in {namespace} for {{{{ $value | humanizeDuration }}}}:"
             " a rank is stuck (NCCL hang, dead peer, full disk). Read the pods' logs.",
         ),

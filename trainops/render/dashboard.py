@@ -1,6 +1,7 @@
 """The cluster's Grafana dashboard for training, built with Grafana's typed
 `grafana-foundation-sdk` (no hand-written dashboard JSON), delivered as a ConfigMap that
-kube-prometheus-stack's dashboard sidecar loads (label `grafana_dashboard: "1"`).
+kube-prometheus-stack's dashboard sidecar loads (label `grafana_dashboard: "1"`), or as the
+Grafana Operator's `GrafanaDashboard` where the profile says `dashboard: grafanaOperator`.
 
 Panels per job (the `training_job` label, from the metrics Service's name): throughput, loss,
 step time, restarts and time since the last step from the trainer's metrics; GPU utilisation and
@@ -153,12 +154,15 @@ def dashboard(cluster: ClusterProfile) -> dict[str, Any]:
     return encoded
 
 
-def dashboard_configmap(cluster: ClusterProfile) -> list[dict[str, Any]]:
-    """The ConfigMap the Grafana sidecar loads (none when the profile says `dashboard: none`)."""
+def dashboard_objects(cluster: ClusterProfile) -> list[dict[str, Any]]:
+    """The dashboard as the profile's `monitoring.dashboard` delivers it: the sidecar's
+    ConfigMap, the Grafana Operator's GrafanaDashboard, or nothing (`none`)."""
     watch = cluster.watch
     if watch.dashboard == "none":
         return []
     text = json.dumps(dashboard(cluster), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    if watch.dashboard == "grafanaOperator":
+        return [grafana_dashboard(cluster, text)]
     return [
         {
             "apiVersion": "v1",
@@ -171,3 +175,30 @@ def dashboard_configmap(cluster: ClusterProfile) -> list[dict[str, Any]]:
             "data": {DATA_KEY: text},
         }
     ]
+
+
+def grafana_dashboard(cluster: ClusterProfile, text: str) -> dict[str, Any]:
+    """The Grafana Operator (v5) custom resource holding the model `text`.
+
+    The dashboard must live in a training namespace (the delivery writes nowhere else) while
+    Grafana usually runs in a monitoring namespace: the operator imports a dashboard into
+    instances of other namespaces only with `allowCrossNamespaceImport` (grafana-operator
+    v5.24 controllers/controller_shared.go), so it is set, and the profile's
+    `grafanaInstanceSelector` says which instances."""
+    watch = cluster.watch
+    return {
+        "apiVersion": m.GRAFANA_OPERATOR_API,
+        "kind": m.GRAFANA_DASHBOARD_KIND,
+        "metadata": {
+            "name": CONFIGMAP_NAME,
+            "namespace": watch.dashboard_namespace,
+            "labels": dict(PART_OF),
+        },
+        "spec": {
+            "allowCrossNamespaceImport": True,
+            "instanceSelector": {
+                "matchLabels": dict(sorted(watch.grafana_instance_selector.items()))
+            },
+            "json": text,
+        },
+    }

@@ -55,7 +55,7 @@ def monitoring_objects(repo: Repository, cluster: ClusterProfile) -> list[dict[s
     jobs = [job for job, _ in targets_on(repo, cluster)]
     if not jobs:
         return []
-    return alerts.prometheus_rules(cluster, jobs) + dashboard.dashboard_configmap(cluster)
+    return alerts.prometheus_rules(cluster, jobs) + dashboard.dashboard_objects(cluster)
 
 
 # (API group, kind, namespace; None for a cluster-scoped object) of an object an overlay delivers.

@@ -14,12 +14,13 @@ from trainops.facts import argocd
 from trainops.facts import deepspeed as ds_config
 from trainops.facts.gpus import gang_minimum
 from trainops.facts.kubeflow import JOB_NAME_LABEL
+from trainops.facts.monitoring import METRICS_PORT_NAME
 from trainops.facts.trainer import JOBSET_NAME_LABEL
 from trainops.render import mpijob, tfjob
 from trainops.render.common import job_metadata, labels, replica_spec, run_policy
 from trainops.render.common import metadata as _metadata
 from trainops.render.netpol import network_policy
-from trainops.render.pod import JOB_LABEL, METRICS_PORT_NAME, deepspeed_configmap_name, pod_template
+from trainops.render.pod import JOB_LABEL, deepspeed_configmap_name, pod_template
 from trainops.render.trainjob import trainjob_objects
 from trainops.spec.model import ClusterProfile, Target, TrainingJob
 

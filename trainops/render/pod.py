@@ -16,6 +16,7 @@ from typing import Any
 from trainops.facts import deepspeed as ds_config
 from trainops.facts.gpus import DEFAULT_GPU_RESOURCE
 from trainops.facts.kubeflow import PYTORCH_CONTAINER
+from trainops.facts.monitoring import METRICS_PORT_NAME
 from trainops.facts.nccl import RDMA_CAPABILITY
 from trainops.facts.schedulers import VOLCANO_SCHEDULER
 from trainops.facts.scratch import SCRATCH_ENV, SCRATCH_VOLUMES
@@ -24,7 +25,6 @@ from trainops.spec.model import ClusterProfile, GpuProduct, Rdma, Target, Traini
 
 SHM_VOLUME = "dshm"
 DEEPSPEED_VOLUME = "deepspeed-config"
-METRICS_PORT_NAME = "metrics"
 METRICS_PORT_ENV = "TRAINOPS_METRICS_PORT"
 JOB_LABEL = "trainops.dev/job"
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainops.facts import argocd
+from trainops.facts.monitoring import METRICS_PORT_NAME
 from trainops.facts.nccl import RDMA_CAPABILITY
 from trainops.facts.schedulers import VOLCANO_SCHEDULER
 from trainops.facts.trainer import (
@@ -35,7 +36,6 @@ from trainops.facts.trainer import (
     VOLCANO_QUEUE_ANNOTATION,
 )
 from trainops.render.pod import (
-    METRICS_PORT_NAME,
     MULTUS_ANNOTATION,
     _container_security,
     _gpu,

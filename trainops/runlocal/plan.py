@@ -78,6 +78,8 @@ class Launch:
     cwd: Path
     restart_policy: str
     grace_seconds: float
+    ports: dict[str, int] = field(default_factory=dict)
+    """The container's named ports -> the local port standing for each (`metrics` -> 40123)."""
 
     @property
     def name(self) -> str:
@@ -347,6 +349,11 @@ class _Planner:
             cwd=pod_dir,
             restart_policy=restart_policy(self.scaled, pod.type),
             grace_seconds=min(grace, MAX_GRACE_SECONDS),
+            ports={
+                str(p["name"]): int(renumber[str(p["containerPort"])])
+                for p in c.get("ports", [])
+                if p.get("name")
+            },
         )
 
 

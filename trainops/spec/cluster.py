@@ -243,6 +243,7 @@ def _monitoring(d: dict[str, Any]) -> model.Monitoring:
         restarts_per_hour=m["restartsPerHour"],
         gpu_utilization_below=m["gpuUtilizationBelow"],
         dashboard=m["dashboard"],
+        grafana_instance_selector=dict(m["grafanaInstanceSelector"]),
         prometheus_url=m.get("prometheusUrl"),
         nccl_tests_image=m.get("ncclTestsImage"),
         min_bus_bandwidth_gbps=m.get("minBusBandwidthGBps"),

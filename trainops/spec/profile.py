@@ -185,15 +185,21 @@ class Monitoring:
     """Render the training alerts as a PrometheusRule per training namespace with jobs."""
     rule_labels: dict[str, str] = field(default_factory=dict)
     """Labels on the PrometheusRules, for the Prometheus `ruleSelector`."""
-    stalled_minutes: int = default(CLUSTER, "monitoring.stalledMinutes")
-    """Minutes without a completed optimizer step before TrainingStalled fires."""
+    stalled_minutes: float = default(CLUSTER, "monitoring.stalledMinutes")
+    """Minutes without a completed optimizer step before TrainingStalled fires (a fraction
+    allowed: a local test's 15 s)."""
     restarts_per_hour: int = default(CLUSTER, "monitoring.restartsPerHour")
     """Elastic restarts within an hour that fire TrainingRestarting."""
     gpu_utilization_below: float = default(CLUSTER, "monitoring.gpuUtilizationBelow")
     """Mean GPU utilisation (percent) below which, for 30 minutes, TrainingGpuUnderutilized
     fires."""
-    dashboard: Literal["configmap", "none"] = default(CLUSTER, "monitoring.dashboard")
-    """`configmap` (the Grafana sidecar's labelled ConfigMap) or `none`."""
+    dashboard: Literal["configmap", "grafanaOperator", "none"] = default(
+        CLUSTER, "monitoring.dashboard"
+    )
+    """`configmap` (the Grafana sidecar's labelled ConfigMap), `grafanaOperator` (a
+    GrafanaDashboard) or `none`."""
+    grafana_instance_selector: dict[str, str] = field(default_factory=dict)
+    """`grafanaOperator`: the labels of the Grafana instances that import the dashboard."""
     prometheus_url: str | None = None
     """Where `trainops top` queries Prometheus: a URL, or an API server service-proxy path."""
     nccl_tests_image: str | None = None
