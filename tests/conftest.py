@@ -14,16 +14,36 @@ from tests.tools import REPO, copy_inputs
 # a compile killed half-way (a timed-out test) leaves it behind, and every later DeepSpeed run on
 # the machine hangs. The suite compiles into this checkout's own build folder instead, and clears
 # locks left by an earlier session before any test (or xdist worker, which inherits the env)
-# starts.
+# starts: only stale ones, which no process holds open (torch's FileBaton keeps the lock's file
+# descriptor open while it compiles). Removing a live one made a second session started in the
+# same checkout fail the first one's compile (FileNotFoundError at its release).
 TORCH_EXTENSIONS = REPO / "build" / "torch_extensions"
+
+
+def held_open(paths: set[Path]) -> set[Path]:
+    """The files of `paths` that some process has open (Linux's /proc; elsewhere none)."""
+    held = set()
+    for fd in Path("/proc").glob("[0-9]*/fd/*"):
+        try:
+            target = Path(os.readlink(fd))
+        except OSError:  # the process or descriptor is gone, or not ours to read
+            continue
+        if target in paths:
+            held.add(target)
+    return held
+
+
+def clear_stale_locks(directory: Path) -> None:
+    locks = {lock.resolve() for lock in directory.glob("**/lock")}
+    for lock in locks - held_open(locks):
+        lock.unlink(missing_ok=True)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):  # an xdist worker: the controller did it
         return
     os.environ["TORCH_EXTENSIONS_DIR"] = str(TORCH_EXTENSIONS)
-    for lock in TORCH_EXTENSIONS.glob("**/lock"):
-        lock.unlink()
+    clear_stale_locks(TORCH_EXTENSIONS)
 
 
 @pytest.fixture
