@@ -40,7 +40,7 @@ UNDESCRIBED: dict[str, int] = {
     "crds/_shared/kubeflow.org.json": 0,
     "crds/_shared/monitoring.coreos.com.json": 96,
     "crds/_shared/toolkit.fluxcd.io.json": 1,
-    "crds/_shared/trainer.kubeflow.org.json": 56,
+    "crds/_shared/trainer.kubeflow.org.json": 10,
     "crds/argoproj.io/application_v1alpha1.json": 2,
     "crds/argoproj.io/applicationset_v1alpha1.json": 53,
     "crds/argoproj.io/appproject_v1alpha1.json": 63,
@@ -70,9 +70,9 @@ UNDESCRIBED: dict[str, int] = {
     "crds/scheduling.volcano.sh/podgroup_v1beta1.json": 21,
     "crds/scheduling.volcano.sh/queue_v1beta1.json": 24,
     "crds/source.toolkit.fluxcd.io/gitrepository_v1.json": 22,
-    "crds/trainer.kubeflow.org/clustertrainingruntime_v1alpha1.json": 3,
-    "crds/trainer.kubeflow.org/trainingruntime_v1alpha1.json": 3,
-    "crds/trainer.kubeflow.org/trainjob_v1alpha1.json": 21,
+    "crds/trainer.kubeflow.org/clustertrainingruntime_v1alpha1.json": 0,
+    "crds/trainer.kubeflow.org/trainingruntime_v1alpha1.json": 0,
+    "crds/trainer.kubeflow.org/trainjob_v1alpha1.json": 0,
     "deepspeed.schema.json": 150,
 }
 
