@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.render.test_guarantees import PAIRS, build, env_by_name, pod_templates, pods_on
+from tests.render.guarantees import PAIRS, build, env_by_name, pod_templates, pods_on
 
 __all__ = ["build"]  # the module-scoped fixture, shared
 

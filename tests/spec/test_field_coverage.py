@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests.spec.schema_leaves import all_leaves, schema_at, tokens
 from tests.tools import REPO, require_tool
 from trainops import build
 from trainops.core import paths
@@ -234,63 +234,10 @@ CHOSEN: dict[str, Any] = {
 # ---------------------------------------------------------------- the schema's leaves
 
 
-def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
-    while "$ref" in schema:
-        target = root["$defs"][schema["$ref"].rsplit("/", 1)[1]]
-        schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
-    return schema
-
-
-def _leaves(schema: dict[str, Any], root: dict[str, Any], path: str = "") -> Iterator[str]:
-    """Dotted paths of every leaf: `[]` is any list item, `*` any key of a map."""
-    schema = _resolve(schema, root)
-    items = schema.get("items")
-    extra = schema.get("additionalProperties")
-    if "properties" in schema:
-        for key, sub in schema["properties"].items():
-            yield from _leaves(sub, root, f"{path}.{key}" if path else key)
-    elif isinstance(items, dict) and "properties" in _resolve(items, root):
-        yield from _leaves(items, root, f"{path}[]")
-    elif isinstance(extra, dict) and (
-        "properties" in _resolve(extra, root) or "enum" in _resolve(extra, root)
-    ):
-        yield from _leaves(extra, root, f"{path}.*")
-    else:
-        yield path
-
-
-def _schema(name: str) -> dict[str, Any]:
-    return dict(json.loads((paths.SCHEMA_DIR / f"{name}.schema.json").read_text()))
-
-
-def _schema_at(name: str, dotted: str) -> dict[str, Any]:
-    root = _schema(name)
-    node = root
-    for token in _tokens(dotted):
-        node = _resolve(node, root)
-        if token == "[]":
-            node = node["items"]
-        elif token == "*":
-            node = node["additionalProperties"]
-        else:
-            node = node["properties"][token]
-    return _resolve(node, root)
-
-
-def _tokens(dotted: str) -> list[str]:
-    return [t for t in re.split(r"\.|(\[\])", dotted) if t]
-
-
 def _fixed(field: str) -> bool:
     """`apiVersion`, `kind`, `framework` today: one allowed value, nothing to change."""
-    schema = _schema_at(*field.split(":", 1))
+    schema = schema_at(*field.split(":", 1))
     return "const" in schema or len(schema.get("enum", ())) == 1
-
-
-def all_leaves() -> list[str]:
-    return sorted(
-        f"{name}:{leaf}" for name in SCHEMAS for leaf in _leaves(_schema(name), _schema(name))
-    )
 
 
 # ---------------------------------------------------------------- mutating one field
@@ -345,17 +292,17 @@ def _mutate(data: dict[str, Any], schema_name: str, dotted: str) -> None:
     if callable(chosen):
         chosen(data)
         return
-    tokens = _tokens(dotted)
+    path_tokens = tokens(dotted)
     node: Any = data
-    for i, token in enumerate(tokens[:-1]):
+    for i, token in enumerate(path_tokens[:-1]):
         if token in {"[]", "*"}:
-            node = node[_pick(node, tokens[i + 1 :])]
+            node = node[_pick(node, path_tokens[i + 1 :])]
         else:
             node = node.setdefault(token, {})
-    last = tokens[-1]
+    last = path_tokens[-1]
     key = _pick(node, []) if last == "*" else last
     node[key] = (
-        chosen if chosen is not None else _new_value(_schema_at(schema_name, dotted), node.get(key))
+        chosen if chosen is not None else _new_value(schema_at(schema_name, dotted), node.get(key))
     )
 
 
@@ -370,7 +317,7 @@ def _documents(source: Path) -> dict[str, dict[str, Any]]:
 def _target_document(docs: dict[str, dict[str, Any]], schema_name: str, dotted: str) -> str:
     where = SCHEMAS[schema_name]
     names = [n for n in docs if n == where or n.startswith(where + "/")]
-    return next((n for n in names if _has(docs[n], _tokens(dotted))), names[0])
+    return next((n for n in names if _has(docs[n], tokens(dotted))), names[0])
 
 
 def _delivered(docs: dict[str, dict[str, Any]], root: Path) -> dict[str, str]:
@@ -433,7 +380,7 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(
-    "field", [f for f in all_leaves() if f not in NOT_IN_OUTPUT and not _fixed(f)]
+    "field", [f for f in all_leaves(SCHEMAS) if f not in NOT_IN_OUTPUT and not _fixed(f)]
 )
 def test_field_changes_what_is_delivered(
     field: str, baseline: dict[str, str], tmp_path: Path
@@ -453,14 +400,14 @@ def test_field_changes_what_is_delivered(
 
 
 def test_the_lists_name_real_fields() -> None:
-    leaves = set(all_leaves())
+    leaves = set(all_leaves(SCHEMAS))
     stale = sorted((set(NOT_IN_OUTPUT) | set(CHOSEN)) - leaves)
     assert not stale, f"no such schema field: {stale}"
 
 
 def test_the_walk_finds_the_fields_people_write() -> None:
     """Guard the walker itself: nested, list and map fields are all reached."""
-    leaves = set(all_leaves())
+    leaves = set(all_leaves(SCHEMAS))
     for expected in (
         "trainingjob:targets[].env",
         "trainingjob:volumes.*.mountPath",

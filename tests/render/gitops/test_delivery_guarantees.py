@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.render.gitops.plurals import PLURALS
 from tests.render.gitops.test_argocd import _render_template_patch
 from tests.render.repos import REPOS, build_overlay, read_yaml, render
 from tests.tools import REPO, copy_inputs, require_kustomize
@@ -50,31 +51,6 @@ JOB_OBJECT_KINDS = {
 }
 # What a training repository must never deliver: the platform team's by other means.
 NEVER_DELIVERED = {"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"}
-# Resource names of the kinds above (the Kubernetes API reference), for the RBAC checks.
-PLURALS = {
-    "ConfigMap": "configmaps",
-    "PersistentVolumeClaim": "persistentvolumeclaims",
-    "Service": "services",
-    "PyTorchJob": "pytorchjobs",
-    "TFJob": "tfjobs",
-    "MPIJob": "mpijobs",
-    "NetworkAttachmentDefinition": "network-attachment-definitions",
-    "LocalQueue": "localqueues",
-    "ServiceMonitor": "servicemonitors",
-    "NetworkPolicy": "networkpolicies",
-    "TrainJob": "trainjobs",
-    "TrainingRuntime": "trainingruntimes",
-    "ClusterTrainingRuntime": "clustertrainingruntimes",
-    "Queue": "queues",
-    "ClusterQueue": "clusterqueues",
-    "ResourceFlavor": "resourceflavors",
-    "PriorityClass": "priorityclasses",
-    "PrometheusRule": "prometheusrules",
-    "PodMonitor": "podmonitors",
-    "ExternalSecret": "externalsecrets",
-    "ResourceQuota": "resourcequotas",
-    "LimitRange": "limitranges",
-}
 # What applying with server-side apply, pruning and health-checking needs; nothing more.
 APPLY_VERBS = {"create", "delete", "get", "list", "patch", "update", "watch"}
 # Argo CD's in-cluster address, what a profile without `server` or `destinationName` means.
