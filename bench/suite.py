@@ -46,7 +46,7 @@ def timed_make(target: str) -> dict[str, Any]:
         text=True,
         check=False,
     )
-    lines = done.stdout.splitlines()
+    lines = (done.stdout + done.stderr).splitlines()
     slowest = [line for line in lines if line.split()[:1] and line.split()[0].endswith("s")]
     return {
         "wall_seconds": round(time.perf_counter() - start, 1),
