@@ -9,7 +9,7 @@ from trainops.facts import pod_security as pss
 from trainops.facts.gpus import job_gpus
 from trainops.facts.kubeflow import KUBEFLOW_REPLICA_KEYS, REPLICA_TYPES
 from trainops.facts.schedulers import KUEUE_QUEUE_LABEL
-from trainops.rules.trainjob import node_pod
+from trainops.kube.trainjob import node_pod
 from trainops.spec.model import ClusterProfile
 
 # The training job kinds `trainops render` writes, one row each.

@@ -1,7 +1,7 @@
 """What a check may look up besides its object: the whole manifest set (ConfigMaps,
 Services, claims, for cross-object rules) through indexes built once, and the cluster profile.
 
-How one object reads is `trainops.rules.objects` (pod templates) and `trainops.rules.pods`
+How one object reads is `trainops.kube.objects` (pod templates) and `trainops.kube.pods`
 (containers); `Context` only finds things.
 """
 
@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from trainops.facts.trainer import CLUSTER_TRAINING_RUNTIME, TRAINER_GROUP, TRAINING_RUNTIME
-from trainops.rules.lazy import lazy
-from trainops.rules.objects import Object
-from trainops.rules.pods import PodTemplate
-from trainops.rules.values import as_dict
+from trainops.kube.lazy import lazy
+from trainops.kube.objects import Object
+from trainops.kube.pods import PodTemplate
+from trainops.kube.values import as_dict
 from trainops.spec.model import ClusterProfile
 
 

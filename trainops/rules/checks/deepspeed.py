@@ -12,14 +12,14 @@ from typing import Any
 
 from trainops.core.findings import Severity
 from trainops.facts import deepspeed as ds_facts
+from trainops.kube.launch import Launch, launches
+from trainops.kube.objects import Object
+from trainops.kube.pods import Container, PodTemplate
+from trainops.kube.values import as_dict, as_int, as_list
 from trainops.rules.checks.elastic import elastic_range
 from trainops.rules.checks.resources import nproc_per_pod
 from trainops.rules.context import Context
-from trainops.rules.launch import Launch, launches
 from trainops.rules.model import Path, Rule, Violation
-from trainops.rules.objects import Object
-from trainops.rules.pods import Container, PodTemplate
-from trainops.rules.values import as_dict, as_int, as_list
 
 # Program flags that carry the DeepSpeed config path (HF Trainer, DeepSpeed examples, ours).
 CONFIG_FLAGS = ("deepspeed_config", "deepspeed")

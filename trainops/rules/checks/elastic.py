@@ -6,11 +6,11 @@ from collections.abc import Iterator
 
 from trainops.core.findings import Severity
 from trainops.facts.kubeflow import RDZV_BACKENDS
+from trainops.kube.launch import DEEPSPEED, LEGACY_LAUNCH, TORCHRUN, launches
+from trainops.kube.objects import Object
+from trainops.kube.values import as_int
 from trainops.rules.context import Context
-from trainops.rules.launch import DEEPSPEED, LEGACY_LAUNCH, TORCHRUN, launches
 from trainops.rules.model import Rule, Violation
-from trainops.rules.objects import Object
-from trainops.rules.values import as_int
 
 
 def elastic_range(obj: Object) -> tuple[int, int] | None:

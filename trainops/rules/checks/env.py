@@ -8,11 +8,11 @@ from collections.abc import Iterator
 
 from trainops.core.findings import Severity
 from trainops.facts.kubeflow import operator_env
+from trainops.kube.launch import launches
+from trainops.kube.objects import Object
+from trainops.kube.values import is_placeholder
 from trainops.rules.context import Context
-from trainops.rules.launch import launches
 from trainops.rules.model import Rule, Violation
-from trainops.rules.objects import Object
-from trainops.rules.values import is_placeholder
 
 # `$(VAR)` as the kubelet expands it in command/args; `$$(VAR)` is the escape for a literal.
 # https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 
 from trainops.core.findings import Severity
 from trainops.facts.nccl import DEPRECATED, KNOWN, NCCL_VERSION, UNKNOWN_HINTS
+from trainops.kube.launch import MPI, OTHER, launches
+from trainops.kube.objects import Object
+from trainops.kube.pods import Container, PodTemplate
 from trainops.rules.context import Context
-from trainops.rules.launch import MPI, OTHER, launches
 from trainops.rules.model import Path, Rule, Violation
-from trainops.rules.objects import Object
-from trainops.rules.pods import Container, PodTemplate
 
 # MPI implementations whose mpiexec (Hydra) passes the launcher's whole environment to every
 # rank; Open MPI passes only what `-x` exports. MPIJob v2beta1 `spec.mpiImplementation`.

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 from trainops.core.findings import Severity
 from trainops.facts.pod_fence import escapes
+from trainops.kube.objects import Object
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
-from trainops.rules.objects import Object
 
 SLUG = "pod-fence"
 

@@ -9,12 +9,12 @@ from trainops.core.findings import Severity
 from trainops.facts.gpus import is_gpu_resource
 from trainops.facts.quantity import GIB, parse_quantity
 from trainops.facts.workloads import OTHER_ACCELERATOR
+from trainops.kube.launch import DEEPSPEED, LEGACY_LAUNCH, TORCHRUN, launches
+from trainops.kube.objects import Object
+from trainops.kube.pods import Container, PodTemplate, gpu_products, requests_accelerator
+from trainops.kube.values import as_dict, as_int
 from trainops.rules.context import Context
-from trainops.rules.launch import DEEPSPEED, LEGACY_LAUNCH, TORCHRUN, launches
 from trainops.rules.model import Rule, Violation
-from trainops.rules.objects import Object
-from trainops.rules.pods import Container, PodTemplate, gpu_products, requests_accelerator
-from trainops.rules.values import as_dict, as_int
 
 # /dev/shm below this is too small for NCCL's shared-memory transport and DataLoader workers
 # (the container default is 64 MiB). https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#sharing-data

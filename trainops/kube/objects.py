@@ -28,12 +28,12 @@ from trainops.facts.workloads import (
     JOBSET_NAME_LABEL,
     JOBSET_REPLICATED_JOB_LABEL,
 )
-from trainops.rules.launch import DEEPSPEED, LEGACY_LAUNCH, MPI, TORCHRUN, launches
-from trainops.rules.lazy import lazy
-from trainops.rules.pods import PodTemplate, requests_accelerator
-from trainops.rules.trainjob import node_pod
-from trainops.rules.trainjob import source_path as trainjob_source_path
-from trainops.rules.values import as_dict, as_int, as_list
+from trainops.kube.launch import DEEPSPEED, LEGACY_LAUNCH, MPI, TORCHRUN, launches
+from trainops.kube.lazy import lazy
+from trainops.kube.pods import PodTemplate, requests_accelerator
+from trainops.kube.trainjob import node_pod
+from trainops.kube.trainjob import source_path as trainjob_source_path
+from trainops.kube.values import as_dict, as_int, as_list
 
 DISTRIBUTED_LAUNCHERS = frozenset({TORCHRUN, LEGACY_LAUNCH, DEEPSPEED, MPI})
 

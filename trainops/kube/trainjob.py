@@ -17,8 +17,8 @@ import copy
 from typing import Any
 
 from trainops.facts.trainer import JOBSET_NAME_LABEL, NODE_CONTAINER, NODE_JOB
-from trainops.rules.pods import PodTemplate
-from trainops.rules.values import as_dict, as_int, as_list
+from trainops.kube.pods import PodTemplate
+from trainops.kube.values import as_dict, as_int, as_list
 
 # Where findings on the merged pod point: the TrainJob's `trainer:` block.
 TRAINER_PATH = ("spec", "trainer")
