@@ -15,6 +15,7 @@ import yaml
 from trainops import build
 from trainops.cli import progress
 from trainops.cli.load import load
+from trainops.kube.trainjob import find_runtime
 from trainops.render import render_repository, write
 from trainops.report import table
 
@@ -48,13 +49,11 @@ def run(args: argparse.Namespace) -> int:
             args.output.mkdir(parents=True, exist_ok=True)
             (args.output / f"{name}.yaml").write_text(stream)
         objs = [obj for obj in yaml.safe_load_all(stream) if obj]
-        runtimes = {(o["kind"], o["metadata"]["name"]): o for o in objs if "Runtime" in o["kind"]}
         for obj in objs:
             if obj.get("kind") in table.KINDS:
                 rows.append(table.summarize(repo.clusters[name], obj))
             elif obj.get("kind") == "TrainJob":
-                ref = obj["spec"]["runtimeRef"]
-                runtime = runtimes.get((ref.get("kind", "ClusterTrainingRuntime"), ref["name"]))
+                runtime = find_runtime(obj, objs)
                 rows.append(table.summarize(repo.clusters[name], obj, runtime))
     print(table.format_table(rows))
     total = sum(int(r["gpus"]) for r in rows)

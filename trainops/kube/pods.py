@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from trainops.core.manifest import FieldPath as Path
+from trainops.core.values import as_dict, as_list
 from trainops.facts import gpus as gpu_facts
 from trainops.facts.workloads import OTHER_ACCELERATOR
 from trainops.kube.lazy import lazy
-from trainops.kube.values import as_dict, as_list
 
 
 class GpuProduct(Protocol):
@@ -43,6 +43,14 @@ def requests_accelerator(pod: PodTemplate, cluster: DeclaresGpus | None = None) 
         for c in pod.containers(init=True)
         for name in c.effective_requests()
     )
+
+
+def training_container_index(containers: list[Any], name: str) -> int:
+    """Which container the operator configures (its port, for a PyTorchJob): the one named
+    `name` (`pytorch`), else the first. Training Operator v1.9.4
+    `pkg/apis/kubeflow.org/v1/defaulting_utils.go` getDefaultContainerIndex."""
+    names = [as_dict(c).get("name") for c in containers]
+    return names.index(name) if name in names else 0
 
 
 @dataclass(frozen=True)

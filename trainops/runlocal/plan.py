@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from trainops.core.errors import InputError, Problem
+from trainops.facts.kubeflow import default_clean_pod_policy, elastic_range
 from trainops.runlocal import kube
 from trainops.runlocal.adapt import (
     LOCAL_HOST,
@@ -402,11 +403,11 @@ def make_plan(built: BuiltJob, options: Options, workdir: Path) -> Plan:
     changes.append("CUDA_VISIBLE_DEVICES='' and DS_ACCELERATOR=cpu in every replica (no GPU)")
     backoff = backoff_limit(job, options, changes)
     launches = [planner.launch(pod, i == 0) for i, pod in enumerate(replicas(scaled))]
-    specs = replica_specs(scaled)
+    specs, span = replica_specs(scaled), elastic_range(scaled["spec"])
     if "Master" in specs:
         success, shape = "master", "+".join(t for t in ("Master", "Worker") if t in specs)
-    elif elastic is not None:
-        success, shape = "any-worker", f"elastic {elastic['minReplicas']}-{elastic['maxReplicas']}"
+    elif span is not None:
+        success, shape = "any-worker", f"elastic {span[0]}-{span[1]}"
     else:
         success, shape = "all-workers", "Worker"
     return Plan(
@@ -419,6 +420,9 @@ def make_plan(built: BuiltJob, options: Options, workdir: Path) -> Plan:
         notes=[*built.notes, *planner.notes],
         success=success,
         backoff_limit=backoff,
-        clean_pod_policy=str(job["spec"].get("runPolicy", {}).get("cleanPodPolicy", "None")),
+        clean_pod_policy=str(
+            job["spec"].get("runPolicy", {}).get("cleanPodPolicy")
+            or default_clean_pod_policy(str(job.get("apiVersion", "")))
+        ),
         workdir=workdir,
     )

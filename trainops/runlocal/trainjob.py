@@ -14,10 +14,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from trainops.core.values import as_dict, as_int, as_list
 from trainops.facts.kubeflow import PYTORCH_CONTAINER
 from trainops.facts.trainer import NODE_CONTAINER, NODE_JOB
 from trainops.kube.trainjob import node_pod
-from trainops.kube.values import as_dict, as_int, as_list
 
 
 def _node_job_spec(runtime: dict[str, Any] | None) -> dict[str, Any]:

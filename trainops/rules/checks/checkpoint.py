@@ -8,10 +8,10 @@ import re
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_dict, as_int, as_list
 from trainops.kube.launch import LEGACY_LAUNCH, TORCHRUN, launches
 from trainops.kube.objects import Object
 from trainops.kube.pods import Container, PodTemplate
-from trainops.kube.values import as_dict, as_int, as_list
 from trainops.rules.context import Context
 from trainops.rules.model import Path, Rule, Violation
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_dict, as_list
 from trainops.kube.objects import Object
-from trainops.kube.values import as_dict, as_list
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
 

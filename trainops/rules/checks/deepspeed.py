@@ -11,12 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_dict, as_int, as_list
 from trainops.facts import deepspeed as ds_facts
 from trainops.kube.launch import Launch, launches
 from trainops.kube.objects import Object
 from trainops.kube.pods import Container, PodTemplate
-from trainops.kube.values import as_dict, as_int, as_list
-from trainops.rules.checks.elastic import elastic_range
 from trainops.rules.checks.resources import nproc_per_pod
 from trainops.rules.context import Context
 from trainops.rules.model import Path, Rule, Violation
@@ -174,7 +173,7 @@ def world_sizes(obj: Object, ds: DeepSpeedConfig, ctx: Context) -> range:
         return range(size, size + 1)
     nodes = as_int((ds.launch.option("num_nodes") or ("", ()))[0])
     return ds_facts.world_sizes(
-        procs, obj.pod_count() if nodes is None else nodes, elastic_range(obj)
+        procs, obj.pod_count() if nodes is None else nodes, obj.elastic_range
     )
 
 

@@ -13,10 +13,10 @@ import re
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_dict, as_list
 from trainops.facts.platform import PLATFORM_KINDS
 from trainops.facts.trainer import CLUSTER_TRAINING_RUNTIME, TRAINER_GROUP
 from trainops.kube.objects import Object
-from trainops.kube.values import as_dict, as_list
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
 

@@ -5,24 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_int
 from trainops.facts.kubeflow import RDZV_BACKENDS
 from trainops.kube.launch import DEEPSPEED, LEGACY_LAUNCH, TORCHRUN, launches
 from trainops.kube.objects import Object
-from trainops.kube.values import as_int
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
-
-
-def elastic_range(obj: Object) -> tuple[int, int] | None:
-    """[min, max] pods of an elastic PyTorchJob (Worker replicas when unset)."""
-    policy = obj.elastic_policy
-    if policy is None:
-        return None
-    worker = obj.replica("Worker")
-    replicas = worker.replicas if worker is not None and worker.replicas is not None else 1
-    low = as_int(policy.get("minReplicas"))
-    high = as_int(policy.get("maxReplicas"))
-    return (low if low is not None else replicas, high if high is not None else replicas)
 
 
 def nnodes_range(value: str) -> tuple[int, int] | None:
@@ -47,7 +35,7 @@ def torchrun_nnodes(obj: Object) -> Iterator[tuple[str | None, str, tuple[str | 
 def _range_invalid(obj: Object, ctx: Context) -> Iterator[Violation]:
     if obj.elastic_policy is None:
         return
-    low, high = elastic_range(obj) or (1, 1)
+    low, high = obj.elastic_range or (1, 1)
     if low > high:
         yield Violation(
             f"minReplicas {low} is above maxReplicas {high}",
@@ -74,7 +62,7 @@ def _rdzv_backend(obj: Object, ctx: Context) -> Iterator[Violation]:
 def _elastic_nnodes(obj: Object, ctx: Context) -> Iterator[Violation]:
     if obj.elastic_policy is None:
         return
-    low, high = elastic_range(obj) or (1, 1)
+    low, high = obj.elastic_range or (1, 1)
     for _, value, path in torchrun_nnodes(obj):
         if ":" not in value and low != high:
             yield Violation(

@@ -7,10 +7,10 @@ import re
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
-from trainops.facts.kubeflow import operator_env
+from trainops.core.values import is_placeholder
+from trainops.facts.kubeflow import operator_env_names
 from trainops.kube.launch import launches
 from trainops.kube.objects import Object
-from trainops.kube.values import is_placeholder
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
 
@@ -60,7 +60,7 @@ def _references(text: str) -> list[str]:
 
 def _undefined(obj: Object, ctx: Context) -> Iterator[Violation]:
     if obj.is_kubeflow_job:
-        injected = operator_env(obj.kind, obj.spec)
+        injected = operator_env_names(obj.kind, obj.spec)
         if injected is None:
             return
     elif obj.is_volcano_job:

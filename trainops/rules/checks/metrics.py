@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_dict, as_list
 from trainops.kube.objects import Object
 from trainops.kube.pods import PodTemplate
-from trainops.kube.values import as_dict, as_list
 from trainops.rules.context import Context, same_namespace
 from trainops.rules.model import Rule, Violation
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 from trainops.core.findings import Severity
 from trainops.core.manifest import FieldPath as Path
+from trainops.core.values import as_int
 from trainops.kube.launch import (
     MPI,
     MPI_FLAGS,
@@ -19,7 +20,6 @@ from trainops.kube.launch import (
     shell_script,
 )
 from trainops.kube.objects import Object
-from trainops.kube.values import as_int
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
 

@@ -6,8 +6,8 @@ import re
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_dict, as_list, is_placeholder
 from trainops.kube.objects import Object
-from trainops.kube.values import as_dict, as_list, is_placeholder
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_dict, as_list
 from trainops.facts.gpus import container_gpus
 from trainops.kube.objects import Object
 from trainops.kube.pods import Container, PodTemplate, gpu_products
-from trainops.kube.values import as_dict, as_list
 from trainops.rules.checks.nccl import (
     describe,
     ib_enabled,

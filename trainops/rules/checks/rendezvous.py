@@ -11,9 +11,9 @@ import re
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_dict, is_placeholder
 from trainops.kube.launch import DEEPSPEED, LEGACY_LAUNCH, TORCHRUN, launches
 from trainops.kube.objects import Object
-from trainops.kube.values import as_dict, is_placeholder
 from trainops.rules.context import Context
 from trainops.rules.model import Path, Rule, Violation
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_dict, as_int
 from trainops.facts.gpus import is_gpu_resource
 from trainops.facts.quantity import GIB, parse_quantity
 from trainops.facts.workloads import OTHER_ACCELERATOR
 from trainops.kube.launch import DEEPSPEED, LEGACY_LAUNCH, TORCHRUN, launches
 from trainops.kube.objects import Object
 from trainops.kube.pods import Container, PodTemplate, gpu_products, requests_accelerator
-from trainops.kube.values import as_dict, as_int
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
 

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_dict, as_list
 from trainops.kube.launch import launches
 from trainops.kube.objects import Object
 from trainops.kube.pods import Container, PodTemplate
-from trainops.kube.values import as_dict, as_list
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
 from trainops.rules.writes import write_targets
