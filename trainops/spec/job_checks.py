@@ -308,11 +308,7 @@ def _deepspeed_settings(ds: dict[str, Any], args: list[str], out: Collector) -> 
             f"config `zero_optimization.stage` ({stage}) contradicts `zeroStage`"
             f" ({ds['zeroStage']}): keep one",
         )
-    enabled = [
-        mode
-        for mode, keys in (("bf16", ("bf16", "bfloat16")), ("fp16", ("fp16",)))
-        if any((config.get(k) or {}).get("enabled") for k in keys)
-    ]
+    enabled = ds_facts.enabled_precisions(config)
     if len(enabled) == 2:
         out.add(["deepspeed", "config"], "config enables both bf16 and fp16: DeepSpeed refuses")
     elif enabled and "precision" in ds and ds["precision"] != enabled[0]:

@@ -248,16 +248,12 @@ def _elastic_batch(obj: Object, ctx: Context) -> Iterator[Violation]:
             )
 
 
-def _enabled(config: dict[str, Any], *keys: str) -> bool:
-    return any(as_dict(config.get(k)).get("enabled") is True for k in keys)
-
-
 def _precision(obj: Object, ctx: Context) -> Iterator[Violation]:
     for ds in deepspeed_configs(obj, ctx):
         if ds.config is None:
             continue
-        bf16 = _enabled(ds.config, "bf16", "bfloat16")
-        fp16 = _enabled(ds.config, "fp16")
+        enabled = ds_facts.enabled_precisions(ds.config)
+        bf16, fp16 = "bf16" in enabled, "fp16" in enabled
         if bf16 and fp16:
             yield Violation(f"{ds.source} enables both bf16 and fp16", ds.flag_path)
         options = ds.launch.program_options
