@@ -150,6 +150,9 @@ def elastic_range(spec: Mapping[str, Any]) -> tuple[int, int] | None:
     return count, count
 
 
+# The job kind each spec `framework` renders to (the v1 operators; Trainer v2 renders a TrainJob).
+FRAMEWORK_KINDS: dict[str, str] = {"pytorch": "PyTorchJob", "tensorflow": "TFJob", "mpi": "MPIJob"}
+
 # Replica types that do the work of a batch job and must end: `Always` restarts them forever.
 # Master/Chief/Launcher drive the job; Worker/Evaluator compute. (PS servers too.)
 LEADER_REPLICA_TYPES = frozenset({"master", "chief", "launcher"})

@@ -16,14 +16,13 @@ from typing import Any
 from trainops.facts import deepspeed as ds_config
 from trainops.facts.gpus import DEFAULT_GPU_RESOURCE
 from trainops.facts.kubeflow import PYTORCH_CONTAINER
+from trainops.facts.names import DATA_SYNC_CONTAINER, DEEPSPEED_VOLUME, SHM_VOLUME
 from trainops.facts.nccl import RDMA_CAPABILITY
 from trainops.facts.schedulers import VOLCANO_SCHEDULER
 from trainops.facts.scratch import SCRATCH_ENV, SCRATCH_VOLUMES
 from trainops.render import overrides
 from trainops.spec.model import ClusterProfile, GpuProduct, Rdma, Target, TrainingJob
 
-SHM_VOLUME = "dshm"
-DEEPSPEED_VOLUME = "deepspeed-config"
 METRICS_PORT_NAME = "metrics"
 METRICS_PORT_ENV = "TRAINOPS_METRICS_PORT"
 JOB_LABEL = "trainops.dev/job"
@@ -224,7 +223,7 @@ def _init_containers(job: TrainingJob) -> list[Any]:
         for s in sync.secret_env
     ]
     container: dict[str, Any] = {
-        "name": "data-sync",
+        "name": DATA_SYNC_CONTAINER,
         "image": sync.image,
         "command": list(sync.command),
         "resources": {"limits": {"memory": "2Gi"}, "requests": {"cpu": "1", "memory": "2Gi"}},
