@@ -1,9 +1,10 @@
 """How many modules one field crosses (issue 27: "a field crosses at most 6 modules").
 
 A module references a field when its code (not its docstrings or comments) names it: the
-YAML key as a string (`"maxReplicas"`, `"transport"`), or the spec model's attribute
-(`.max_replicas`, `.transport`) or a keyword of that name. A module that reads the value
-through a shared function (`elastic_range`) does not reference the field: that is the point.
+YAML key as a string (`"maxReplicas"`, `"transport"`), the spec model's attribute
+(`.max_replicas`, `.transport`, read on `elastic` / `network`), a keyword of that name, or the
+model field's declaration. A module that reads the value through a shared function
+(`elastic_range`, `Network.is_rdma`) does not reference the field: that is the point.
 Modules are the Python files of `trainops/` and `trainer/`, at a git revision or in the
 working tree.
 
@@ -31,12 +32,31 @@ class Field:
     """The field's YAML keys, as string constants (spec and built object)."""
     attributes: frozenset[str]
     """The model's attribute or keyword names for it."""
+    owners: frozenset[str]
+    """What the attribute is read on (`x.network.transport`, `net.transport`): `nccl_log.transport`
+    is another thing's."""
 
 
 FIELDS = (
-    Field("elastic.maxReplicas", frozenset({"maxReplicas"}), frozenset({"max_replicas"})),
-    Field("network.transport", frozenset({"transport"}), frozenset({"transport"})),
+    Field(
+        "elastic.maxReplicas",
+        frozenset({"maxReplicas"}),
+        frozenset({"max_replicas"}),
+        frozenset({"elastic"}),
+    ),
+    Field(
+        "network.transport",
+        frozenset({"transport"}),
+        frozenset({"transport"}),
+        frozenset({"network", "net"}),
+    ),
 )
+
+
+def _owner(node: ast.expr) -> str:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
 
 
 def sources(rev: str | None) -> Iterator[tuple[str, str]]:
@@ -81,9 +101,16 @@ def references(text: str, field: Field) -> bool:
             if node.value in field.keys and id(node) not in docstrings:
                 return True
         elif isinstance(node, ast.Attribute) and node.attr in field.attributes:
-            return True
+            if _owner(node.value) in field.owners:
+                return True
         elif isinstance(node, ast.keyword) and node.arg in field.attributes:
             return True
+        elif (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and node.target.id in field.attributes
+        ):
+            return True  # the model's field itself
     return False
 
 

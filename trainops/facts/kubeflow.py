@@ -153,6 +153,14 @@ def elastic_range(spec: Mapping[str, Any]) -> tuple[int, int] | None:
 # The job kind each spec `framework` renders to (the v1 operators; Trainer v2 renders a TrainJob).
 FRAMEWORK_KINDS: dict[str, str] = {"pytorch": "PyTorchJob", "tensorflow": "TFJob", "mpi": "MPIJob"}
 
+
+def set_elastic_range(spec: dict[str, Any], low: int, high: int) -> None:
+    """Write [minReplicas, maxReplicas] into a PyTorchJob's elasticPolicy (which must exist):
+    the keys `elastic_range` reads, kept beside it (run-local scales a job down with it)."""
+    policy = spec["elasticPolicy"]
+    policy["minReplicas"], policy["maxReplicas"] = low, high
+
+
 # Replica types that do the work of a batch job and must end: `Always` restarts them forever.
 # Master/Chief/Launcher drive the job; Worker/Evaluator compute. (PS servers too.)
 LEADER_REPLICA_TYPES = frozenset({"master", "chief", "launcher"})

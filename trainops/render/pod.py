@@ -142,7 +142,7 @@ def scratch(job: TrainingJob) -> tuple[list[Any], list[Any]]:
 def nccl_env(cluster: ClusterProfile) -> dict[str, str]:
     """NCCL settings for the cluster's transport (https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html)."""
     net = cluster.network
-    if net.transport == "rdma" and net.rdma is not None:
+    if net.is_rdma and net.rdma is not None:
         return {
             "NCCL_IB_DISABLE": "0",
             "NCCL_IB_HCA": net.rdma.hca,
@@ -183,7 +183,7 @@ def _resources(
 
 
 def _rdma(cluster: ClusterProfile | None) -> Rdma | None:
-    return cluster.network.rdma if cluster and cluster.network.transport == "rdma" else None
+    return cluster.network.rdma if cluster and cluster.network.is_rdma else None
 
 
 def _volumes(job: TrainingJob) -> tuple[list[Any], list[Any]]:

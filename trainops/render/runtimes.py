@@ -91,7 +91,7 @@ def runtime_spec(
     if cluster is not None:
         env = nccl_env(cluster)
         container["env"] = [{"name": k, "value": v} for k, v in env.items()]
-        rdma = cluster.network.rdma if cluster.network.transport == "rdma" else None
+        rdma = cluster.network.rdma if cluster.network.is_rdma else None
         if rdma is not None:
             container["securityContext"]["capabilities"]["add"] = [RDMA_CAPABILITY]
             if rdma.multus_network:

@@ -177,7 +177,7 @@ def _network_mismatch(obj: Object, ctx: Context) -> Iterator[Violation]:
         settings = rank_nccl_settings(obj, pod)
         values = {s.name: s for s in settings}
         enabling = ib_enabled(settings)
-        if net.transport == "tcp" and enabling is not None:
+        if not net.is_rdma and enabling is not None:
             if ib_forced(enabling):
                 yield Violation(
                     f"{describe(enabling)} forces InfiniBand/RoCE but cluster `{cluster.name}`"
@@ -192,7 +192,7 @@ def _network_mismatch(obj: Object, ctx: Context) -> Iterator[Violation]:
                     enabling.path,
                     Severity.WARNING,
                 )
-        if net.transport == "rdma":
+        if net.is_rdma:
             disable = values.get("NCCL_IB_DISABLE")
             if disable is not None and disable.value not in {None, "0"}:
                 yield Violation(
