@@ -4,8 +4,8 @@
 scales the job down (`adapt.scale`), computes the operator's env for the scaled job
 (`operator_env`), resolves the container's env like the kubelet (`kube`), materialises volumes
 in a work directory (`volumes`), and adapts paths, service names, ports and the program to this
-machine (`adapt`). Every change it makes is listed in `Plan.changes`, so the user knows what the local
-run does not prove.
+machine (`adapt`). Every change it makes is listed in `Plan.changes`, so the user knows what the
+local run does not prove.
 """
 
 from __future__ import annotations
