@@ -16,7 +16,7 @@ from trainops.facts import deepspeed as ds_facts
 from trainops.kube.launch import Launch, launches
 from trainops.kube.objects import Object
 from trainops.kube.pods import Container, PodTemplate
-from trainops.rules.checks.resources import nproc_per_pod
+from trainops.kube.torchrun import nproc_per_pod
 from trainops.rules.context import Context
 from trainops.rules.model import Path, Rule, Violation
 

@@ -5,31 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
-from trainops.core.values import as_int
 from trainops.facts.kubeflow import RDZV_BACKENDS
 from trainops.kube.launch import DEEPSPEED, LEGACY_LAUNCH, TORCHRUN, launches
 from trainops.kube.objects import Object
+from trainops.kube.torchrun import nnodes_range, torchrun_nnodes
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
-
-
-def nnodes_range(value: str) -> tuple[int, int] | None:
-    """torchrun's `--nnodes`: `N` or `MIN:MAX`; None for what we cannot read (`$(PET_NNODES)`)."""
-    low, _, high = value.partition(":")
-    a, b = as_int(low), as_int(high or low)
-    return (a, b) if a is not None and b is not None else None
-
-
-def torchrun_nnodes(obj: Object) -> Iterator[tuple[str | None, str, tuple[str | int, ...]]]:
-    """(replica type, --nnodes value, its path) of every torchrun launch in the job."""
-    for pod in obj.pods:
-        for c in pod.containers():
-            for launch in launches(c):
-                if launch.tool not in {TORCHRUN, LEGACY_LAUNCH}:
-                    continue
-                nnodes = launch.option("nnodes")
-                if nnodes is not None:
-                    yield pod.replica_type, nnodes[0], nnodes[1]
 
 
 def _range_invalid(obj: Object, ctx: Context) -> Iterator[Violation]:

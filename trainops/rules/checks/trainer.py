@@ -9,7 +9,7 @@ from trainops.core.findings import Severity
 from trainops.core.values import as_dict, as_list
 from trainops.facts.trainer import KUEUE_PATCH_MANAGER, PATCH_TIME_FIELD
 from trainops.kube.objects import Object
-from trainops.rules.checks.elastic import nnodes_range, torchrun_nnodes
+from trainops.kube.torchrun import nnodes_range, torchrun_nnodes
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
 
