@@ -49,9 +49,9 @@ TARGETS: dict[str, dict[str, list[str]]] = {
         "tests": ["tests/render/gitops"],
     },
     "rules": {
-        "source_paths": ["trainops/rules/"],
+        "source_paths": ["trainops/rules/", "trainops/kube/"],
         "do_not_mutate": [],
-        "tests": ["tests/rules"],
+        "tests": ["tests/rules", "tests/kube"],
     },
 }
 
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         action="append",
-        help="mutmut mutant-name glob (e.g. 'trainops.rules.objects*'); repeatable",
+        help="mutmut mutant-name glob (e.g. 'trainops.kube.objects*'); repeatable",
     )
     args = parser.parse_args(argv)
     names = args.targets or list(TARGETS)

@@ -30,11 +30,33 @@ def load_deepspeed_config(path: str) -> dict[str, Any]:
     return data
 
 
+# Strings pydantic's lax mode reads as True (DeepSpeed's config models are pydantic models).
+_TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
+
+
+def _enabled(section: Any) -> bool:
+    """`enabled` as DeepSpeed 0.19.8 reads it: `"auto"` is dropped before validation
+    (deepspeed/runtime/config_utils.py DeepSpeedConfigModel.__init__), leaving the default
+    False; otherwise pydantic's lax bool."""
+    value = section.get("enabled", False) if isinstance(section, Mapping) else False
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return value == 1
+    return isinstance(value, str) and value.lower() in _TRUE
+
+
 def deepspeed_precision(ds: Mapping[str, Any]) -> str:
-    """The precision a DeepSpeed config asks for (bf16/fp16 sections, else fp32)."""
-    for name in ("bf16", "fp16"):
-        section = ds.get(name)
-        if isinstance(section, dict) and section.get("enabled") in (True, "auto"):
+    """The precision DeepSpeed trains in with this config (deepspeed/runtime/precision_config.py
+    at 0.19.8): the `bf16` section, or the older `bfloat16` when `bf16` is absent; then `fp16`;
+    else fp32. `"auto"` is not enabled (DeepSpeed drops it; only the HF Trainer fills it in).
+    trainops reads configs the same way (`trainops/facts/deepspeed.py`, which this image does
+    not ship); tests/facts/test_deepspeed_precision.py holds both to DeepSpeed's classes."""
+    bf16 = ds.get("bf16")
+    if bf16 is None:
+        bf16 = ds.get("bfloat16")
+    for name, section in (("bf16", bf16), ("fp16", ds.get("fp16"))):
+        if _enabled(section):
             return name
     return "fp32"
 

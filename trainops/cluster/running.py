@@ -111,7 +111,7 @@ def transports(logs: Logs) -> list[nccl_log.Transport]:
 def socket_fallback(found: list[nccl_log.Transport], profile: ClusterProfile) -> str | None:
     """The finding when NCCL runs over TCP sockets on a cluster whose profile says RDMA."""
     socket = nccl_log.fallbacks(found)
-    if profile.network.transport != "rdma" or not socket:
+    if not profile.network.is_rdma or not socket:
         return None
     pods = ", ".join(sorted({t.pod for t in socket}))
     return (

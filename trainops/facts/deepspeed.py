@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Mapping
 from typing import Any
 
 # The DeepSpeed release whose config classes `trainops/schemas/deepspeed.schema.json` is
@@ -100,6 +101,40 @@ def config_json(config: dict[str, Any]) -> str:
 
 # The HF Trainer fills `"auto"` values from its own arguments before DeepSpeed reads them.
 AUTO = "auto"
+
+# Strings pydantic's lax mode reads as a bool (DeepSpeed's config models are pydantic models):
+# exactly these spellings, any letter case; anything else fails validation.
+_TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
+
+
+def _enabled(section: Any) -> bool:
+    """`enabled` of a DeepSpeed precision section as DeepSpeedBF16Config/DeepSpeedFP16Config
+    read it: `"auto"` is dropped before validation (DeepSpeedConfigModel.__init__, not strict),
+    so it is the default, False; other values are pydantic's lax bool (True, 1, "true", "yes",
+    "on", ...). A value DeepSpeed refuses counts as not enabled (the schema reports it)."""
+    value = section.get("enabled", False) if isinstance(section, Mapping) else False
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return value == 1
+    return isinstance(value, str) and value.lower() in _TRUE
+
+
+def enabled_precisions(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The mixed precisions (`bf16`, `fp16`) a DeepSpeed config enables, as DeepSpeed 0.19.8
+    reads it (deepspeed/runtime/precision_config.py `get_bfloat16_config`,
+    `get_float16_config`): the `bf16` section, or `bfloat16` only when `bf16` is absent or
+    null; `fp16`. Both enabled is a config DeepSpeed refuses (runtime/config.py asserts).
+    The trainer reads it the same way (`trainer/dsconfig.py`);
+    tests/facts/test_deepspeed_precision.py holds both to DeepSpeed's own classes."""
+    bf16 = config.get("bf16")
+    if bf16 is None:
+        bf16 = config.get("bfloat16")
+    return tuple(
+        name
+        for name, section in (("bf16", bf16), ("fp16", config.get("fp16")))
+        if _enabled(section)
+    )
 
 
 def batch_error(config: dict[str, Any], world_size: int, require_batch: bool = True) -> str | None:

@@ -10,7 +10,7 @@ import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from trainops.facts.kubeflow import KUBEFLOW_GROUP
+from trainops.facts.kubeflow import KUBEFLOW_GROUP, elastic_range
 from trainops.facts.trainer import TRAINER_GROUP, TRAINJOB
 
 # Device plugins' resource names: NVIDIA (whole GPUs and MIG slices), AMD, Intel.
@@ -94,11 +94,11 @@ def job_gpus(obj: Mapping[str, Any], products: Collection[str] = ()) -> int:
 
 def min_replicas(obj: Mapping[str, Any], replica_type: str, replicas: int) -> int:
     """Pods of `replica_type` the job can run with: an elastic job's Workers at
-    `elasticPolicy.minReplicas` (torchrun's lower bound), every other type at `replicas`."""
-    elastic = (obj.get("spec") or {}).get("elasticPolicy") or {}
-    low = elastic.get("minReplicas")
-    if replica_type == "Worker" and isinstance(low, int) and not isinstance(low, bool):
-        return min(low, replicas)
+    `elasticPolicy.minReplicas` (torchrun's lower bound, defaulted as the operator does:
+    `elastic_range`), every other type at `replicas`."""
+    span = elastic_range(obj.get("spec") or {})
+    if replica_type == "Worker" and span is not None:
+        return min(span[0], replicas)
     return replicas
 
 

@@ -12,8 +12,12 @@ https://github.com/kubeflow/trainer/blob/release-1.9/pkg/controller.v1/pytorch/e
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from trainops.core.values import as_dict, as_int
+from trainops.facts.trainer import NODE_CONTAINER, TRAINJOB
 
 KUBEFLOW_GROUP = "kubeflow.org"
 KUBEFLOW_VERSION = "v1"
@@ -24,6 +28,14 @@ TENSORFLOW_CONTAINER = "tensorflow"
 # The MPI Operator takes the first container of each replica; these are its examples' names.
 MPI_LAUNCHER_CONTAINER = "mpi-launcher"
 MPI_WORKER_CONTAINER = "mpi-worker"
+# The training container: the one each controller configures by name (the PyTorchJob's port
+# and env, TF_CONFIG, a TrainJob's `trainer` fields), else the first (the MPI Operator takes
+# the first; the PyTorchJob defaulter falls back to it: getDefaultContainerIndex).
+TRAINING_CONTAINER: dict[str, str] = {
+    "PyTorchJob": PYTORCH_CONTAINER,
+    "TFJob": TENSORFLOW_CONTAINER,
+    TRAINJOB: NODE_CONTAINER,
+}
 # MPIJob APIs: the MPI Operator's (SSH, mpiImplementation) and the Training Operator's v1.
 MPIJOB_V2BETA1 = "kubeflow.org/v2beta1"
 MPIJOB_V1 = "kubeflow.org/v1"
@@ -105,6 +117,55 @@ REPLICA_TYPES: dict[str, tuple[str, ...]] = {
     "MPIJob": ("Launcher", "Worker"),
 }
 
+# `replicas` of a replica spec that names none (setDefaultReplicas, every kind).
+DEFAULT_REPLICAS = 1
+
+# What the PyTorchJob defaulter adds (release-1.9 pkg/apis/kubeflow.org/v1/pytorch_defaults.go
+# and pytorch_types.go): a port named `pytorchjob-port` on the `pytorch` container when it
+# declares none (PyTorchJobDefaultPort / PyTorchJobDefaultPortName); `spec.nprocPerNode` when
+# absent, "auto" (torchrun counts the GPUs; DefaultNprocPerNode); and the rendezvous backend
+# the elastic env names when `rdzvBackend` is unset (BackendC10D, elastic.go).
+PYTORCH_DEFAULT_PORT = 23456
+PYTORCH_PORT_NAME = "pytorchjob-port"
+PYTORCH_DEFAULT_NPROC_PER_NODE = "auto"
+DEFAULT_RDZV_BACKEND = "c10d"
+
+
+def elastic_range(spec: Mapping[str, Any]) -> tuple[int, int] | None:
+    """A PyTorchJob's elastic range, [minReplicas, maxReplicas], as the operator's defaulter
+    completes it (release-1.9 pytorch_defaults.go `setElasticPolicy`, the one convention every
+    reader uses): both written, as written; only one written, the other takes its value; neither,
+    both are the Worker replicas (themselves defaulted to 1). None without an `elasticPolicy`.
+    https://github.com/kubeflow/trainer/blob/v1.9.4/pkg/apis/kubeflow.org/v1/pytorch_defaults.go
+    """
+    policy = spec.get("elasticPolicy")
+    if not isinstance(policy, dict):
+        return None
+    low, high = as_int(policy.get("minReplicas")), as_int(policy.get("maxReplicas"))
+    if low is not None and high is not None:
+        return low, high
+    if high is not None:
+        return high, high
+    if low is not None:
+        return low, low
+    workers = as_int(
+        as_dict(as_dict(spec.get("pytorchReplicaSpecs")).get("Worker")).get("replicas")
+    )
+    count = DEFAULT_REPLICAS if workers is None else workers
+    return count, count
+
+
+# The job kind each spec `framework` renders to (the v1 operators; Trainer v2 renders a TrainJob).
+FRAMEWORK_KINDS: dict[str, str] = {"pytorch": "PyTorchJob", "tensorflow": "TFJob", "mpi": "MPIJob"}
+
+
+def set_elastic_range(spec: dict[str, Any], low: int, high: int) -> None:
+    """Write [minReplicas, maxReplicas] into a PyTorchJob's elasticPolicy (which must exist):
+    the keys `elastic_range` reads, kept beside it (run-local scales a job down with it)."""
+    policy = spec["elasticPolicy"]
+    policy["minReplicas"], policy["maxReplicas"] = low, high
+
+
 # Replica types that do the work of a batch job and must end: `Always` restarts them forever.
 # Master/Chief/Launcher drive the job; Worker/Evaluator compute. (PS servers too.)
 LEADER_REPLICA_TYPES = frozenset({"master", "chief", "launcher"})
@@ -180,8 +241,9 @@ MPIJOB = frozenset(
 )  # fmt: skip
 
 
-def operator_env(kind: str, spec: dict[str, Any]) -> frozenset[str] | None:
-    """Env the operator sets in every container of a job of this kind and shape.
+def operator_env_names(kind: str, spec: dict[str, Any]) -> frozenset[str] | None:
+    """Names of the env the operator sets in every container of a job of this kind and shape
+    (their values, for a PyTorchJob: `trainops.runlocal.operator_env`).
 
     None when we do not model the kind's env (the rule then stays silent).
     """

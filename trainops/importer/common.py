@@ -206,7 +206,7 @@ def pod_fields(
     annotations = dict(meta.get("annotations") or {})
     if annotations.get(ISTIO) == "false":
         del annotations[ISTIO]
-    rdma = cluster.network.rdma if cluster.network.transport == "rdma" else None
+    rdma = cluster.network.rdma if cluster.network.is_rdma else None
     if rdma and annotations.get(MULTUS_ANNOTATION) == rdma.multus_network:
         del annotations[MULTUS_ANNOTATION]
     labels = scheduler_keys(labels, cluster, notes, [*where[:-1], "metadata", "labels"])

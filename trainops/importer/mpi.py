@@ -17,6 +17,7 @@ from trainops.facts.kubeflow import (
     MPIJOB_SERVED_BY,
     MPIJOB_V1,
     MPIJOB_V2BETA1,
+    REPLICA_TYPES,
 )
 from trainops.importer import common
 from trainops.importer.launch import PYTHONS
@@ -32,7 +33,6 @@ from trainops.importer.mpirun import (
 from trainops.importer.notes import Notes
 from trainops.importer.pod import normalised_template
 from trainops.render.pod import METRICS_PORT_ENV, nccl_env
-from trainops.spec.job_checks import FRAMEWORK_REPLICA_TYPES
 from trainops.spec.model import ClusterProfile
 
 KINDS = ((MPIJOB_V2BETA1, "MPIJob"), (MPIJOB_V1, "MPIJob"))
@@ -64,9 +64,7 @@ def import_mpijob(  # noqa: C901, PLR0912, PLR0915
     spec = obj.get("spec") or {}
     common.unknown_keys(spec, SPEC_KEYS[api], f"MPIJob {api}", notes, ["spec"])
     specs = spec.get(REPLICAS_KEY) or {}
-    common.unknown_replica_types(
-        specs, FRAMEWORK_REPLICA_TYPES["mpi"], "MPIJob", REPLICAS_KEY, notes
-    )
+    common.unknown_replica_types(specs, REPLICA_TYPES["MPIJob"], "MPIJob", REPLICAS_KEY, notes)
     launcher, worker = specs.get("Launcher") or {}, specs.get("Worker") or {}
     if launcher.get("template") is None or worker.get("template") is None:
         notes.add(["spec", REPLICAS_KEY], "no Launcher and Worker templates: nothing to import")

@@ -8,8 +8,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from trainops.facts.names import SHM_VOLUME
 from trainops.importer.notes import Notes
-from trainops.render.pod import SHM_VOLUME
 from trainops.spec.job_checks import RESERVED_ENV
 from trainops.spec.metadata import owner
 from trainops.spec.model import ClusterProfile

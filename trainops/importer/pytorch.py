@@ -7,12 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from trainops.core.yamlio import Document
-from trainops.facts.kubeflow import PYTORCH_CONTAINER
+from trainops.facts.kubeflow import PYTORCH_CONTAINER, REPLICA_TYPES
 from trainops.importer import common
 from trainops.importer.launch import read_program
 from trainops.importer.notes import Notes
 from trainops.importer.pod import normalised_template, training_container
-from trainops.spec.job_checks import FRAMEWORK_REPLICA_TYPES
 from trainops.spec.model import ClusterProfile
 
 KIND = ("kubeflow.org/v1", "PyTorchJob")
@@ -33,7 +32,7 @@ def import_pytorchjob(  # noqa: C901, PLR0912, PLR0915
     common.unknown_keys(spec, SPEC_KEYS, "PyTorchJob", notes, ["spec"])
     replicas_specs = spec.get(REPLICAS_KEY) or {}
     common.unknown_replica_types(
-        replicas_specs, FRAMEWORK_REPLICA_TYPES["pytorch"], "PyTorchJob", REPLICAS_KEY, notes
+        replicas_specs, REPLICA_TYPES["PyTorchJob"], "PyTorchJob", REPLICAS_KEY, notes
     )
     elastic = spec.get("elasticPolicy")
     master, worker = replicas_specs.get("Master"), replicas_specs.get("Worker")

@@ -10,18 +10,17 @@ from typing import Any
 
 from trainops.core.yamlio import Document
 from trainops.facts.gpus import container_gpus
-from trainops.facts.kubeflow import TENSORFLOW_CONTAINER
+from trainops.facts.kubeflow import REPLICA_TYPES, TENSORFLOW_CONTAINER
 from trainops.importer import common
 from trainops.importer.launch import PYTHONS
 from trainops.importer.notes import Notes
 from trainops.importer.pod import normalised_template, training_container
-from trainops.spec.job_checks import FRAMEWORK_REPLICA_TYPES
 from trainops.spec.model import ClusterProfile
 
 KIND = ("kubeflow.org/v1", "TFJob")
 REPLICAS_KEY = "tfReplicaSpecs"
 SPEC_KEYS = {REPLICAS_KEY, "runPolicy", "successPolicy"}
-TYPES = FRAMEWORK_REPLICA_TYPES["tensorflow"]
+TYPES = REPLICA_TYPES["TFJob"]
 # TFJob successPolicy -> the spec's (render/tfjob.py SUCCESS_POLICIES, reversed).
 SUCCESS_POLICIES = {"": "ChiefOrWorker0", "AllWorkers": "AllWorkers"}
 

@@ -17,14 +17,13 @@ from trainops.facts import deepspeed as ds_config
 from trainops.facts.gpus import DEFAULT_GPU_RESOURCE
 from trainops.facts.kubeflow import PYTORCH_CONTAINER
 from trainops.facts.monitoring import METRICS_PORT_NAME
+from trainops.facts.names import DATA_SYNC_CONTAINER, DEEPSPEED_VOLUME, SHM_VOLUME
 from trainops.facts.nccl import RDMA_CAPABILITY
 from trainops.facts.schedulers import VOLCANO_SCHEDULER
 from trainops.facts.scratch import SCRATCH_ENV, SCRATCH_VOLUMES
 from trainops.render import overrides
 from trainops.spec.model import ClusterProfile, GpuProduct, Rdma, Target, TrainingJob
 
-SHM_VOLUME = "dshm"
-DEEPSPEED_VOLUME = "deepspeed-config"
 METRICS_PORT_ENV = "TRAINOPS_METRICS_PORT"
 JOB_LABEL = "trainops.dev/job"
 MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
@@ -144,7 +143,7 @@ def scratch(job: TrainingJob) -> tuple[list[Any], list[Any]]:
 def nccl_env(cluster: ClusterProfile) -> dict[str, str]:
     """NCCL settings for the cluster's transport (https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html)."""
     net = cluster.network
-    if net.transport == "rdma" and net.rdma is not None:
+    if net.is_rdma and net.rdma is not None:
         return {
             "NCCL_IB_DISABLE": "0",
             "NCCL_IB_HCA": net.rdma.hca,
@@ -185,7 +184,7 @@ def _resources(
 
 
 def _rdma(cluster: ClusterProfile | None) -> Rdma | None:
-    return cluster.network.rdma if cluster and cluster.network.transport == "rdma" else None
+    return cluster.network.rdma if cluster and cluster.network.is_rdma else None
 
 
 def _volumes(job: TrainingJob) -> tuple[list[Any], list[Any]]:
@@ -225,7 +224,7 @@ def _init_containers(job: TrainingJob) -> list[Any]:
         for s in sync.secret_env
     ]
     container: dict[str, Any] = {
-        "name": "data-sync",
+        "name": DATA_SYNC_CONTAINER,
         "image": sync.image,
         "command": list(sync.command),
         "resources": {"limits": {"memory": "2Gi"}, "requests": {"cpu": "1", "memory": "2Gi"}},

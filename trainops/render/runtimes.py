@@ -126,7 +126,7 @@ def _network(cluster: ClusterProfile, container: dict[str, Any], pod_meta: dict[
     """NCCL's environment for the cluster's fabric; RDMA's capability and Multus network."""
     env = nccl_env(cluster)
     container["env"] = [{"name": k, "value": v} for k, v in env.items()]
-    rdma = cluster.network.rdma if cluster.network.transport == "rdma" else None
+    rdma = cluster.network.rdma if cluster.network.is_rdma else None
     if rdma is not None:
         container["securityContext"]["capabilities"]["add"] = [RDMA_CAPABILITY]
         if rdma.multus_network:

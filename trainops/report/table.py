@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from trainops.core.manifest import Manifest
+from trainops.core.values import as_dict
 from trainops.facts import pod_security as pss
 from trainops.facts.gpus import job_gpus
-from trainops.facts.kubeflow import KUBEFLOW_REPLICA_KEYS, REPLICA_TYPES
+from trainops.facts.kubeflow import REPLICA_TYPES
 from trainops.facts.schedulers import KUEUE_QUEUE_LABEL
-from trainops.rules.context import Context
-from trainops.rules.objects import Object
-from trainops.rules.trainjob import node_pod
+from trainops.kube.objects import Object
+from trainops.kube.trainjob import find_runtime
 from trainops.spec.model import ClusterProfile
 
 # The training job kinds `trainops render` writes, one row each.
@@ -30,11 +30,6 @@ COLUMNS = (
     "nccl",
     "pod security",
 )
-
-
-def _container_env(template: dict[str, Any]) -> dict[str, str]:
-    container = template["spec"]["containers"][0]  # the training container comes first
-    return {e["name"]: e.get("value", "") for e in container.get("env", [])}
 
 
 def _reason(breach: pss.Breach) -> str:
@@ -65,46 +60,35 @@ def summarize(
     cluster: ClusterProfile, job: dict[str, Any], runtime: dict[str, Any] | None = None
 ) -> dict[str, str]:
     """One table row from a built PyTorchJob, TFJob or MPIJob, or a TrainJob and the runtime it
-    references. The GPU product and NCCL mode are the Workers' (the pods that train; an MPI
-    Launcher has neither)."""
-    spec = job["spec"]
-    gpus = job_gpus(job, {g.resource for g in cluster.gpus})
-    if job["kind"] == "TrainJob":
-        pod = node_pod(job, runtime)
-        template: dict[str, Any] = pod.template
-        templates = [template]
-        pods = pod.replicas or 1
-        shape = f"TrainJob {pod.replica_type}"
+    references, read through `trainops.kube`. The GPU product and NCCL mode are the Workers'
+    (the pods that train; an MPI Launcher has neither)."""
+    obj = Object(Manifest(job), Object(Manifest(runtime)) if runtime is not None else None)
+    training = obj.replica("Worker") or obj.pods[0]
+    span = obj.elastic_range
+    if obj.is_trainjob:
+        shape = f"TrainJob {training.replica_type}"
+    elif span is not None:
+        shape = f"elastic {span[0]}-{span[1]}"
     else:
-        replicas = spec[KUBEFLOW_REPLICA_KEYS[job["kind"]]]
-        pods = sum(r.get("replicas", 1) for r in replicas.values())
-        training = replicas.get("Worker") or next(iter(replicas.values()))
-        template = training["template"]
-        templates = [r["template"] for r in replicas.values()]
-        elastic = spec.get("elasticPolicy")
-        order = REPLICA_TYPES[job["kind"]]
-        shape = (
-            f"elastic {elastic['minReplicas']}-{elastic['maxReplicas']}"
-            if elastic
-            else "+".join(sorted(replicas, key=order.index))
-        )
-    scheduler = template["spec"].get("schedulerName") or (
-        "kueue" if KUEUE_QUEUE_LABEL in job["metadata"].get("labels", {}) else "default"
-    )
-    env = _container_env(template)
+        order = REPLICA_TYPES[obj.kind]
+        shape = "+".join(sorted((str(p.replica_type) for p in obj.pods), key=order.index))
+    labels = as_dict(obj.manifest.metadata.get("labels"))
+    scheduler = training.scheduler_name or ("kueue" if KUEUE_QUEUE_LABEL in labels else "default")
+    container = obj.training_container(training)
+    env = {k: v.value or "" for k, v in container.env.items()} if container else {}
     nccl = {"0": "rdma", "1": "tcp"}.get(env.get("NCCL_IB_DISABLE", ""), "-")
-    product = ",".join(template["spec"].get("nodeSelector", {}).values()) or "-"
+    selector = as_dict(training.spec.get("nodeSelector"))
     return {
         "cluster": cluster.name,
-        "job": job["metadata"]["name"],
-        "namespace": job["metadata"].get("namespace", ""),
+        "job": obj.name,
+        "namespace": obj.namespace or "",
         "shape": shape,
-        "pods": str(pods),
-        "gpus": str(gpus),
-        "gpu product": product,
+        "pods": str(obj.pod_count()),
+        "gpus": str(job_gpus(job, {g.resource for g in cluster.gpus})),
+        "gpu product": ",".join(str(v) for v in selector.values()) or "-",
         "scheduler": scheduler,
         "nccl": nccl,
-        "pod security": pod_security(templates),
+        "pod security": pod_security([p.template for p in obj.pods]),
     }
 
 
@@ -117,12 +101,12 @@ def format_table(rows: list[dict[str, str]]) -> str:
 
 def rows(cluster: ClusterProfile, built: list[Manifest]) -> list[dict[str, str]]:
     """A row per training job in one cluster's build; a TrainJob is read with the runtime it
-    references, which the rules' `Context` finds in the same build."""
-    context = Context([Object(m) for m in built])  # the one line to point at trainops.kube
+    references, found in the same build as the Trainer finds it."""
+    objects = [m.data for m in built]
     out = []
-    for obj in context.objects:
-        if obj.kind in KINDS:
-            out.append(summarize(cluster, obj.data))
-        elif obj.is_trainjob:
-            out.append(summarize(cluster, obj.data, obj.runtime.data if obj.runtime else None))
+    for obj in objects:
+        if obj.get("kind") in KINDS:
+            out.append(summarize(cluster, obj))
+        elif obj.get("kind") == "TrainJob":
+            out.append(summarize(cluster, obj, find_runtime(obj, objects)))
     return out

@@ -1,7 +1,7 @@
 """What a check may look up besides its object: the whole manifest set (ConfigMaps,
 Services, claims, for cross-object rules) through indexes built once, and the cluster profile.
 
-How one object reads is `trainops.rules.objects` (pod templates) and `trainops.rules.pods`
+How one object reads is `trainops.kube.objects` (pod templates) and `trainops.kube.pods`
 (containers); `Context` only finds things.
 """
 
@@ -11,11 +11,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from trainops.facts.trainer import CLUSTER_TRAINING_RUNTIME, TRAINER_GROUP, TRAINING_RUNTIME
-from trainops.rules.lazy import lazy
-from trainops.rules.objects import Object
-from trainops.rules.pods import PodTemplate
-from trainops.rules.values import as_dict
+from trainops.core.values import as_dict
+from trainops.kube.lazy import lazy
+from trainops.kube.objects import Object
+from trainops.kube.pods import PodTemplate
+from trainops.kube.trainjob import is_runtime_for, runtime_ref
 from trainops.spec.model import ClusterProfile
 
 
@@ -67,18 +67,9 @@ class Context:
         """Give each TrainJob its runtime, so its pods are the Trainer's merge of both."""
         for obj in self.objects:
             if obj.is_trainjob and obj.runtime is None:
-                ref = as_dict(obj.spec.get("runtimeRef"))
-                kind = str(ref.get("kind", CLUSTER_TRAINING_RUNTIME))
-                name = str(ref.get("name", ""))
-                namespace = obj.namespace if kind == TRAINING_RUNTIME else None
-                obj.runtime = next(
-                    (
-                        o
-                        for o in self._by_kind_name.get((kind, name), [])
-                        if o.group == TRAINER_GROUP and same_namespace(o.namespace, namespace)
-                    ),
-                    None,
-                )
+                ref = runtime_ref(obj.data)
+                candidates = self._by_kind_name.get((ref[0], ref[1]), [])
+                obj.runtime = next((o for o in candidates if is_runtime_for(ref, o.data)), None)
 
     @lazy
     def _by_kind(self) -> dict[str, list[Object]]:

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from trainops.core.findings import Severity
 from trainops.core.manifest import FieldPath
+from trainops.kube.objects import Object
 from trainops.rules.context import Context
-from trainops.rules.objects import Object
 
 Path = FieldPath
 

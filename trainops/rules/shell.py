@@ -14,8 +14,8 @@ import shlex
 from dataclasses import dataclass
 
 from trainops.core.manifest import FieldPath as Path
-from trainops.rules.launch import OTHER, classify, shell_script
-from trainops.rules.pods import Container
+from trainops.kube.launch import OTHER, classify, shell_script
+from trainops.kube.pods import Container
 
 # Programs that train when a script runs them, beside what `launch.classify` recognises
 # (torchrun, python, deepspeed, mpirun, horovodrun): Hugging Face accelerate, and a script

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from trainops.rules.objects import Object
+from trainops.kube.objects import Object
 
 WAIVER_PREFIX = "trainops.dev/waive."
 

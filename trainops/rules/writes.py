@@ -7,7 +7,7 @@ import posixpath
 import re
 
 from trainops.core.manifest import FieldPath as Path
-from trainops.rules.launch import Launch, option_key
+from trainops.kube.launch import Launch, option_key
 
 # Commands that write files, and where. Only destinations a command names explicitly count:
 # a download into the working directory (`wget URL`, `curl -O`) is not resolved.

@@ -18,6 +18,7 @@ from typing import Any
 
 from trainops import __version__
 from trainops.core.errors import InputError, Problem
+from trainops.facts.kubeflow import elastic_range, set_elastic_range
 from trainops.runlocal.operator_env import container, nproc_per_node, replica_count, replica_specs
 from trainops.runlocal.options import Options
 
@@ -48,13 +49,12 @@ def scale(job: dict[str, Any], local: int, procs: int, changes: list[str]) -> di
         specs["Worker"]["replicas"] = local
     if local != before:
         changes.append(f"replicas: {before} pods -> {local} local process groups (--replicas)")
-    elastic = scaled["spec"].get("elasticPolicy")
-    if elastic is not None:
-        low = int(elastic.get("minReplicas", before))
-        high = int(elastic.get("maxReplicas", before))
+    span = elastic_range(job["spec"])
+    if span is not None:
+        low, high = span
         new_low, new_high = min(low, local), local
         if (new_low, new_high) != (low, high):
-            elastic["minReplicas"], elastic["maxReplicas"] = new_low, new_high
+            set_elastic_range(scaled["spec"], new_low, new_high)
             changes.append(
                 f"elasticPolicy: min/max replicas {low}:{high} -> {new_low}:{new_high}"
                 " (PET_NNODES; with max = the local pods the rendezvous closes as soon as all"

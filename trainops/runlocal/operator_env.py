@@ -13,20 +13,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-REPLICA_TYPES = ("Master", "Worker")
-"""PyTorchJob replica types in the order pods are listed (Master is rank 0)."""
+from trainops.facts.kubeflow import (
+    DEFAULT_RDZV_BACKEND,
+    DEFAULT_REPLICAS,
+    PYTORCH_CONTAINER,
+    PYTORCH_DEFAULT_NPROC_PER_NODE,
+    PYTORCH_DEFAULT_PORT,
+    PYTORCH_PORT_NAME,
+    REPLICA_TYPES,
+    default_restart_policy,
+    elastic_range,
+)
+from trainops.kube.pods import training_container_index
 
-# The defaulter adds this port, named `pytorchjob-port`, to the container named `pytorch` when
-# it declares none (kubeflow.org/v1 PyTorchJobDefaultPort / PyTorchJobDefaultPortName).
-DEFAULT_PORT = 23456
-PORT_NAME = "pytorchjob-port"
-CONTAINER_NAME = "pytorch"
-# The defaulter sets `spec.nprocPerNode` to "auto" when absent (torchrun counts the GPUs).
-DEFAULT_NPROC_PER_NODE = "auto"
-# elasticPolicy.rdzvBackend default (kubeflowv1.BackendC10D).
-DEFAULT_RDZV_BACKEND = "c10d"
-# The default replica restart policy of a PyTorchJob (kubeflowv1 DefaultRestartPolicy).
-DEFAULT_RESTART_POLICY = "OnFailure"
+KIND = "PyTorchJob"
 
 
 @dataclass(frozen=True)
@@ -52,16 +52,16 @@ def replica_specs(job: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def replica_count(spec: dict[str, Any]) -> int:
-    """`replicas` defaults to 1 (the operator's setDefaultReplicas)."""
-    return int(spec.get("replicas", 1))
+    """`replicas`, defaulted as the operator's setDefaultReplicas does."""
+    return int(spec.get("replicas", DEFAULT_REPLICAS))
 
 
 def replicas(job: dict[str, Any]) -> list[Replica]:
-    """Every pod of the job, Master first, in index order."""
+    """Every pod of the job, Master first (rank 0), in index order."""
     specs = replica_specs(job)
     return [
         Replica(rtype, i)
-        for rtype in REPLICA_TYPES
+        for rtype in REPLICA_TYPES[KIND]
         if rtype in specs
         for i in range(replica_count(specs[rtype]))
     ]
@@ -70,25 +70,22 @@ def replicas(job: dict[str, Any]) -> list[Replica]:
 def container(template: dict[str, Any]) -> dict[str, Any]:
     """The container the operator configures: the one named `pytorch` (else the first)."""
     containers: list[dict[str, Any]] = template["spec"]["containers"]
-    for c in containers:
-        if c.get("name") == CONTAINER_NAME:
-            return c
-    return containers[0]
+    return containers[training_container_index(containers, PYTORCH_CONTAINER)]
 
 
 def pytorch_port(job: dict[str, Any], rtype: str) -> int:
     """The `pytorchjob-port` of `rtype`'s container, or the default the defaulter adds."""
     spec = replica_specs(job).get(rtype)
     if spec is None:
-        return DEFAULT_PORT
+        return PYTORCH_DEFAULT_PORT
     for port in container(spec["template"]).get("ports", []):
-        if port.get("name") == PORT_NAME:
+        if port.get("name") == PYTORCH_PORT_NAME:
             return int(port["containerPort"])
-    return DEFAULT_PORT
+    return PYTORCH_DEFAULT_PORT
 
 
 def nproc_per_node(job: dict[str, Any]) -> str:
-    return str(job["spec"].get("nprocPerNode", DEFAULT_NPROC_PER_NODE))
+    return str(job["spec"].get("nprocPerNode", PYTORCH_DEFAULT_NPROC_PER_NODE))
 
 
 def _nproc_int(job: dict[str, Any]) -> int:
@@ -139,10 +136,7 @@ def operator_env(job: dict[str, Any], replica: Replica) -> list[tuple[str, str]]
     port_ = elastic.get("rdzvPort") or pytorch_port(job, "Worker")
     env.append(("PET_RDZV_ENDPOINT", f"{host}:{port_}"))
     env.append(("PET_RDZV_BACKEND", str(elastic.get("rdzvBackend") or DEFAULT_RDZV_BACKEND)))
-    workers = replica_count(specs.get("Worker", {}))
-    # The defaulter fills a missing min/max with the Worker replica count.
-    low = elastic.get("minReplicas", workers)
-    high = elastic.get("maxReplicas", workers)
+    low, high = elastic_range(spec) or (total, total)
     env.append(("PET_NNODES", f"{low}:{high}"))
     if "maxRestarts" in elastic:
         env.append(("PET_MAX_RESTARTS", str(elastic["maxRestarts"])))
@@ -159,4 +153,5 @@ def operator_env(job: dict[str, Any], replica: Replica) -> list[tuple[str, str]]
 
 
 def restart_policy(job: dict[str, Any], rtype: str) -> str:
-    return str(replica_specs(job)[rtype].get("restartPolicy", DEFAULT_RESTART_POLICY))
+    default = default_restart_policy(str(job.get("apiVersion", "")), KIND, rtype)
+    return str(replica_specs(job)[rtype].get("restartPolicy", default))

@@ -3,9 +3,9 @@
 `make_plan` is everything run-local decides before a process starts, and it starts none: it
 scales the job down (`adapt.scale`), computes the operator's env for the scaled job
 (`operator_env`), resolves the container's env like the kubelet (`kube`), materialises volumes
-in a work directory, and adapts paths, service names, ports and the program to this machine
-(`adapt`). Every change it makes is listed in `Plan.changes`, so the user knows what the local
-run does not prove.
+in a work directory (`volumes`), and adapts paths, service names, ports and the program to this
+machine (`adapt`). Every change it makes is listed in `Plan.changes`, so the user knows what the
+local run does not prove.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from trainops.core.errors import InputError, Problem
+from trainops.facts.kubeflow import default_clean_pod_policy, elastic_range
 from trainops.runlocal import kube
 from trainops.runlocal.adapt import (
     LOCAL_HOST,
@@ -27,7 +28,6 @@ from trainops.runlocal.adapt import (
     host_rewriter,
     image_is_ours,
     local_command,
-    path_rewriter,
     renumber_arg,
     scale,
     trainer_root,
@@ -43,6 +43,7 @@ from trainops.runlocal.operator_env import (
 )
 from trainops.runlocal.options import Options
 from trainops.runlocal.source import BuiltJob
+from trainops.runlocal.volumes import Volumes
 
 DEFAULT_LOCAL_REPLICAS = 2
 """Two pods are the smallest job that still rendezvous across pods."""
@@ -50,8 +51,6 @@ MAX_GRACE_SECONDS = 30
 """Local cap on terminationGracePeriodSeconds: a small local run checkpoints in seconds."""
 DEFAULT_GRACE_SECONDS = 30
 """Kubernetes' default terminationGracePeriodSeconds."""
-SHM_PATH = "/dev/shm"
-"""A Memory emptyDir at /dev/shm only enlarges shared memory: locally the host's is used."""
 # Variables a caller's shell may carry (a run-local inside torchrun, a CI job) that would leak
 # into the replicas and change what torchrun does; a pod starts without them.
 _INHERITED_LAUNCHER_VARS = re.compile(
@@ -128,15 +127,6 @@ def _procs(env: list[tuple[str, str]]) -> int:
 
 
 @dataclass
-class _Volumes:
-    """Pod mount paths -> local directories, shared (claims, ConfigMaps) or per replica."""
-
-    shared: list[tuple[str, Path]] = field(default_factory=list)
-    per_replica: list[tuple[str, str]] = field(default_factory=list)
-    """(mountPath, volume name): emptyDirs, one local directory per replica."""
-
-
-@dataclass
 class _Planner:
     """The state shared by every replica's launch while one plan is made."""
 
@@ -156,6 +146,13 @@ class _Planner:
     notes: list[str] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)
     """Volumes, init containers and ports already reported (each is reported once)."""
+
+    @property
+    def volumes(self) -> Volumes:
+        """The pod volumes' local directories (reported once per run, like every change)."""
+        return Volumes(
+            self.built, self.options, self.workdir, self.changes, self.warnings, self.seen
+        )
 
     def warn(self, line: str) -> None:
         if line not in self.warnings:
@@ -205,87 +202,6 @@ class _Planner:
     def threads_for(self) -> int:
         return len(replicas(self.scaled)) * self.options.procs_per_replica
 
-    # Over the complexity limits: the kube branch splits plan.py; split after merging.
-    def _volumes(self, template: dict[str, Any]) -> _Volumes:  # noqa: C901, PLR0912
-        """Each mounted volume's local directory; ConfigMaps/Secrets written out, claims shared."""
-        options, workdir = self.options, self.workdir
-        changes, warnings, seen = self.changes, self.warnings, self.seen
-        out = _Volumes()
-        c = container(template)
-        volumes = {v["name"]: v for v in template["spec"].get("volumes", [])}
-        for mount in c.get("volumeMounts", []):
-            path = str(mount["mountPath"])
-            name = str(mount["name"])
-            volume = volumes.get(name, {})
-            sub = str(mount.get("subPath", ""))
-            first = f"volume:{name}" not in seen
-            seen.add(f"volume:{name}")
-            if path == SHM_PATH:
-                if first:
-                    changes.append(f"volume {name} at {SHM_PATH}: the host's shared memory")
-                continue
-            if name in options.volumes:
-                local = Path(options.volumes[name]).resolve()
-                if first:
-                    changes.append(f"volume {name} at {path}: {local} (--volume)")
-            elif "configMap" in volume or "secret" in volume:
-                local = self._materialise(name, volume, first)
-                if first:
-                    changes.append(f"volume {name} at {path}: materialised in {local}")
-            elif "persistentVolumeClaim" in volume:
-                claim = volume["persistentVolumeClaim"]["claimName"]
-                local = workdir / "claims" / claim
-                local.mkdir(parents=True, exist_ok=True)
-                if first:
-                    changes.append(
-                        f"volume {name} at {path}: claim {claim} -> empty {local}, shared by all"
-                        " replicas (mount a real directory with --volume)"
-                    )
-            elif "emptyDir" in volume:
-                out.per_replica.append((path, name))
-                if first:
-                    changes.append(f"volume {name} at {path}: an empty directory per replica")
-                continue
-            else:
-                local = workdir / "volumes" / name
-                local.mkdir(parents=True, exist_ok=True)
-                if first:
-                    kind = ", ".join(sorted(k for k in volume if k != "name")) or "undefined"
-                    warnings.append(f"volume {name} at {path} ({kind}) is an empty directory here")
-            out.shared.append((path, local / sub if sub else local))
-        return out
-
-    def _materialise(self, name: str, volume: dict[str, Any], first: bool) -> Path:
-        """Write a ConfigMap/Secret volume's files as the pod would see them."""
-        built, workdir, warnings = self.built, self.workdir, self.warnings
-        kind = "configMap" if "configMap" in volume else "secret"
-        source = volume[kind]
-        obj_name = str(source.get("name") or source.get("secretName"))
-        store = built.config_maps if kind == "configMap" else built.secrets
-        local = workdir / "volumes" / name
-        local.mkdir(parents=True, exist_ok=True)
-        obj = store.get(obj_name)
-        if obj is None:
-            if first:
-                warnings.append(
-                    f"volume {name}: {kind} {obj_name!r} is not in the built objects: empty here"
-                )
-            return local
-        for rel, content in kube.volume_files(obj, source.get("items")).items():
-            target = local / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(content, encoding="utf-8")
-        return local
-
-    def _mounts(self, template: dict[str, Any], pod_dir: Path) -> Callable[[str], str]:
-        vols = self._volumes(template)
-        mounts = list(vols.shared)
-        for path, vol_name in vols.per_replica:
-            local_dir = pod_dir / "volumes" / vol_name
-            local_dir.mkdir(parents=True, exist_ok=True)
-            mounts.append((path, local_dir))
-        return path_rewriter(mounts)
-
     def launch(self, pod: Replica, first: bool) -> Launch:
         template = replica_specs(self.scaled)[pod.type]["template"]
         c = container(template)
@@ -296,7 +212,7 @@ class _Planner:
             )
         pod_dir = self.workdir / "pods" / pod.name
         pod_dir.mkdir(parents=True, exist_ok=True)
-        paths = self._mounts(template, pod_dir)
+        paths = self.volumes.mounts(template, pod_dir)
         fields = {
             "metadata.name": pod.pod_name(self.built.name),
             "metadata.namespace": str(self.scaled["metadata"].get("namespace", "default")),
@@ -410,11 +326,11 @@ def make_plan(built: BuiltJob, options: Options, workdir: Path) -> Plan:
     changes.append("CUDA_VISIBLE_DEVICES='' and DS_ACCELERATOR=cpu in every replica (no GPU)")
     backoff = backoff_limit(job, options, changes)
     launches = [planner.launch(pod, i == 0) for i, pod in enumerate(replicas(scaled))]
-    specs = replica_specs(scaled)
+    specs, span = replica_specs(scaled), elastic_range(scaled["spec"])
     if "Master" in specs:
         success, shape = "master", "+".join(t for t in ("Master", "Worker") if t in specs)
-    elif elastic is not None:
-        success, shape = "any-worker", f"elastic {elastic['minReplicas']}-{elastic['maxReplicas']}"
+    elif span is not None:
+        success, shape = "any-worker", f"elastic {span[0]}-{span[1]}"
     else:
         success, shape = "all-workers", "Worker"
     return Plan(
@@ -427,6 +343,9 @@ def make_plan(built: BuiltJob, options: Options, workdir: Path) -> Plan:
         notes=[*built.notes, *planner.notes],
         success=success,
         backoff_limit=backoff,
-        clean_pod_policy=str(job["spec"].get("runPolicy", {}).get("cleanPodPolicy", "None")),
+        clean_pod_policy=str(
+            job["spec"].get("runPolicy", {}).get("cleanPodPolicy")
+            or default_clean_pod_policy(str(job.get("apiVersion", "")))
+        ),
         workdir=workdir,
     )

@@ -18,7 +18,8 @@ import yaml
 from trainops import build
 from trainops.core import paths
 from trainops.core.errors import InputError, Problem
-from trainops.facts.trainer import CLUSTER_TRAINING_RUNTIME, RUNTIME_KINDS, TRAINJOB
+from trainops.facts.trainer import RUNTIME_KINDS, TRAINJOB
+from trainops.kube.trainjob import find_runtime
 from trainops.render import RUNTIMES_DIR, render_repository, write
 from trainops.runlocal.trainjob import as_pytorchjob, conversion_note
 from trainops.spec.load import load_repository
@@ -126,14 +127,14 @@ def select_job(stream: str, name: str, cluster: str, source: str) -> BuiltJob:
     job: dict[str, Any] | None = None
     config_maps: dict[str, dict[str, Any]] = {}
     secrets: dict[str, dict[str, Any]] = {}
-    runtimes: dict[tuple[str, str], dict[str, Any]] = {}
+    runtimes: list[dict[str, Any]] = []
     for obj in yaml.safe_load_all(stream):
         if not isinstance(obj, dict):
             continue
         kind = obj.get("kind")
         obj_name = str((obj.get("metadata") or {}).get("name"))
         if kind in RUNTIME_KINDS:
-            runtimes[(str(kind), obj_name)] = obj
+            runtimes.append(obj)
         elif kind == "ConfigMap":
             config_maps[obj_name] = obj
         elif kind == "Secret":
@@ -157,10 +158,7 @@ def select_job(stream: str, name: str, cluster: str, source: str) -> BuiltJob:
         )
     notes: tuple[str, ...] = ()
     if kind == TRAINJOB:
-        ref = (job.get("spec") or {}).get("runtimeRef") or {}
-        runtime = runtimes.get(
-            (str(ref.get("kind", CLUSTER_TRAINING_RUNTIME)), str(ref.get("name")))
-        )
+        runtime = find_runtime(job, runtimes)
         notes = (conversion_note(job, runtime),)
         job = as_pytorchjob(job, runtime)
     return BuiltJob(cluster, job, source, config_maps, secrets, notes)

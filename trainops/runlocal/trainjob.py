@@ -1,7 +1,7 @@
 """A Kubeflow Trainer v2 TrainJob, run locally as the PyTorchJob it amounts to.
 
 The Trainer runs a TrainJob on a torch runtime as numNodes pods of one merged template (the
-runtime's `node` job, the TrainJob's runtime patches and `trainer`, `trainops.rules.trainjob`)
+runtime's `node` job, the TrainJob's runtime patches and `trainer`, `trainops.kube.trainjob`)
 and gives torchrun its rendezvous through PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK,
 PET_MASTER_ADDR and PET_MASTER_PORT. A fixed-size PyTorchJob with one Master and numNodes - 1
 Workers of that template gets the same PET_* variables from the v1 operator (plus
@@ -14,10 +14,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from trainops.core.values import as_dict, as_int, as_list
 from trainops.facts.kubeflow import PYTORCH_CONTAINER
 from trainops.facts.trainer import NODE_CONTAINER, NODE_JOB
-from trainops.rules.trainjob import node_pod
-from trainops.rules.values import as_dict, as_int, as_list
+from trainops.kube.trainjob import node_pod
 
 
 def _node_job_spec(runtime: dict[str, Any] | None) -> dict[str, Any]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from trainops.facts import deepspeed as ds_facts
+from trainops.facts.kubeflow import FRAMEWORK_KINDS, REPLICA_TYPES
+from trainops.facts.names import RENDERED_CONTAINERS, RENDERED_VOLUMES
 from trainops.facts.scratch import SCRATCH_VOLUMES
 from trainops.spec import metadata as meta
 from trainops.spec import podtemplate, schemas
@@ -34,18 +36,11 @@ SINGLE_NODE_MODES = frozenset({"ReadWriteOnce", "ReadWriteOncePod"})
 DISTRIBUTED_LAUNCHERS = ("torchrun", "deepspeed", "mpirun", "horovodrun")
 # overlays/<cluster>/platform/ holds the cluster's platform manifests, beside the job directories.
 RESERVED_JOB_NAME = "platform"
-# The replica types each framework's job kind can have (`replicaPodTemplates` keys).
+# The replica types each framework's job kind can have (`replicaPodTemplates` keys): the
+# operator's replica types of the kind the framework renders to.
 FRAMEWORK_REPLICA_TYPES: dict[str, tuple[str, ...]] = {
-    "pytorch": ("Master", "Worker"),
-    "tensorflow": ("Chief", "Worker", "PS", "Evaluator"),
-    "mpi": ("Launcher", "Worker"),
+    framework: REPLICA_TYPES[kind] for framework, kind in FRAMEWORK_KINDS.items()
 }
-# Volumes and containers trainops renders itself: `extraVolumes` and `sidecars` may not reuse
-# their names (change them through `podTemplate`, which merges by name, instead).
-RENDERED_VOLUMES = frozenset({"dshm", "deepspeed-config", *(name for name, _ in SCRATCH_VOLUMES)})
-RENDERED_CONTAINERS = frozenset(
-    {"pytorch", "tensorflow", "mpi-launcher", "mpi-worker", "data-sync"}
-)
 
 
 def _metadata_checks(d: dict[str, Any], out: Collector) -> None:
@@ -336,11 +331,7 @@ def _deepspeed_settings(ds: dict[str, Any], args: list[str], out: Collector) -> 
             f"config `zero_optimization.stage` ({stage}) contradicts `zeroStage`"
             f" ({ds['zeroStage']}): keep one",
         )
-    enabled = [
-        mode
-        for mode, keys in (("bf16", ("bf16", "bfloat16")), ("fp16", ("fp16",)))
-        if any((config.get(k) or {}).get("enabled") for k in keys)
-    ]
+    enabled = ds_facts.enabled_precisions(config)
     if len(enabled) == 2:
         out.add(["deepspeed", "config"], "config enables both bf16 and fp16: DeepSpeed refuses")
     elif enabled and "precision" in ds and ds["precision"] != enabled[0]:

@@ -50,6 +50,12 @@ class Network:
     rdma: Rdma | None = None
     """Present exactly when transport is `rdma`."""
 
+    @property
+    def is_rdma(self) -> bool:
+        """NCCL over InfiniBand/RoCE (`transport: rdma`, with `rdma` set); else TCP sockets.
+        Every reader asks this, so the transport's spelling lives here and in the loader."""
+        return self.transport == "rdma"
+
 
 @dataclass(frozen=True)
 class GpuProduct:

@@ -12,9 +12,9 @@ from trainops.facts.schedulers import (
     KUEUE_V1BETA2_SINCE,
     kueue_api_version,
 )
+from trainops.kube.objects import Object
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
-from trainops.rules.objects import Object
 
 
 def _removed(obj: Object, ctx: Context) -> Iterator[Violation]:

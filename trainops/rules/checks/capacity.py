@@ -11,9 +11,9 @@ from trainops.core.findings import Severity
 from trainops.facts import capacity as facts
 from trainops.facts.gpus import gang_minimum, job_gpus
 from trainops.facts.kubeflow import KUBEFLOW_REPLICA_KEYS
+from trainops.kube.objects import Object
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
-from trainops.rules.objects import Object
 
 
 def _gang(obj: Object, ctx: Context) -> Iterator[Violation]:

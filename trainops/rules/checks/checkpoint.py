@@ -8,12 +8,12 @@ import re
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_dict, as_int, as_list
+from trainops.kube.launch import LEGACY_LAUNCH, TORCHRUN, launches
+from trainops.kube.objects import Object
+from trainops.kube.pods import Container, PodTemplate
 from trainops.rules.context import Context
-from trainops.rules.launch import LEGACY_LAUNCH, TORCHRUN, launches
 from trainops.rules.model import Path, Rule, Violation
-from trainops.rules.objects import Object
-from trainops.rules.pods import Container, PodTemplate
-from trainops.rules.values import as_dict, as_int, as_list
 
 # Program options and env naming a checkpoint location (`--checkpoint_dir`, `--ckpt-path`,
 # `--resume_from_checkpoint`, `--resume`, `CHECKPOINT_DIR`).

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_dict, as_list
+from trainops.kube.objects import Object
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
-from trainops.rules.objects import Object
-from trainops.rules.values import as_dict, as_list
 
 # Node label GPU feature discovery sets; the selector jobs use to pick a GPU model.
 # https://github.com/NVIDIA/k8s-device-plugin#catalog-of-labels

@@ -11,15 +11,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_dict, as_int, as_list
 from trainops.facts import deepspeed as ds_facts
-from trainops.rules.checks.elastic import elastic_range
-from trainops.rules.checks.resources import nproc_per_pod
+from trainops.kube.launch import Launch, launches
+from trainops.kube.objects import Object
+from trainops.kube.pods import Container, PodTemplate
+from trainops.kube.torchrun import nproc_per_pod
 from trainops.rules.context import Context
-from trainops.rules.launch import Launch, launches
 from trainops.rules.model import Path, Rule, Violation
-from trainops.rules.objects import Object
-from trainops.rules.pods import Container, PodTemplate
-from trainops.rules.values import as_dict, as_int, as_list
 
 # Program flags that carry the DeepSpeed config path (HF Trainer, DeepSpeed examples, ours).
 CONFIG_FLAGS = ("deepspeed_config", "deepspeed")
@@ -174,7 +173,7 @@ def world_sizes(obj: Object, ds: DeepSpeedConfig, ctx: Context) -> range:
         return range(size, size + 1)
     nodes = as_int((ds.launch.option("num_nodes") or ("", ()))[0])
     return ds_facts.world_sizes(
-        procs, obj.pod_count() if nodes is None else nodes, elastic_range(obj)
+        procs, obj.pod_count() if nodes is None else nodes, obj.elastic_range
     )
 
 
@@ -249,16 +248,12 @@ def _elastic_batch(obj: Object, ctx: Context) -> Iterator[Violation]:
             )
 
 
-def _enabled(config: dict[str, Any], *keys: str) -> bool:
-    return any(as_dict(config.get(k)).get("enabled") is True for k in keys)
-
-
 def _precision(obj: Object, ctx: Context) -> Iterator[Violation]:
     for ds in deepspeed_configs(obj, ctx):
         if ds.config is None:
             continue
-        bf16 = _enabled(ds.config, "bf16", "bfloat16")
-        fp16 = _enabled(ds.config, "fp16")
+        enabled = ds_facts.enabled_precisions(ds.config)
+        bf16, fp16 = "bf16" in enabled, "fp16" in enabled
         if bf16 and fp16:
             yield Violation(f"{ds.source} enables both bf16 and fp16", ds.flag_path)
         options = ds.launch.program_options

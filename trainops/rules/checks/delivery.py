@@ -14,12 +14,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_dict, as_list
 from trainops.facts.platform import PLATFORM_KINDS
 from trainops.facts.trainer import CLUSTER_TRAINING_RUNTIME, TRAINER_GROUP
+from trainops.kube.objects import Object
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
-from trainops.rules.objects import Object
-from trainops.rules.values import as_dict, as_list
 
 ARGOCD_GROUP = "argoproj.io"
 FLUX_KUSTOMIZE_GROUP = "kustomize.toolkit.fluxcd.io"

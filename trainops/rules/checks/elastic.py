@@ -6,48 +6,17 @@ from collections.abc import Iterator
 
 from trainops.core.findings import Severity
 from trainops.facts.kubeflow import RDZV_BACKENDS
+from trainops.kube.launch import DEEPSPEED, LEGACY_LAUNCH, TORCHRUN, launches
+from trainops.kube.objects import Object
+from trainops.kube.torchrun import nnodes_range, torchrun_nnodes
 from trainops.rules.context import Context
-from trainops.rules.launch import DEEPSPEED, LEGACY_LAUNCH, TORCHRUN, launches
 from trainops.rules.model import Rule, Violation
-from trainops.rules.objects import Object
-from trainops.rules.values import as_int
-
-
-def elastic_range(obj: Object) -> tuple[int, int] | None:
-    """[min, max] pods of an elastic PyTorchJob (Worker replicas when unset)."""
-    policy = obj.elastic_policy
-    if policy is None:
-        return None
-    worker = obj.replica("Worker")
-    replicas = worker.replicas if worker is not None and worker.replicas is not None else 1
-    low = as_int(policy.get("minReplicas"))
-    high = as_int(policy.get("maxReplicas"))
-    return (low if low is not None else replicas, high if high is not None else replicas)
-
-
-def nnodes_range(value: str) -> tuple[int, int] | None:
-    """torchrun's `--nnodes`: `N` or `MIN:MAX`; None for what we cannot read (`$(PET_NNODES)`)."""
-    low, _, high = value.partition(":")
-    a, b = as_int(low), as_int(high or low)
-    return (a, b) if a is not None and b is not None else None
-
-
-def torchrun_nnodes(obj: Object) -> Iterator[tuple[str | None, str, tuple[str | int, ...]]]:
-    """(replica type, --nnodes value, its path) of every torchrun launch in the job."""
-    for pod in obj.pods:
-        for c in pod.containers():
-            for launch in launches(c):
-                if launch.tool not in {TORCHRUN, LEGACY_LAUNCH}:
-                    continue
-                nnodes = launch.option("nnodes")
-                if nnodes is not None:
-                    yield pod.replica_type, nnodes[0], nnodes[1]
 
 
 def _range_invalid(obj: Object, ctx: Context) -> Iterator[Violation]:
     if obj.elastic_policy is None:
         return
-    low, high = elastic_range(obj) or (1, 1)
+    low, high = obj.elastic_range or (1, 1)
     if low > high:
         yield Violation(
             f"minReplicas {low} is above maxReplicas {high}",
@@ -74,7 +43,7 @@ def _rdzv_backend(obj: Object, ctx: Context) -> Iterator[Violation]:
 def _elastic_nnodes(obj: Object, ctx: Context) -> Iterator[Violation]:
     if obj.elastic_policy is None:
         return
-    low, high = elastic_range(obj) or (1, 1)
+    low, high = obj.elastic_range or (1, 1)
     for _, value, path in torchrun_nnodes(obj):
         if ":" not in value and low != high:
             yield Violation(

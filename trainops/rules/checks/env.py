@@ -7,12 +7,12 @@ import re
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
-from trainops.facts.kubeflow import operator_env
+from trainops.core.values import is_placeholder
+from trainops.facts.kubeflow import operator_env_names
+from trainops.kube.launch import launches
+from trainops.kube.objects import Object
 from trainops.rules.context import Context
-from trainops.rules.launch import launches
 from trainops.rules.model import Rule, Violation
-from trainops.rules.objects import Object
-from trainops.rules.values import is_placeholder
 
 # `$(VAR)` as the kubelet expands it in command/args; `$$(VAR)` is the escape for a literal.
 # https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/
@@ -60,7 +60,7 @@ def _references(text: str) -> list[str]:
 
 def _undefined(obj: Object, ctx: Context) -> Iterator[Violation]:
     if obj.is_kubeflow_job:
-        injected = operator_env(obj.kind, obj.spec)
+        injected = operator_env_names(obj.kind, obj.spec)
         if injected is None:
             return
     elif obj.is_volcano_job:

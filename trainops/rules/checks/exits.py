@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
+from trainops.kube.objects import Object
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
-from trainops.rules.objects import Object
 from trainops.rules.shell import Script, Step, script
 
 # Commands that block forever (coreutils sleep takes `infinity`; `inf` is the same float).

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 from trainops.core.findings import Severity
 from trainops.facts.kubeflow import default_clean_pod_policy
+from trainops.kube.objects import Object
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
-from trainops.rules.objects import Object
 
 # Replica types that must run to completion in a non-elastic job (not MPI workers, which
 # are sshd daemons the launcher drives, nor parameter servers).

@@ -8,11 +8,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_dict, as_list
+from trainops.kube.objects import Object
+from trainops.kube.pods import PodTemplate
 from trainops.rules.context import Context, same_namespace
 from trainops.rules.model import Rule, Violation
-from trainops.rules.objects import Object
-from trainops.rules.pods import PodTemplate
-from trainops.rules.values import as_dict, as_list
 
 MONITORING_GROUP = "monitoring.coreos.com"
 # Labels whose value differs per pod; a selector on them matches some pod of the template.

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 from trainops.core.findings import Severity
 from trainops.core.manifest import FieldPath as Path
-from trainops.rules.context import Context
-from trainops.rules.launch import (
+from trainops.core.values import as_int
+from trainops.kube.launch import (
     MPI,
     MPI_FLAGS,
     MPI_TWO_VALUES,
@@ -19,9 +19,9 @@ from trainops.rules.launch import (
     option_key,
     shell_script,
 )
+from trainops.kube.objects import Object
+from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
-from trainops.rules.objects import Object
-from trainops.rules.values import as_int
 
 # An option and its value fused into one argv element: `-x NCCL_DEBUG=INFO`, `--nnodes 4`.
 _FUSED = re.compile(r"^-{1,2}[A-Za-z][\w.-]*\s+\S")

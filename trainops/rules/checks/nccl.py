@@ -9,11 +9,11 @@ from dataclasses import dataclass
 
 from trainops.core.findings import Severity
 from trainops.facts.nccl import DEPRECATED, KNOWN, NCCL_VERSION, UNKNOWN_HINTS
+from trainops.kube.launch import MPI, OTHER, launches
+from trainops.kube.objects import Object
+from trainops.kube.pods import Container, PodTemplate
 from trainops.rules.context import Context
-from trainops.rules.launch import MPI, OTHER, launches
 from trainops.rules.model import Path, Rule, Violation
-from trainops.rules.objects import Object
-from trainops.rules.pods import Container, PodTemplate
 
 # MPI implementations whose mpiexec (Hydra) passes the launcher's whole environment to every
 # rank; Open MPI passes only what `-x` exports. MPIJob v2beta1 `spec.mpiImplementation`.
@@ -177,7 +177,7 @@ def _network_mismatch(obj: Object, ctx: Context) -> Iterator[Violation]:
         settings = rank_nccl_settings(obj, pod)
         values = {s.name: s for s in settings}
         enabling = ib_enabled(settings)
-        if net.transport == "tcp" and enabling is not None:
+        if not net.is_rdma and enabling is not None:
             if ib_forced(enabling):
                 yield Violation(
                     f"{describe(enabling)} forces InfiniBand/RoCE but cluster `{cluster.name}`"
@@ -192,7 +192,7 @@ def _network_mismatch(obj: Object, ctx: Context) -> Iterator[Violation]:
                     enabling.path,
                     Severity.WARNING,
                 )
-        if net.transport == "rdma":
+        if net.is_rdma:
             disable = values.get("NCCL_IB_DISABLE")
             if disable is not None and disable.value not in {None, "0"}:
                 yield Violation(

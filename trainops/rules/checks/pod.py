@@ -6,10 +6,10 @@ import re
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_dict, as_list, is_placeholder
+from trainops.kube.objects import Object
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
-from trainops.rules.objects import Object
-from trainops.rules.values import as_dict, as_list, is_placeholder
 
 # Tags that name a moving target rather than a build.
 _MOVING_TAG = re.compile(r"^(latest|nightly|main|master|edge|dev)([-_.].*)?$|.*[-_.]latest$")

@@ -17,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_dict
 from trainops.facts.pod_fence import PodFence, claim_problem, escapes
+from trainops.kube.objects import Object
+from trainops.kube.pods import PodTemplate
 from trainops.render.pod import JOB_LABEL
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
-from trainops.rules.objects import Object
-from trainops.rules.pods import PodTemplate
-from trainops.rules.values import as_dict
 
 SLUG = "pod-fence"
 

@@ -22,11 +22,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_dict
 from trainops.facts import pod_security as pss
+from trainops.kube.objects import Object
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
-from trainops.rules.objects import Object
-from trainops.rules.values import as_dict
 
 
 def _namespace_level(obj: Object, ctx: Context) -> pss.Level | None:

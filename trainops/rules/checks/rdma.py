@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_dict, as_list
 from trainops.facts.gpus import container_gpus
+from trainops.kube.objects import Object
+from trainops.kube.pods import Container, PodTemplate, gpu_products
 from trainops.rules.checks.nccl import (
     describe,
     ib_enabled,
@@ -16,9 +19,6 @@ from trainops.rules.checks.nccl import (
 )
 from trainops.rules.context import Context
 from trainops.rules.model import Path, Rule, Violation
-from trainops.rules.objects import Object
-from trainops.rules.pods import Container, PodTemplate, gpu_products
-from trainops.rules.values import as_dict, as_list
 
 # Pod annotation Multus reads to attach extra networks (the RDMA interface).
 # https://github.com/k8snetworkplumbingwg/multus-cni/blob/master/docs/how-to-use.md

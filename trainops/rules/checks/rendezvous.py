@@ -11,11 +11,11 @@ import re
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_dict, is_placeholder
+from trainops.kube.launch import DEEPSPEED, LEGACY_LAUNCH, TORCHRUN, launches
+from trainops.kube.objects import Object
 from trainops.rules.context import Context
-from trainops.rules.launch import DEEPSPEED, LEGACY_LAUNCH, TORCHRUN, launches
 from trainops.rules.model import Path, Rule, Violation
-from trainops.rules.objects import Object
-from trainops.rules.values import as_dict, is_placeholder
 
 _LOCAL = frozenset({"localhost", "0.0.0.0", "::1"})
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

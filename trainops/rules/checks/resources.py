@@ -6,15 +6,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_dict
 from trainops.facts.gpus import is_gpu_resource
 from trainops.facts.quantity import GIB, parse_quantity
 from trainops.facts.workloads import OTHER_ACCELERATOR
+from trainops.kube.launch import launches
+from trainops.kube.objects import Object
+from trainops.kube.pods import Container, PodTemplate, gpu_products, requests_accelerator
+from trainops.kube.torchrun import nproc_per_pod
 from trainops.rules.context import Context
-from trainops.rules.launch import DEEPSPEED, LEGACY_LAUNCH, TORCHRUN, launches
 from trainops.rules.model import Rule, Violation
-from trainops.rules.objects import Object
-from trainops.rules.pods import Container, PodTemplate, gpu_products, requests_accelerator
-from trainops.rules.values import as_dict, as_int
 
 # /dev/shm below this is too small for NCCL's shared-memory transport and DataLoader workers
 # (the container default is 64 MiB). https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#sharing-data
@@ -88,45 +89,6 @@ def container_accelerated(c: Container, ctx: Context) -> bool:
         or str(name).startswith("nvidia.com/")
         for name in c.effective_requests()
     )
-
-
-def nproc_per_pod(obj: Object, pod: PodTemplate) -> list[tuple[int | str, tuple[str | int, ...]]]:
-    """Processes per pod as written: launcher options, then the PyTorchJob's nprocPerNode or
-    the TrainJob's numProcPerNode (the Trainer passes it to torchrun as PET_NPROC_PER_NODE)."""
-    found: list[tuple[int | str, tuple[str | int, ...]]] = []
-    for c in pod.containers():
-        for launch in launches(c):
-            opt = None
-            if launch.tool in {TORCHRUN, LEGACY_LAUNCH}:
-                opt = launch.option("nproc_per_node")
-            elif launch.tool == DEEPSPEED:
-                opt = launch.option("num_gpus")
-            if opt is not None:
-                value = as_int(opt[0])
-                found.append((value if value is not None else opt[0], opt[1]))
-    trainer = as_dict(obj.spec.get("trainer")) if obj.is_trainjob else {}
-    if "numProcPerNode" in trainer:
-        raw = trainer["numProcPerNode"]
-        value = as_int(raw)
-        found.append(
-            (value if value is not None else str(raw), ("spec", "trainer", "numProcPerNode"))
-        )
-    if obj.kind == "PyTorchJob" and obj.is_kubeflow_job:
-        if "nprocPerNode" in obj.spec:
-            raw = obj.spec["nprocPerNode"]
-            value = as_int(raw)
-            found.append((value if value is not None else str(raw), ("spec", "nprocPerNode")))
-        elastic = as_dict(obj.spec.get("elasticPolicy"))
-        if "nProcPerNode" in elastic:
-            raw = elastic["nProcPerNode"]
-            value = as_int(raw)
-            found.append(
-                (
-                    value if value is not None else str(raw),
-                    ("spec", "elasticPolicy", "nProcPerNode"),
-                )
-            )
-    return found
 
 
 def _nproc_gpu(obj: Object, ctx: Context) -> Iterator[Violation]:

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_dict, as_int
 from trainops.facts.schedulers import VOLCANO_SCHEDULER
+from trainops.kube.objects import Object
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
-from trainops.rules.objects import Object
-from trainops.rules.values import as_dict, as_int
 
 GANG_SCHEDULER = VOLCANO_SCHEDULER
 # Pod annotation naming the Volcano PodGroup a pod belongs to.

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_dict, as_list
 from trainops.facts.trainer import KUEUE_PATCH_MANAGER, PATCH_TIME_FIELD
-from trainops.rules.checks.elastic import nnodes_range, torchrun_nnodes
+from trainops.kube.objects import Object
+from trainops.kube.torchrun import nnodes_range, torchrun_nnodes
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
-from trainops.rules.objects import Object
-from trainops.rules.values import as_dict, as_list
 
 
 def _foreign_fields(obj: Object, ctx: Context) -> Iterator[Violation]:

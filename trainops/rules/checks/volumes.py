@@ -9,12 +9,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_dict, as_list
+from trainops.kube.launch import launches
+from trainops.kube.objects import Object
+from trainops.kube.pods import Container, PodTemplate
 from trainops.rules.context import Context
-from trainops.rules.launch import launches
 from trainops.rules.model import Rule, Violation
-from trainops.rules.objects import Object
-from trainops.rules.pods import Container, PodTemplate
-from trainops.rules.values import as_dict, as_list
 from trainops.rules.writes import write_targets
 
 # Access modes that bind a volume to one node (RWO) or one pod (RWOP).

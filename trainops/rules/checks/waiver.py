@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
+from trainops.kube.objects import Object
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
-from trainops.rules.objects import Object
 from trainops.rules.waivers import UNWAIVABLE, waivers
 
 SLUG = "waiver-invalid"

@@ -3,23 +3,36 @@ env (with what `valueFrom` and `envFrom` provide), resources after defaulting, m
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from trainops.core.manifest import FieldPath as Path
+from trainops.core.values import as_dict, as_list
 from trainops.facts import gpus as gpu_facts
 from trainops.facts.workloads import OTHER_ACCELERATOR
-from trainops.rules.lazy import lazy
-from trainops.rules.values import as_dict, as_list
-from trainops.spec.model import ClusterProfile
+from trainops.kube.lazy import lazy
 
 
-def gpu_products(cluster: ClusterProfile | None) -> frozenset[str]:
+class GpuProduct(Protocol):
+    @property
+    def resource(self) -> str: ...
+
+
+class DeclaresGpus(Protocol):
+    """What the views need of a cluster profile (`trainops.spec.model.ClusterProfile`): the
+    GPU products it declares. A protocol, so this layer stays below the spec."""
+
+    @property
+    def gpus(self) -> Sequence[GpuProduct]: ...
+
+
+def gpu_products(cluster: DeclaresGpus | None) -> frozenset[str]:
     """The GPU resources a cluster profile declares (beyond the device plugins' well-known)."""
     return frozenset(g.resource for g in cluster.gpus) if cluster else frozenset()
 
 
-def requests_accelerator(pod: PodTemplate, cluster: ClusterProfile | None = None) -> bool:
+def requests_accelerator(pod: PodTemplate, cluster: DeclaresGpus | None = None) -> bool:
     """Whether the pod gets an accelerator: a GPU, another device plugin's accelerator
     (Gaudi, Neuron, TPU), a resource whose name ends in a GPU model (`nvidia.com/a40`, as some
     clusters advertise them), or a dynamic resource claim (DRA), which we cannot see into."""
@@ -30,6 +43,14 @@ def requests_accelerator(pod: PodTemplate, cluster: ClusterProfile | None = None
         for c in pod.containers(init=True)
         for name in c.effective_requests()
     )
+
+
+def training_container_index(containers: list[Any], name: str) -> int:
+    """Which container the operator configures (its port, for a PyTorchJob): the one named
+    `name` (`pytorch`), else the first. Training Operator v1.9.4
+    `pkg/apis/kubeflow.org/v1/defaulting_utils.go` getDefaultContainerIndex."""
+    names = [as_dict(c).get("name") for c in containers]
+    return names.index(name) if name in names else 0
 
 
 @dataclass(frozen=True)
@@ -49,7 +70,7 @@ class Container:
     path: Path
     init: bool
     memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-    """What readers computed from `data` once (`trainops.rules.launch.launches`)."""
+    """What readers computed from `data` once (`trainops.kube.launch.launches`)."""
 
     @property
     def name(self) -> str:
@@ -186,7 +207,7 @@ class PodTemplate:
             for i, v in enumerate(as_list(self.spec.get("volumes")))
         }
 
-    def gpus(self, cluster: ClusterProfile | None = None) -> int:
+    def gpus(self, cluster: DeclaresGpus | None = None) -> int:
         """GPUs one pod of this template gets (`trainops.facts.gpus.pod_gpus`)."""
         return gpu_facts.pod_gpus(self.spec, gpu_products(cluster))
 

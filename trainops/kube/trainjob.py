@@ -14,11 +14,19 @@ manifest set, the pod is the TrainJob's part alone.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from typing import Any
 
-from trainops.facts.trainer import JOBSET_NAME_LABEL, NODE_CONTAINER, NODE_JOB
-from trainops.rules.pods import PodTemplate
-from trainops.rules.values import as_dict, as_int, as_list
+from trainops.core.values import as_dict, as_int, as_list
+from trainops.facts.trainer import (
+    CLUSTER_TRAINING_RUNTIME,
+    JOBSET_NAME_LABEL,
+    NODE_CONTAINER,
+    NODE_JOB,
+    TRAINER_GROUP,
+    TRAINING_RUNTIME,
+)
+from trainops.kube.pods import PodTemplate
 
 # Where findings on the merged pod point: the TrainJob's `trainer:` block.
 TRAINER_PATH = ("spec", "trainer")
@@ -32,6 +40,40 @@ TRAINER_FIELDS = {
 }
 # JobSet defaults a pod template's restartPolicy to OnFailure when the runtime sets none.
 DEFAULT_RESTART_POLICY = "OnFailure"
+
+
+def runtime_ref(trainjob: dict[str, Any]) -> tuple[str, str, str | None]:
+    """(kind, name, namespace) of the runtime a TrainJob references, as the Trainer looks it up:
+    `runtimeRef.kind` defaults to ClusterTrainingRuntime (the CRD's default, Trainer v2.3.0
+    `trainer.kubeflow.org_trainjobs.yaml`); a TrainingRuntime lives in the TrainJob's namespace,
+    a ClusterTrainingRuntime in none (namespace None)."""
+    ref = as_dict(as_dict(trainjob.get("spec")).get("runtimeRef"))
+    kind = str(ref.get("kind", CLUSTER_TRAINING_RUNTIME))
+    namespace = as_dict(trainjob.get("metadata")).get("namespace")
+    scoped = str(namespace) if kind == TRAINING_RUNTIME and namespace is not None else None
+    return kind, str(ref.get("name", "")), scoped
+
+
+def is_runtime_for(ref: tuple[str, str, str | None], obj: dict[str, Any]) -> bool:
+    """Whether `obj` is the runtime `ref` (from `runtime_ref`) names; a namespaced runtime
+    without a namespace (a kustomize base before its overlay sets one) matches any."""
+    kind, name, namespace = ref
+    meta = as_dict(obj.get("metadata"))
+    found = meta.get("namespace")
+    return (
+        str(obj.get("apiVersion", "")).partition("/")[0] == TRAINER_GROUP
+        and obj.get("kind") == kind
+        and str(meta.get("name", "")) == name
+        and (namespace is None or found is None or str(found) == namespace)
+    )
+
+
+def find_runtime(
+    trainjob: dict[str, Any], objects: Iterable[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """The (Cluster)TrainingRuntime among `objects` that the TrainJob references, or None."""
+    ref = runtime_ref(trainjob)
+    return next((o for o in objects if is_runtime_for(ref, o)), None)
 
 
 def _node_job(runtime: dict[str, Any] | None) -> dict[str, Any]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from trainops.rules.launch import MPI, classify, launches
-from trainops.rules.pods import Container
+from trainops.kube.launch import MPI, classify, launches
+from trainops.kube.pods import Container
 
 
 def _words(command: str) -> list[tuple[str, tuple[str | int, ...]]]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from tests.rules.helpers import manifests_from_file, manifests_from_text
 from tests.tools import require_upstream
-from trainops.rules.objects import Object
+from trainops.kube.objects import Object
 
 # volcano-sh/volcano docs/user-guide/how_to_use_pytorch_plugin.md: master x1 and worker x2.
 PYTORCH_PLUGIN_EXAMPLE = "volcano/docs__user-guide__how_to_use_pytorch_plugin.md.example.yaml"

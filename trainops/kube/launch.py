@@ -15,7 +15,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from trainops.core.manifest import FieldPath as Path
-from trainops.rules.pods import Container
+from trainops.kube.pods import Container
 
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash"})
 PYTHONS = re.compile(r"^python(\d+(\.\d+)?)?$")

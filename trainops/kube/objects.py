@@ -13,12 +13,15 @@ from typing import Any
 
 from trainops.core.manifest import FieldPath as Path
 from trainops.core.manifest import Manifest
+from trainops.core.values import as_dict, as_int, as_list
 from trainops.facts.kubeflow import (
     KUBEFLOW_GROUP,
     KUBEFLOW_REPLICA_KEYS,
     LEADER_REPLICA_TYPES,
+    TRAINING_CONTAINER,
     default_restart_policy,
 )
+from trainops.facts.kubeflow import elastic_range as operator_elastic_range
 from trainops.facts.schedulers import VOLCANO_JOB_GROUP
 from trainops.facts.trainer import TRAINER_GROUP, TRAINJOB
 from trainops.facts.workloads import (
@@ -28,12 +31,16 @@ from trainops.facts.workloads import (
     JOBSET_NAME_LABEL,
     JOBSET_REPLICATED_JOB_LABEL,
 )
-from trainops.rules.launch import DEEPSPEED, LEGACY_LAUNCH, MPI, TORCHRUN, launches
-from trainops.rules.lazy import lazy
-from trainops.rules.pods import PodTemplate, requests_accelerator
-from trainops.rules.trainjob import node_pod
-from trainops.rules.trainjob import source_path as trainjob_source_path
-from trainops.rules.values import as_dict, as_int, as_list
+from trainops.kube.launch import DEEPSPEED, LEGACY_LAUNCH, MPI, TORCHRUN, launches
+from trainops.kube.lazy import lazy
+from trainops.kube.pods import (
+    Container,
+    PodTemplate,
+    requests_accelerator,
+    training_container_index,
+)
+from trainops.kube.trainjob import node_pod
+from trainops.kube.trainjob import source_path as trainjob_source_path
 
 DISTRIBUTED_LAUNCHERS = frozenset({TORCHRUN, LEGACY_LAUNCH, DEEPSPEED, MPI})
 
@@ -137,6 +144,12 @@ class Object:
             return None
         policy = self.spec.get("elasticPolicy")
         return policy if isinstance(policy, dict) else None
+
+    @property
+    def elastic_range(self) -> tuple[int, int] | None:
+        """[min, max] pods of an elastic PyTorchJob, defaulted as the operator does
+        (`trainops.facts.kubeflow.elastic_range`); None for any other object."""
+        return None if self.elastic_policy is None else operator_elastic_range(self.spec)
 
     @property
     def run_policy(self) -> dict[str, Any]:
@@ -315,6 +328,15 @@ class Object:
 
     def pod_count(self) -> int:
         return sum(p.replicas or 0 for p in self.pods)
+
+    def training_container(self, pod: PodTemplate) -> Container | None:
+        """The container of `pod` that trains: the one the job's controller configures
+        (`trainops.facts.kubeflow.TRAINING_CONTAINER`), else the first; None without any."""
+        containers = pod.containers()
+        if not containers:
+            return None
+        name = TRAINING_CONTAINER.get(self.kind, "")
+        return containers[training_container_index([c.data for c in containers], name)]
 
     def replica(self, rtype: str) -> PodTemplate | None:
         return next((p for p in self.pods if p.rtype == rtype.lower()), None)

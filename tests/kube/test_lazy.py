@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainops.rules.lazy import lazy
+from trainops.kube.lazy import lazy
 
 
 class _Counter:
