@@ -46,6 +46,7 @@ UNDESCRIBED: dict[str, int] = {
     "crds/argoproj.io/appproject_v1alpha1.json": 63,
     "crds/batch.volcano.sh/job_v1alpha1.json": 48,
     "crds/external-secrets.io/externalsecret_v1.json": 43,
+    "crds/grafana.integreatly.org/grafanadashboard_v1beta1.json": 71,
     "crds/jobset.x-k8s.io/jobset_v1alpha2.json": 3,
     "crds/k8s.cni.cncf.io/networkattachmentdefinition_v1.json": 3,
     "crds/kubeflow.org/jaxjob_v1.json": 0,
