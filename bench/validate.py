@@ -48,7 +48,7 @@ from bench.mix import KINDS, mixed_documents
 from trainops import build
 from trainops.cli import main as cli_main
 from trainops.core import yamlio
-from trainops.spec import load as spec_load
+from trainops.jobspec import load as spec_load
 from trainops.validate import pipeline, repo
 from trainops.validate.repo import validate_repository
 from trainops.validate.schemas import DEFAULT_KUBERNETES_VERSION

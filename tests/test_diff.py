@@ -17,8 +17,8 @@ from trainops.diff import (
     gpu_count,
     object_key,
 )
+from trainops.jobspec.load import load_repository
 from trainops.render import render_repository
-from trainops.spec.load import load_repository
 
 JOB = "resnet50-ddp"
 

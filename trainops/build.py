@@ -18,8 +18,8 @@ from pathlib import Path
 from trainops.core import paths, yamlio
 from trainops.core.limits import TOOL_TIMEOUT_SECONDS, run_tool
 from trainops.core.manifest import Manifest
+from trainops.jobspec.model import Repository
 from trainops.render import render_repository, write
-from trainops.spec.model import Repository
 
 # Overlays are built concurrently, one `kustomize build` process per core: each is
 # single-threaded and on a large repository takes most of the run (kustomize's own

@@ -28,7 +28,7 @@ from trainops.facts import kustomize as kustomize_facts
 from trainops.facts.gpus import job_gpus
 from trainops.facts.kubeflow import TRAINING_JOB_KINDS
 from trainops.facts.trainer import TRAINJOB
-from trainops.spec.model import ClusterProfile, Repository
+from trainops.jobspec.model import ClusterProfile, Repository
 
 OVERLAYS = "overlays"
 BUILD_INPUTS = ("base", OVERLAYS)

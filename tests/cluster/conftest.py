@@ -21,7 +21,7 @@ from tests.cluster.emulator import CRD_KINDS, DECLARED, RunningEmulator, kinds_f
 from tests.tools import REPO, UPSTREAM, require_tool, require_upstream, shared_required
 from trainops.cli import main
 from trainops.core.manifest import Manifest
-from trainops.spec.load import load_repository
+from trainops.jobspec.load import load_repository
 from trainops.validate.repo import build_overlay
 
 RESPONSES = Path(__file__).parent / "responses"

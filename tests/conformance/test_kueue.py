@@ -61,7 +61,7 @@ def managed_queue(job: dict[str, Any], frameworks: set[str]) -> str | None:
 @pytest.mark.parametrize("overlay_id", IDS)
 def test_kueue_admits_every_job_through_the_profiles_queue(overlay_id: str) -> None:
     """Issue 23 item 5: on a v0.19 cluster with default integrations a PyTorchJob's label was
-    ignored; such a profile is now refused at load (tests/spec/test_installed.py)."""
+    ignored; such a profile is now refused at load (tests/jobspec/test_installed.py)."""
     built = overlay(overlay_id)
     sched = scheduler(built)
     jobs = list(built.of_kind(*JOB_KINDS))

@@ -20,8 +20,8 @@ import yaml
 from tests.tools import REPO, copy_inputs, require_kustomize
 from trainops.core.errors import InputError
 from trainops.core.findings import Severity
+from trainops.jobspec.load import load_repository
 from trainops.rules import RULES_BY_SLUG
-from trainops.spec.load import load_repository
 from trainops.validate.repo import validate_repository
 
 pytestmark = pytest.mark.slow

@@ -27,10 +27,10 @@ from tests.tools import REPO, copy_inputs, require_module, trainops
 from trainops.core.paths import SCHEMA_DIR
 from trainops.core.yamlio import Document
 from trainops.facts.deepspeed import CONFIG_SCHEMA, DEEPSPEED_VERSION, config_json
+from trainops.jobspec.deepspeed_config import check_config
+from trainops.jobspec.load import load_repository
+from trainops.jobspec.problems import Collector
 from trainops.render import render_repository
-from trainops.spec.deepspeed_config import check_config
-from trainops.spec.load import load_repository
-from trainops.spec.problems import Collector
 
 pytestmark = pytest.mark.slow
 

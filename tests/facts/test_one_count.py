@@ -19,14 +19,14 @@ from tests.tools import REPO, require_kustomize
 from trainops import build, diff
 from trainops.core.manifest import Manifest
 from trainops.facts import deepspeed as ds_facts
+from trainops.jobspec.load import load_repository
+from trainops.jobspec.model import Repository
 from trainops.kube.objects import Object
 from trainops.render import render_repository
 from trainops.report import capacity, table
 from trainops.rules.checks.deepspeed import deepspeed_configs
 from trainops.rules.checks.deepspeed import world_sizes as rule_world_sizes
 from trainops.rules.context import Context
-from trainops.spec.load import load_repository
-from trainops.spec.model import Repository
 
 RICH = REPO / "tests" / "golden" / "rich"
 

@@ -14,8 +14,8 @@ import yaml
 
 from tests.tools import REPO, trainops
 from trainops import build
+from trainops.jobspec.load import load_repository
 from trainops.render import render_repository, write
-from trainops.spec.load import load_repository
 
 RICH = REPO / "tests" / "golden" / "rich"
 REPOS = {"shipped": REPO, "rich": RICH}

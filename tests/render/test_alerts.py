@@ -27,8 +27,8 @@ import pytest
 import yaml
 
 from tests.tools import REPO, copy_inputs, require_tool
+from trainops.jobspec.load import load_repository
 from trainops.render.delivered import monitoring_objects
-from trainops.spec.load import load_repository
 
 THRESHOLDS = """
 monitoring:

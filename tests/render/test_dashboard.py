@@ -20,9 +20,9 @@ import yaml
 
 from tests.tools import REPO, copy_inputs, require_module
 from trainops.cli import main
+from trainops.jobspec.load import load_repository
 from trainops.render import dashboard as dashboard_render
 from trainops.render.delivered import monitoring_objects
-from trainops.spec.load import load_repository
 
 # Values Grafana would put in for the variables (multi-value `regex` format for the first).
 EXPANSIONS = {

@@ -20,8 +20,8 @@ import pytest
 
 from tests.tools import REPO, require_module
 from trainops.facts import deepspeed as ds_config
+from trainops.jobspec.load import load_repository
 from trainops.render import objects
-from trainops.spec.load import load_repository
 
 # Seconds to minutes: `make test` runs it, `make test-fast` does not.
 pytestmark = pytest.mark.slow

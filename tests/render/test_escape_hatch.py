@@ -83,7 +83,7 @@ def _pytorchjob(objects: list[dict[str, Any]], name: str) -> dict[str, Any]:
 def _without_trainer_v2(path: Path) -> None:
     """The job on its Training Operator clusters only: HATCH asks what a Trainer v2 TrainJob
     cannot carry (a priority class, a sidecar, a Master of its own), refused there at load
-    (tests/spec/test_trainer_v2_hatch.py)."""
+    (tests/jobspec/test_trainer_v2_hatch.py)."""
     lines = path.read_text().splitlines(keepends=True)
     path.write_text("".join(x for x in lines if not x.startswith("  - cluster: onprem-h200")))
 

@@ -22,9 +22,9 @@ import yaml
 from tests.tools import REPO, require_tool
 from trainops import build
 from trainops.facts.schedulers import KUEUE_QUEUE_LABEL
+from trainops.jobspec.load import load_repository
 from trainops.render import expected_objects, objects, pod, render_repository
 from trainops.render import write as render_write
-from trainops.spec.load import load_repository
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPOS = {

@@ -17,8 +17,8 @@ import yaml
 
 from tests.tools import REPO, copy_inputs, trainops
 from trainops.facts.nccl_tests import parse_all_reduce
+from trainops.jobspec.load import load_repository
 from trainops.render import objects
-from trainops.spec.load import load_repository
 
 LOG = Path(__file__).parent / "fixtures" / "preflight" / "all_reduce_perf-4x8-h100.log"
 IMAGE = "registry.example.com/nccl-tests:2.16.2-mpi"

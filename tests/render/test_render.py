@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from tests.tools import REPO, trainops, tree
+from trainops.jobspec.load import load_repository
 from trainops.render import patch, render_repository
 from trainops.render import write as render_write
-from trainops.spec.load import load_repository
 
 
 def test_committed_output_is_current() -> None:

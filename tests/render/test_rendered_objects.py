@@ -20,10 +20,10 @@ import yaml
 from tests.render.repos import REPOS
 from tests.tools import copy_inputs, require_kustomize
 from trainops.core.findings import Severity
+from trainops.jobspec.load import load_repository
 from trainops.render import render_repository
 from trainops.render.alerts import prometheus_rules
 from trainops.rules import RULES_BY_SLUG
-from trainops.spec.load import load_repository
 from trainops.validate.repo import validate_repository
 
 # Documented names, spelled out (not imported): the operator's pod label

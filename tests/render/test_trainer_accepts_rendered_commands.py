@@ -18,8 +18,8 @@ import pytest
 from tests.tools import REPO
 from trainer import config as trainer_config
 from trainops.facts import deepspeed as ds_config
+from trainops.jobspec.load import load_repository
 from trainops.render import expected_objects
-from trainops.spec.load import load_repository
 
 
 def _placements() -> list[tuple[str, str]]:

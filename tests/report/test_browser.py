@@ -18,8 +18,8 @@ import pytest
 from tests.report.browser import ARTIFACTS, Dom, dump_dom, screenshot
 from tests.tools import REPO, copy_inputs, require_kustomize, require_mermaid
 from trainops.cli import main
+from trainops.jobspec.load import load_repository
 from trainops.report import capacity, capacity_view
-from trainops.spec.load import load_repository
 
 
 def _unschedulable_repo(tmp_path: Path) -> Path:

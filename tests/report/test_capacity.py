@@ -15,8 +15,8 @@ from tests.test_diff import git, render_and_commit, set_replicas
 from tests.tools import REPO, copy_inputs, require_tool
 from trainops.cli import main
 from trainops.facts.capacity import unplaceable
+from trainops.jobspec.load import load_repository
 from trainops.report import capacity, capacity_view
-from trainops.spec.load import load_repository
 
 
 def _yaml(path: Path) -> dict:  # type: ignore[type-arg]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from trainops.facts.pod_fence import PodFence
-from trainops.spec.model import (
+from trainops.jobspec.model import (
     Capacity,
     ClusterProfile,
     Delivery,

@@ -10,8 +10,8 @@ from tests.tools import SEEDS, require_shared
 from trainops.core.findings import Finding
 from trainops.core.manifest import Manifest
 from trainops.core.yamlio import load_file, load_text
+from trainops.jobspec.model import ClusterProfile
 from trainops.rules import check
-from trainops.spec.model import ClusterProfile
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -8,8 +8,8 @@ from tests.rules.conftest import make_cluster
 from tests.rules.helpers import FIXTURES, manifests_from_file, manifests_from_text, run
 from trainops.core.findings import Finding, Severity
 from trainops.facts.kubeflow import default_restart_policy
+from trainops.jobspec.model import Network
 from trainops.rules.checks.env import says_secret
-from trainops.spec.model import Network
 
 
 def _of(findings: list[Finding], rule: str) -> list[Finding]:

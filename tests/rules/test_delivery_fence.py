@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
+from trainops.jobspec import schemas
 from trainops.rules.checks.delivery import SYSTEM_NAMESPACE
-from trainops.spec import schemas
 
 SAMPLES = ["kube-system", "kube-public", "flux-system", "kueue-system", "default", "argocd",
            "kubeflow", "ml-vision", "ai-training", "research", "systems", "kube"]  # fmt: skip

@@ -9,8 +9,8 @@ import pytest
 
 from tests.rules.helpers import FIXTURES, manifests_from_file, run
 from trainops.core.findings import Severity
+from trainops.jobspec.model import ClusterProfile
 from trainops.rules import RULES, RULES_BY_SLUG
-from trainops.spec.model import ClusterProfile
 
 # Fail fixtures that trip a rule's milder variant, and the severities their findings have;
 # the findings of every other fail fixture have the rule's default severity.

@@ -12,7 +12,7 @@ import pytest
 from tests.rules.conftest import make_cluster
 from tests.rules.helpers import manifests_from_text, run
 from trainops.core.findings import Severity
-from trainops.spec.model import Installed
+from trainops.jobspec.model import Installed
 
 QUEUE = """apiVersion: kueue.x-k8s.io/{version}
 kind: LocalQueue

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from tests.rules.helpers import FIXTURES, manifests_from_file, manifests_from_text, run
 from trainops.facts.pod_security import sensitive_host_path
-from trainops.spec.model import ClusterProfile
+from trainops.jobspec.model import ClusterProfile
 
 FLOOR = FIXTURES / "pod-security-baseline"
 

@@ -14,10 +14,10 @@ from trainops import build
 from trainops.core.findings import Severity
 from trainops.core.manifest import Manifest
 from trainops.core.yamlio import load_text
+from trainops.jobspec.load import load_repository
 from trainops.render import render_repository
 from trainops.render import write as render_write
 from trainops.rules import check
-from trainops.spec.load import load_repository
 
 
 def test_rendered_overlays_have_no_rule_errors(tmp_path: Path) -> None:

@@ -21,8 +21,8 @@ from tests.rules.helpers import (
 )
 from trainops.core.findings import Finding
 from trainops.core.manifest import Manifest
+from trainops.jobspec.model import Network, Scheduler
 from trainops.rules import check
-from trainops.spec.model import Network, Scheduler
 
 SEED000 = Path(__file__).parent / "seeds" / "seed000.yaml"
 

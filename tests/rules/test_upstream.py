@@ -17,9 +17,9 @@ import pytest
 from tests.rules.helpers import manifests_from_file, run
 from tests.tools import REPO, require_upstream
 from trainops.core.findings import Severity
+from trainops.jobspec.load import load_repository
+from trainops.jobspec.model import ClusterProfile
 from trainops.rules import RULES_BY_SLUG
-from trainops.spec.load import load_repository
-from trainops.spec.model import ClusterProfile
 
 E, W = Severity.ERROR, Severity.WARNING
 Kept = tuple[str, Severity]

@@ -11,7 +11,7 @@ import yaml
 
 from tests.validate.changed_repo import edit_yaml, git, scratch_repo, validate_json
 from trainops.cli import main
-from trainops.spec.load import load_repository
+from trainops.jobspec.load import load_repository
 from trainops.validate import changes
 
 JOB = "resnet50-ddp"

@@ -18,8 +18,8 @@ import pytest
 from tests.tools import REPO, require_tool
 from trainops import build
 from trainops.cli import main
+from trainops.jobspec.load import load_repository
 from trainops.report import formats as report
-from trainops.spec.load import load_repository
 from trainops.validate.repo import validate_repository
 
 STRAY = "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: stray}\nbogus: 1\n"

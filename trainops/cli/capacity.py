@@ -17,8 +17,8 @@ from trainops import diff
 from trainops.cli.load import load
 from trainops.core.errors import InputError, Problem
 from trainops.core.git import GitError
+from trainops.jobspec.model import Repository
 from trainops.report import capacity, capacity_view
-from trainops.spec.model import Repository
 
 INPUTS = ("jobs", "clusters", "trainops.yaml")
 

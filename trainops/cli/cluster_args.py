@@ -13,7 +13,7 @@ from trainops.cluster.client import DEFAULT_TIMEOUT_SECONDS, Client
 from trainops.cluster.kubeconfig import resolve
 from trainops.core.errors import InputError, Problem
 from trainops.core.manifest import Manifest
-from trainops.spec.model import ClusterProfile
+from trainops.jobspec.model import ClusterProfile
 from trainops.validate.repo import build_overlay
 
 

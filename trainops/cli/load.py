@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainops.core.errors import InputError, Problem
+from trainops.jobspec.load import load_repository
+from trainops.jobspec.model import ClusterProfile, Repository, Target, TrainingJob
 from trainops.rules import RULES_BY_SLUG
-from trainops.spec.load import load_repository
-from trainops.spec.model import ClusterProfile, Repository, Target, TrainingJob
 
 
 def load(root: Path) -> Repository:

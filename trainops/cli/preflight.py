@@ -25,9 +25,9 @@ from trainops.cluster import preflight as live
 from trainops.core.errors import InputError, Problem
 from trainops.core.yaml_dump import dump_all
 from trainops.facts.nccl_tests import AllReduceResult, parse_all_reduce, shortfall
+from trainops.jobspec.model import ClusterProfile
 from trainops.render import header
 from trainops.render.preflight import preflight_objects
-from trainops.spec.model import ClusterProfile
 
 # Scheduling 2+ GPU nodes, pulling the image, then 8 B..8 GiB doubling: minutes, not hours.
 DEFAULT_APPLY_TIMEOUT = 1200.0

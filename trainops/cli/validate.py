@@ -23,8 +23,8 @@ from trainops.cli.load import load
 from trainops.core.errors import InputError, Problem
 from trainops.core.findings import Finding
 from trainops.core.git import default_base
+from trainops.jobspec.model import Repository
 from trainops.report import formats as report
-from trainops.spec.model import Repository
 from trainops.validate import changes, command
 from trainops.validate.schemas import DEFAULT_KUBERNETES_VERSION
 

@@ -28,7 +28,7 @@ from trainops.cluster.logs import Log, first_failure
 from trainops.cluster.running import Logs
 from trainops.cluster.status import require_namespaces, scheduler_objects, served_training_kinds
 from trainops.core.manifest import Manifest
-from trainops.spec.model import ClusterProfile
+from trainops.jobspec.model import ClusterProfile
 
 DEFAULT_TAIL_LINES = 20
 MAX_EVENTS = 10

@@ -16,7 +16,7 @@ from trainops.cluster.client import Client
 from trainops.cluster.errors import ClusterError
 from trainops.cluster.logs import Log, read
 from trainops.facts.monitoring import METRICS_PORT_NAME
-from trainops.spec.model import ClusterProfile
+from trainops.jobspec.model import ClusterProfile
 
 # Logs (and metrics endpoints) read per job: one request each, so bounded.
 MAX_LOG_READS = 16

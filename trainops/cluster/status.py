@@ -22,7 +22,7 @@ from trainops.cluster.errors import ClusterError
 from trainops.cluster.hang import DEFAULT_STALL_SECONDS
 from trainops.core.manifest import Manifest
 from trainops.facts import gpus as gpu_facts
-from trainops.spec.model import ClusterProfile
+from trainops.jobspec.model import ClusterProfile
 
 IN_SYNC, DIFFERS, NOT_IN_GIT, MISSING = "in sync", "differs", "not in Git", "missing"
 

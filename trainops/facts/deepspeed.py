@@ -76,7 +76,7 @@ def build_config(
 
 # Kubernetes' documented scalability limit: no more than 150,000 pods in one cluster
 # (https://kubernetes.io/docs/setup/best-practices/cluster-large/). The job spec schema caps
-# `replicas` and `elastic.maxReplicas` at it (tests/spec/test_bounds.py checks they agree).
+# `replicas` and `elastic.maxReplicas` at it (tests/jobspec/test_bounds.py checks they agree).
 MAX_CLUSTER_PODS = 150_000
 
 

@@ -2,7 +2,7 @@
 
 One module, because two layers need them: the renderer writes them (`trainops.render.pod`,
 `tfjob`, `mpijob`) and the spec checks refuse a job's `extraVolumes` and `sidecars` that
-reuse one (`trainops.spec.job_checks`; change them through `podTemplate`, which merges by
+reuse one (`trainops.jobspec.job_checks`; change them through `podTemplate`, which merges by
 name). A name listed in only one of the two would let a job collide with what is rendered.
 The operators' own container names (`pytorch`, `tensorflow`, `mpi-launcher`, `mpi-worker`)
 are facts of the operators, in `trainops.facts.kubeflow`.

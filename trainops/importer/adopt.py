@@ -15,10 +15,10 @@ from trainops.importer.launch import same_launch
 from trainops.importer.notes import Notes
 from trainops.importer.pod import normalised_template
 from trainops.importer.reload import load_spec
+from trainops.jobspec.model import ClusterProfile
 from trainops.render.objects import training_job
 from trainops.render.overrides import merge
 from trainops.render.pod import pod_template
-from trainops.spec.model import ClusterProfile
 
 
 def _templates(model: Any, cluster: ClusterProfile, key: str) -> Callable[[str], dict[str, Any]]:

@@ -21,7 +21,7 @@ from trainops.importer.kinds import BESIDE, IMPORTERS, REMOVED
 from trainops.importer.notes import Notes
 from trainops.importer.precheck import named, note_replaced, unreadable
 from trainops.importer.reload import load_spec, ordered
-from trainops.spec.model import ClusterProfile
+from trainops.jobspec.model import ClusterProfile
 
 # Operator-set labels a metrics Service may select the job's pods by.
 JOB_SELECTORS = (JOB_NAME_LABEL, "job-name")

@@ -14,7 +14,7 @@ from pathlib import Path
 from trainops.core import paths
 from trainops.core.errors import InputError, Problem
 from trainops.importer.build import Imported, Result, import_files
-from trainops.spec.model import ClusterProfile, Repository
+from trainops.jobspec.model import ClusterProfile, Repository
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,10 @@ from trainops.facts.kubeflow import default_clean_pod_policy, default_restart_po
 from trainops.facts.schedulers import QUEUE_KEYS, VOLCANO_SCHEDULER
 from trainops.importer.notes import Notes
 from trainops.importer.pod import map_env, map_volumes
+from trainops.jobspec.metadata import owner
+from trainops.jobspec.model import ClusterProfile
+from trainops.jobspec.schemas import CLUSTER, schema
 from trainops.render.pod import JOB_LABEL, MULTUS_ANNOTATION, nccl_env
-from trainops.spec.metadata import owner
-from trainops.spec.model import ClusterProfile
-from trainops.spec.schemas import CLUSTER, schema
 
 ISTIO = "sidecar.istio.io/inject"
 # What trainops renders for every replica of every kind (render/tfjob.py, render/mpijob.py).

@@ -37,7 +37,7 @@ from typing import Any
 from trainops.facts.gpus import container_gpus
 from trainops.facts.kubeflow import MPIJOB_V2BETA1
 from trainops.importer.notes import Notes
-from trainops.spec.model import ClusterProfile
+from trainops.jobspec.model import ClusterProfile
 
 V1 = "kubeflow.org/v1"
 # v1 replica type names, by their lower-case spelling (training-operator

@@ -9,7 +9,7 @@ from typing import Any
 from trainops.core.yamlio import Document
 from trainops.importer import mpi, pytorch, tensorflow
 from trainops.importer.notes import Notes
-from trainops.spec.model import ClusterProfile
+from trainops.jobspec.model import ClusterProfile
 
 Importer = Callable[
     [dict[str, Any], Document, dict[str, dict[str, Any]], ClusterProfile, Notes],

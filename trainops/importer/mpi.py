@@ -32,8 +32,8 @@ from trainops.importer.mpirun import (
 )
 from trainops.importer.notes import Notes
 from trainops.importer.pod import normalised_template
+from trainops.jobspec.model import ClusterProfile
 from trainops.render.pod import METRICS_PORT_ENV, nccl_env
-from trainops.spec.model import ClusterProfile
 
 KINDS = ((MPIJOB_V2BETA1, "MPIJob"), (MPIJOB_V1, "MPIJob"))
 REPLICAS_KEY = "mpiReplicaSpecs"

@@ -10,10 +10,10 @@ from typing import Any
 
 from trainops.facts.names import SHM_VOLUME
 from trainops.importer.notes import Notes
-from trainops.spec.job_checks import RESERVED_ENV
-from trainops.spec.metadata import owner
-from trainops.spec.model import ClusterProfile
-from trainops.spec.schemas import JOB, schema
+from trainops.jobspec.job_checks import RESERVED_ENV
+from trainops.jobspec.metadata import owner
+from trainops.jobspec.model import ClusterProfile
+from trainops.jobspec.schemas import JOB, schema
 
 SHM_PATH = "/dev/shm"
 

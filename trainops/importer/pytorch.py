@@ -12,7 +12,7 @@ from trainops.importer import common
 from trainops.importer.launch import read_program
 from trainops.importer.notes import Notes
 from trainops.importer.pod import normalised_template, training_container
-from trainops.spec.model import ClusterProfile
+from trainops.jobspec.model import ClusterProfile
 
 KIND = ("kubeflow.org/v1", "PyTorchJob")
 REPLICAS_KEY = "pytorchReplicaSpecs"

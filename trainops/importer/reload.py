@@ -11,11 +11,11 @@ import yaml
 
 from trainops.core.errors import InputError, Problem
 from trainops.core.yamlio import load_text
-from trainops.spec.job import build_job
-from trainops.spec.load import job_against_cluster
-from trainops.spec.model import ClusterProfile
-from trainops.spec.podtemplate import check_fields
-from trainops.spec.problems import Collector
+from trainops.jobspec.job import build_job
+from trainops.jobspec.load import job_against_cluster
+from trainops.jobspec.model import ClusterProfile
+from trainops.jobspec.podtemplate import check_fields
+from trainops.jobspec.problems import Collector
 
 # The key order of a written spec: the way the shipped examples read.
 KEY_ORDER = (

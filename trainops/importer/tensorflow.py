@@ -15,7 +15,7 @@ from trainops.importer import common
 from trainops.importer.launch import PYTHONS
 from trainops.importer.notes import Notes
 from trainops.importer.pod import normalised_template, training_container
-from trainops.spec.model import ClusterProfile
+from trainops.jobspec.model import ClusterProfile
 
 KIND = ("kubeflow.org/v1", "TFJob")
 REPLICAS_KEY = "tfReplicaSpecs"

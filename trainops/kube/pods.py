@@ -20,7 +20,7 @@ class GpuProduct(Protocol):
 
 
 class DeclaresGpus(Protocol):
-    """What the views need of a cluster profile (`trainops.spec.model.ClusterProfile`): the
+    """What the views need of a cluster profile (`trainops.jobspec.model.ClusterProfile`): the
     GPU products it declares. A protocol, so this layer stays below the spec."""
 
     @property

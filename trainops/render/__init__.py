@@ -13,6 +13,7 @@ from trainops.core import paths
 from trainops.core.yaml_dump import dump_all
 from trainops.facts.kubeflow import KUBEFLOW_GROUP, KUBEFLOW_REPLICA_KEYS, REPLICA_TYPES
 from trainops.facts.trainer import TRAINER_GROUP, TRAINJOB
+from trainops.jobspec.model import ClusterProfile, Repository, Target, TrainingJob
 from trainops.render import objects, patch, runtimes
 from trainops.render.delivered import (
     JOBS_PART,
@@ -23,7 +24,6 @@ from trainops.render.delivered import (
     targets_on,
 )
 from trainops.render.gitops import render_gitops
-from trainops.spec.model import ClusterProfile, Repository, Target, TrainingJob
 
 KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
 KUSTOMIZE_CONFIG = "kustomizeconfig.yaml"

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainops.facts import monitoring as m
-from trainops.spec.model import ClusterProfile, TrainingJob
+from trainops.jobspec.model import ClusterProfile, TrainingJob
 
 RULE_NAME = "trainops-training"
 PART_OF = {"app.kubernetes.io/part-of": "trainops"}

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from trainops.facts.schedulers import KUEUE_QUEUE_LABEL, VOLCANO_SCHEDULER
+from trainops.jobspec.model import ClusterProfile, TrainingJob
 from trainops.render.pod import JOB_LABEL
-from trainops.spec.model import ClusterProfile, TrainingJob
 
 # Where the job object names the spec it was rendered from.
 SOURCE_ANNOTATION = "trainops.dev/source"

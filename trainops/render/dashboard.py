@@ -27,7 +27,7 @@ from grafana_foundation_sdk.models.dashboard import (
 )
 
 from trainops.facts import monitoring as m
-from trainops.spec.model import ClusterProfile
+from trainops.jobspec.model import ClusterProfile
 
 CONFIGMAP_NAME = "trainops-training-dashboard"
 DATA_KEY = "trainops-training.json"

@@ -9,8 +9,8 @@ import copy
 from typing import Any
 
 from trainops.facts import argocd
+from trainops.jobspec.model import ClusterProfile, PlatformObject, Repository, Target, TrainingJob
 from trainops.render import alerts, dashboard, objects, runtimes
-from trainops.spec.model import ClusterProfile, PlatformObject, Repository, Target, TrainingJob
 
 # Argo CD applies lower waves first: queues, flavors, priority classes and networks exist
 # before the claims and runtimes (-1) and the jobs (0) that name them. A wave the author set

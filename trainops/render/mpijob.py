@@ -30,9 +30,9 @@ from trainops.facts.kubeflow import (
     MPIJOB_V2BETA1,
     mpi_worker_host,
 )
+from trainops.jobspec.model import ClusterProfile, Target, TrainingJob
 from trainops.render.common import job_metadata, replica_spec, run_policy, total_pods
 from trainops.render.pod import Replica, pod_template, program_args, training_replica
-from trainops.spec.model import ClusterProfile, Target, TrainingJob
 
 RESTART_POLICY = "OnFailure"
 # torch.distributed's default rendezvous port, served by rank 0 in Worker 0.

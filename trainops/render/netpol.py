@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainops.jobspec.model import ClusterProfile, TrainingJob
+from trainops.jobspec.schemas import CLUSTER, default
 from trainops.render.pod import JOB_LABEL
-from trainops.spec.model import ClusterProfile, TrainingJob
-from trainops.spec.schemas import CLUSTER, default
 
 NETWORKING_API = "networking.k8s.io/v1"
 # Set by the API server on every namespace (Kubernetes >= 1.22): selects one by name.

@@ -16,13 +16,13 @@ from trainops.facts.gpus import gang_minimum
 from trainops.facts.kubeflow import JOB_NAME_LABEL
 from trainops.facts.monitoring import METRICS_PORT_NAME
 from trainops.facts.trainer import JOBSET_NAME_LABEL
+from trainops.jobspec.model import ClusterProfile, Target, TrainingJob
 from trainops.render import mpijob, tfjob
 from trainops.render.common import job_metadata, labels, replica_spec, run_policy
 from trainops.render.common import metadata as _metadata
 from trainops.render.netpol import network_policy
 from trainops.render.pod import JOB_LABEL, deepspeed_configmap_name, pod_template
 from trainops.render.trainjob import trainjob_objects
-from trainops.spec.model import ClusterProfile, Target, TrainingJob
 
 API_PYTORCHJOB = "kubeflow.org/v1"
 # Argo CD applies lower waves first: claims and configs must exist before the pods mounting them.

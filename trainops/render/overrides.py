@@ -23,7 +23,7 @@ import functools
 from typing import Any
 
 from trainops.facts.kubernetes_schemas import DEFAULT_KUBERNETES_VERSION, core_definitions
-from trainops.spec.model import PodOverrides
+from trainops.jobspec.model import PodOverrides
 
 _POD_TEMPLATE = "io.k8s.api.core.v1.PodTemplateSpec"
 # An argv is one value: appending to a command would run something else entirely.

@@ -21,8 +21,8 @@ from trainops.facts.names import DATA_SYNC_CONTAINER, DEEPSPEED_VOLUME, SHM_VOLU
 from trainops.facts.nccl import RDMA_CAPABILITY
 from trainops.facts.schedulers import VOLCANO_SCHEDULER
 from trainops.facts.scratch import SCRATCH_ENV, SCRATCH_VOLUMES
+from trainops.jobspec.model import ClusterProfile, GpuProduct, Rdma, Target, TrainingJob
 from trainops.render import overrides
-from trainops.spec.model import ClusterProfile, GpuProduct, Rdma, Target, TrainingJob
 
 METRICS_PORT_ENV = "TRAINOPS_METRICS_PORT"
 JOB_LABEL = "trainops.dev/job"

@@ -18,9 +18,9 @@ from typing import Any
 
 from trainops.facts.kubeflow import MPIJOB_V2BETA1
 from trainops.facts.nccl_tests import ALL_REDUCE_ARGV
+from trainops.jobspec.model import ClusterProfile, Mpi, Role, Target, TrainingJob
 from trainops.render import netpol, objects
 from trainops.render.common import metadata
-from trainops.spec.model import ClusterProfile, Mpi, Role, Target, TrainingJob
 
 SUFFIX = "-nccl-preflight"
 # The Launcher only runs mpirun: little CPU and memory.

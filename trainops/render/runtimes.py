@@ -35,6 +35,8 @@ from trainops.facts.trainer import (
     TRAINING_RUNTIME,
     VOLCANO_QUEUE_ANNOTATION,
 )
+from trainops.jobspec.model import ClusterProfile, GpuProduct, Target, TrainingJob
+from trainops.jobspec.schemas import JOB, default
 from trainops.render.pod import (
     MULTUS_ANNOTATION,
     _container_security,
@@ -42,8 +44,6 @@ from trainops.render.pod import (
     _init_containers,
     nccl_env,
 )
-from trainops.spec.model import ClusterProfile, GpuProduct, Target, TrainingJob
-from trainops.spec.schemas import JOB, default
 
 RUNTIME_PREFIX = "trainops-torch"
 CPU_RUNTIME = f"{RUNTIME_PREFIX}-cpu"

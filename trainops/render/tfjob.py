@@ -19,9 +19,9 @@ from dataclasses import replace
 from typing import Any
 
 from trainops.facts.kubeflow import TENSORFLOW_CONTAINER
+from trainops.jobspec.model import ClusterProfile, Role, Target, TrainingJob
 from trainops.render.common import job_metadata, replica_spec, run_policy, total_pods
 from trainops.render.pod import Replica, pod_template, training_replica
-from trainops.spec.model import ClusterProfile, Role, Target, TrainingJob
 
 API_TFJOB = "kubeflow.org/v1"
 RESTART_POLICY = "OnFailure"

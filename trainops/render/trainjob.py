@@ -33,6 +33,7 @@ from trainops.facts.trainer import (
     TRAINING_RUNTIME,
     TRAINJOB,
 )
+from trainops.jobspec.model import ClusterProfile, Target, TrainingJob
 from trainops.render import overrides, runtimes
 from trainops.render.pod import (
     _env,
@@ -45,7 +46,6 @@ from trainops.render.pod import (
     torchrun_command,
     training_replica,
 )
-from trainops.spec.model import ClusterProfile, Target, TrainingJob
 
 # The manager of the one runtime patch we write; others (Kueue, webhooks) own theirs.
 PATCH_MANAGER = "trainops.dev/render"

@@ -16,8 +16,8 @@ from typing import Any
 
 from trainops.facts import capacity as facts
 from trainops.facts.gpus import job_gpus, job_min_gpus
+from trainops.jobspec.model import ClusterProfile, Repository
 from trainops.render import expected_objects
-from trainops.spec.model import ClusterProfile, Repository
 
 NO_PRODUCT = "(no product)"
 """Where GPU pods go whose node selector picks none of the cluster's products."""

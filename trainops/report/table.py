@@ -11,9 +11,9 @@ from trainops.facts import pod_security as pss
 from trainops.facts.gpus import job_gpus
 from trainops.facts.kubeflow import REPLICA_TYPES
 from trainops.facts.schedulers import KUEUE_QUEUE_LABEL
+from trainops.jobspec.model import ClusterProfile
 from trainops.kube.objects import Object
 from trainops.kube.trainjob import find_runtime
-from trainops.spec.model import ClusterProfile
 
 # The training job kinds `trainops render` writes, one row each.
 KINDS = frozenset(REPLICA_TYPES)

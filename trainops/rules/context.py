@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from trainops.core.values import as_dict
+from trainops.jobspec.model import ClusterProfile
 from trainops.kube.lazy import lazy
 from trainops.kube.objects import Object
 from trainops.kube.pods import PodTemplate
 from trainops.kube.trainjob import is_runtime_for, runtime_ref
-from trainops.spec.model import ClusterProfile
 
 
 def same_namespace(a: str | None, b: str | None) -> bool:

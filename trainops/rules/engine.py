@@ -12,13 +12,13 @@ from collections.abc import Sequence
 
 from trainops.core.findings import Finding, Severity
 from trainops.core.manifest import Manifest
+from trainops.jobspec.model import ClusterProfile
 from trainops.kube.objects import Object
 from trainops.rules.checks.waiver import SLUG as WAIVER_SLUG
 from trainops.rules.context import Context
 from trainops.rules.model import Rule
 from trainops.rules.registry import RULES, RULES_BY_SLUG
 from trainops.rules.waivers import SECURITY, UNWAIVABLE, waivers
-from trainops.spec.model import ClusterProfile
 
 OFF = "off"
 # The kind the finding of a switched-off security rule names: the profile that does it.

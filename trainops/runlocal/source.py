@@ -19,10 +19,10 @@ from trainops import build
 from trainops.core import paths
 from trainops.core.errors import InputError, Problem
 from trainops.facts.trainer import RUNTIME_KINDS, TRAINJOB
+from trainops.jobspec.load import load_repository
 from trainops.kube.trainjob import find_runtime
 from trainops.render import RUNTIMES_DIR, render_repository, write
 from trainops.runlocal.trainjob import as_pytorchjob, conversion_note
-from trainops.spec.load import load_repository
 
 # Kubeflow training kinds; run-local runs PyTorchJobs, (with a local mpirun) MPIJobs, and a
 # TrainJob as the PyTorchJob it amounts to.

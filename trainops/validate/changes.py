@@ -37,6 +37,7 @@ from trainops.core import paths, yamlio
 from trainops.core.errors import InputError, Problem
 from trainops.core.findings import Finding, Severity
 from trainops.core.git import GitError, commit_of, git
+from trainops.jobspec.model import Repository, TrainingJob
 from trainops.render import (
     MONITORING_DIR,
     PLATFORM_DIR,
@@ -47,7 +48,6 @@ from trainops.render import (
 )
 from trainops.render.delivered import JOBS_PART, PLATFORM_PART, targets_on
 from trainops.render.write import Drift
-from trainops.spec.model import Repository, TrainingJob
 from trainops.validate.repo import Part, RepoResult, validate_repository
 
 # Paths no rendered or validated object is read from.

@@ -17,7 +17,7 @@ from trainops import build
 from trainops.core.errors import InputError, Problem
 from trainops.core.findings import Finding, Severity
 from trainops.core.limits import read_bounded
-from trainops.spec.model import ClusterProfile, Repository
+from trainops.jobspec.model import ClusterProfile, Repository
 from trainops.validate import changes, kubeconform
 from trainops.validate.crd import load_crd_dir
 from trainops.validate.load import load_manifests

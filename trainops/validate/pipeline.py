@@ -18,7 +18,7 @@ from trainops.core import yamlio
 from trainops.core.findings import Finding, Severity
 from trainops.core.manifest import Manifest
 from trainops.facts.kubeflow import REMOVED_APIS
-from trainops.spec.model import ClusterProfile
+from trainops.jobspec.model import ClusterProfile
 from trainops.validate.schemas import SchemaStore, split_api_version
 
 RULE_SCHEMA = "schema"

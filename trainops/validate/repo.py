@@ -21,8 +21,8 @@ from trainops.core.errors import InputError, Problem
 from trainops.core.findings import Finding, Severity
 from trainops.core.manifest import Manifest
 from trainops.facts import kustomize as kustomize_facts
+from trainops.jobspec.model import ClusterProfile, Repository
 from trainops.render import TRAINER_V2_BASE, render_part, render_repository
-from trainops.spec.model import ClusterProfile, Repository
 from trainops.validate.crd import load_crd_dir
 from trainops.validate.load import documents_to_manifests
 from trainops.validate.pipeline import validate_manifests

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainops.spec.model import (
+from trainops.jobspec.model import (
     ClusterProfile,
     Delivery,
     GpuProduct,

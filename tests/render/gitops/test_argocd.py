@@ -16,10 +16,10 @@ from tests.render.gitops.fixtures import flux_only_repo, mixed_repo
 from tests.tools import REPO, require_kustomize, require_upstream
 from trainops.build import write_tree
 from trainops.diff import build_overlays
+from trainops.jobspec.load import load_repository
 from trainops.render import render_repository
 from trainops.render.gitops import render_gitops
 from trainops.render.gitops.argocd import app_project, application_set
-from trainops.spec.load import load_repository
 
 
 def test_render_gitops_layout() -> None:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainops.jobspec.model import Repository
 from trainops.render.delivered import placed_kinds
 from trainops.render.gitops.argocd import app_project, application_set
 from trainops.render.gitops.flux import flux_files
 from trainops.render.gitops.flux_rbac import ARGOCD_ACCOUNT_NAMESPACE, delivered, rbac_objects
 from trainops.render.gitops.health import argocd_cm_patch
-from trainops.spec.model import Repository
 
 __all__ = ["render_gitops"]
 

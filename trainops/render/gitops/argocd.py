@@ -20,11 +20,11 @@ from typing import Any
 
 from trainops.facts.kubeflow import KUBEFLOW_GROUP, TRAINING_JOB_KINDS
 from trainops.facts.trainer import PATCH_TIME_FIELD, TRAINER_GROUP, TRAINJOB
+from trainops.jobspec.model import ClusterProfile, Repository
 from trainops.render.delivered import Placed, placed_kinds
 from trainops.render.gitops.flux_rbac import ARGOCD_ACCOUNT_NAMESPACE, SERVICE_ACCOUNT
 from trainops.render.gitops.kinds import GroupKind
 from trainops.render.trainjob import PATCH_MANAGER
-from trainops.spec.model import ClusterProfile, Repository
 
 ARGOCD_API = "argoproj.io/v1alpha1"
 APPLICATIONSET_NAME = "trainops"

@@ -27,9 +27,9 @@ from typing import Any
 
 from trainops.facts.kubeflow import TRAINING_JOB_KINDS
 from trainops.facts.trainer import TRAINER_API, TRAINJOB
+from trainops.jobspec.model import ClusterProfile, Repository
 from trainops.render.delivered import JOBS_PART, PLATFORM_PART, Placed, has_platform_part
 from trainops.render.gitops.flux_rbac import SERVICE_ACCOUNT, rbac_objects
-from trainops.spec.model import ClusterProfile, Repository
 
 SOURCE_API = "source.toolkit.fluxcd.io/v1"
 KUSTOMIZE_API = "kustomize.toolkit.fluxcd.io/v1"

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainops.jobspec.model import ClusterProfile, Repository
 from trainops.render.delivered import Placed, placed_kinds
-from trainops.spec.model import ClusterProfile, Repository
 
 RBAC_API = "rbac.authorization.k8s.io/v1"
 SERVICE_ACCOUNT = "trainops-delivery"

@@ -13,7 +13,7 @@ from typing import Any
 
 from trainops.facts.kubeflow import KUBEFLOW_GROUP, TRAINING_JOB_KINDS
 from trainops.facts.trainer import TRAINER_GROUP, TRAINJOB
-from trainops.spec.model import RepoSettings
+from trainops.jobspec.model import RepoSettings
 
 # One script serves all three v1 kinds: they share the operator's condition types.
 JOB_HEALTH_SCRIPT = "kubeflow-job-health.lua"

@@ -1,8 +1,8 @@
 """The whole repository, loaded and checked: its delivery settings (`trainops.yaml`), its jobs,
 its cluster profiles and each cluster's platform objects (`clusters/<name>/manifests/`).
 
-`trainops.spec.load` builds it; every stage after loading takes it. Re-exported by
-`trainops.spec.model` with the job's and the profile's types.
+`trainops.jobspec.load` builds it; every stage after loading takes it. Re-exported by
+`trainops.jobspec.model` with the job's and the profile's types.
 """
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from trainops.spec.profile import ClusterProfile, DeliveryTool
-from trainops.spec.schemas import SETTINGS, default
+from trainops.jobspec.profile import ClusterProfile, DeliveryTool
+from trainops.jobspec.schemas import SETTINGS, default
 
 if TYPE_CHECKING:
     # Only an annotation here: `model` re-exports this module, so a run-time import would be
     # circular.
-    from trainops.spec.model import TrainingJob
+    from trainops.jobspec.model import TrainingJob
 
 
 @dataclass(frozen=True)

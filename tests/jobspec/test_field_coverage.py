@@ -24,13 +24,13 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.spec.schema_leaves import all_leaves, schema_at, tokens
+from tests.jobspec.schema_leaves import all_leaves, schema_at, tokens
 from tests.tools import REPO, require_tool
 from trainops import build
 from trainops.core import paths
 from trainops.core.errors import InputError
+from trainops.jobspec.load import load_repository
 from trainops.render import render_repository
-from trainops.spec.load import load_repository
 
 # Seconds to minutes: `make test` runs it, `make test-fast` does not.
 pytestmark = pytest.mark.slow
@@ -48,11 +48,11 @@ NOT_IN_OUTPUT = {
     "clusterprofile:name": "must equal the file name; jobs name the cluster in `targets`",
     "clusterprofile:kubernetesVersion": "selects the core JSON Schemas `trainops validate` uses",
     "clusterprofile:installed.kueue.version": "a check: jobs of a kind its default"
-    " integrations leave off are refused at load (tests/spec/test_installed.py)",
+    " integrations leave off are refused at load (tests/jobspec/test_installed.py)",
     "clusterprofile:installed.kueue.integrations": "a check: jobs of a kind not listed are"
-    " refused at load on a Kueue cluster (tests/spec/test_installed.py)",
+    " refused at load on a Kueue cluster (tests/jobspec/test_installed.py)",
     "clusterprofile:installed.mpiJobs": "a check: an MPIJob of the other API version is"
-    " refused at load (tests/spec/test_installed.py)",
+    " refused at load (tests/jobspec/test_installed.py)",
     "clusterprofile:monitoring.ncclTestsImage": "the image of `trainops preflight`'s MPIJob,"
     " rendered on demand, never delivered",
     "clusterprofile:monitoring.minBusBandwidthGBps": "what `trainops preflight` compares the"

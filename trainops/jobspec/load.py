@@ -2,9 +2,9 @@
 
 Two passes per file, both reporting file:line:column:
 1. the JSON Schema in `trainops/schemas/` (also what editors use), with a did-you-mean for
-   unknown keys (`trainops.spec.problems`);
+   unknown keys (`trainops.jobspec.problems`);
 2. cross-field and cross-file rules the schema cannot say: within a file
-   (`trainops.spec.job`, `trainops.spec.cluster`), and here, a job against the clusters it
+   (`trainops.jobspec.job`, `trainops.jobspec.cluster`), and here, a job against the clusters it
    targets (namespaces, GPU products, storage classes, DeepSpeed batch at every world size).
 Every problem in every file is collected before raising, so one run shows them all.
 """
@@ -21,12 +21,12 @@ from trainops.core.errors import InputError, Problem
 from trainops.core.yamlio import Document
 from trainops.facts import deepspeed as ds_facts
 from trainops.facts.kubernetes_schemas import parse_version
-from trainops.spec import installed, model, pod_fence, podtemplate, schemas, trainer_v2
-from trainops.spec.cluster import build_cluster
-from trainops.spec.job import build_job
-from trainops.spec.platform import load_platform
-from trainops.spec.platform_refs import check_references
-from trainops.spec.problems import (
+from trainops.jobspec import installed, model, pod_fence, podtemplate, schemas, trainer_v2
+from trainops.jobspec.cluster import build_cluster
+from trainops.jobspec.job import build_job
+from trainops.jobspec.platform import load_platform
+from trainops.jobspec.platform_refs import check_references
+from trainops.jobspec.problems import (
     Collector,
     duplicates,
     load_all,

@@ -24,8 +24,8 @@ from trainops.facts.trainer import (
     PET_ENV,
     TRAINER_CONTAINER_FIELDS,
 )
-from trainops.spec.model import ClusterProfile, TrainingJob
-from trainops.spec.problems import Collector
+from trainops.jobspec.model import ClusterProfile, TrainingJob
+from trainops.jobspec.problems import Collector
 
 # Pod fields a TrainJob carries in its runtime patch but the escape hatch may not touch there:
 # init containers (the runtime's own; new ones cannot be added by a patch).

@@ -16,8 +16,8 @@ from __future__ import annotations
 from trainops.facts.kubeflow import MPIJOB_SERVED_BY
 from trainops.facts.schedulers import KUEUE_FRAMEWORKS
 from trainops.facts.trainer import TRAINER_API, TRAINJOB
-from trainops.spec.model import ClusterProfile, TrainingJob
-from trainops.spec.problems import Collector
+from trainops.jobspec.model import ClusterProfile, TrainingJob
+from trainops.jobspec.problems import Collector
 
 _KINDS = {"pytorch": ("kubeflow.org/v1", "PyTorchJob"), "tensorflow": ("kubeflow.org/v1", "TFJob")}
 

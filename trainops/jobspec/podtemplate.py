@@ -21,8 +21,8 @@ from typing import Any
 import jsonschema
 
 from trainops.facts.kubernetes_schemas import core_definitions
-from trainops.spec import metadata as meta
-from trainops.spec.problems import Collector, report_errors
+from trainops.jobspec import metadata as meta
+from trainops.jobspec.problems import Collector, report_errors
 
 _CORE = "io.k8s.api.core.v1."
 # Which core definition each first-class field (or each of its items) is.

@@ -15,7 +15,7 @@ import jsonschema
 from trainops.core.errors import InputError, Problem
 from trainops.core.limits import inside
 from trainops.core.yamlio import Document, load_file
-from trainops.spec import schemas
+from trainops.jobspec import schemas
 
 T = TypeVar("T")
 

@@ -13,9 +13,9 @@ from trainops.facts.nccl import RDMA_CAPABILITY
 from trainops.facts.pod_fence import PodFence
 from trainops.facts.schedulers import DEFAULT_SCHEDULER, VOLCANO_SCHEDULER
 from trainops.facts.trainer import MIN_TRAINER_VERSION, TRAINER, TRAINING_OPERATOR
-from trainops.spec import model, schemas
-from trainops.spec.policy import read_policy
-from trainops.spec.problems import Collector, schema_problems
+from trainops.jobspec import model, schemas
+from trainops.jobspec.policy import read_policy
+from trainops.jobspec.problems import Collector, schema_problems
 
 
 def _checks(d: dict[str, Any], stem: str, out: Collector) -> None:

@@ -1,11 +1,11 @@
 """Typed model of the inputs: `TrainingJob` (jobs/*.yaml), and `ClusterProfile` (clusters/*.yaml,
-defined in `trainops.spec.profile`) and `Repository` (`trainops.spec.repository`), re-exported
+defined in `trainops.jobspec.profile`) and `Repository` (`trainops.jobspec.repository`), re-exported
 here.
 
-Everything here is already checked: the loader (`trainops.spec.load`) validates
+Everything here is already checked: the loader (`trainops.jobspec.load`) validates
 the YAML against `trainops/schemas/*.schema.json` and the cross-field rules, with file and
 line, before building these objects. Field docs mirror the schema descriptions; defaults are
-the schema's own (`trainops.spec.schemas.default`), never restated here.
+the schema's own (`trainops.jobspec.schemas.default`), never restated here.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from trainops.core.errors import Problem
 from trainops.facts import deepspeed as ds_facts
-from trainops.spec.profile import (
+from trainops.jobspec.profile import (
     Capacity,
     ClusterProfile,
     Delivery,
@@ -30,8 +30,8 @@ from trainops.spec.profile import (
     Scheduler,
     Storage,
 )
-from trainops.spec.repository import PlatformObject, RepoSettings, Repository
-from trainops.spec.schemas import JOB, default
+from trainops.jobspec.repository import PlatformObject, RepoSettings, Repository
+from trainops.jobspec.schemas import JOB, default
 
 __all__ = [
     "Capacity",

@@ -3,7 +3,7 @@
 A field without a docstring leaves the next reader guessing what a value means; a default
 written in the model as well as in the schema is a default that will one day differ from the
 one editors and the docs show. The schema (`trainops/schemas/*.schema.json`) is the one source:
-the model reads its defaults through `trainops.spec.schemas.default`.
+the model reads its defaults through `trainops.jobspec.schemas.default`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import inspect
 
 import pytest
 
-from trainops.spec import model, profile, repository, schemas
+from trainops.jobspec import model, profile, repository, schemas
 
 # The job's model, the cluster profile's and the repository's (re-exported by `model`).
 MODULES = (model, profile, repository)

@@ -1,5 +1,5 @@
 """A training job spec (`jobs/<name>.yaml`): its schema, the checks within the file that
-the schema cannot say (`trainops.spec.job_checks`), and the typed `TrainingJob` built from it
+the schema cannot say (`trainops.jobspec.job_checks`), and the typed `TrainingJob` built from it
 with the schema's defaults filled in."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from typing import Any
 
 from trainops.core.errors import Problem
 from trainops.core.yamlio import Document
-from trainops.spec import model, schemas
-from trainops.spec.deepspeed_config import check_config
-from trainops.spec.job_checks import check_job
-from trainops.spec.problems import Collector, schema_problems
+from trainops.jobspec import model, schemas
+from trainops.jobspec.deepspeed_config import check_config
+from trainops.jobspec.job_checks import check_job
+from trainops.jobspec.problems import Collector, schema_problems
 
 SECURITY_KEYS = {
     "runAsUser": "run_as_user",

@@ -14,8 +14,8 @@ import pytest
 
 from tests.rules.helpers import manifests_from_text
 from tests.tools import trainops, tree
+from trainops.jobspec.load import load_repository
 from trainops.rules import check
-from trainops.spec.load import load_repository
 
 PROFILE = "clusters/cloud-h100.yaml"
 # An unpinned image: `image-unpinned` fires on it unless the cluster turns the rule off.

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from trainops.facts.pod_fence import claim_problem, escapes
-from trainops.spec import model
-from trainops.spec.problems import Collector
+from trainops.jobspec import model
+from trainops.jobspec.problems import Collector
 
 # First-class fields that are a pod spec's under another name.
 _FIRST_CLASS = {"volumes": "extraVolumes", "containers": "sidecars"}

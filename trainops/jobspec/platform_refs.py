@@ -26,8 +26,8 @@ from trainops.core.errors import Problem
 from trainops.core.yamlio import Document
 from trainops.facts.platform import KUEUE_GROUP, MULTUS_GROUP
 from trainops.facts.schedulers import VOLCANO_SCHEDULING_GROUP
-from trainops.spec import model
-from trainops.spec.problems import Collector
+from trainops.jobspec import model
+from trainops.jobspec.problems import Collector
 
 # (group, kind, namespace, name), namespace "" for cluster-scoped objects.
 Key = tuple[str, str, str, str]

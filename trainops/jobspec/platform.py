@@ -19,8 +19,8 @@ from trainops.core.errors import InputError, Problem
 from trainops.core.limits import inside
 from trainops.core.yamlio import Document, load_file
 from trainops.facts.platform import PLATFORM_KINDS, REQUIRED_LABELS
-from trainops.spec import model
-from trainops.spec.problems import Collector
+from trainops.jobspec import model
+from trainops.jobspec.problems import Collector
 
 MANIFESTS_DIR = "manifests"
 

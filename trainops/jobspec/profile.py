@@ -1,7 +1,7 @@
 """Typed model of a cluster profile (clusters/*.yaml): `ClusterProfile` and its parts.
 
-Already checked when built (`trainops.spec.cluster`); defaults are the schema's own
-(`trainops.spec.schemas.default`), never restated here. `trainops.spec.model` re-exports it.
+Already checked when built (`trainops.jobspec.cluster`); defaults are the schema's own
+(`trainops.jobspec.schemas.default`), never restated here. `trainops.jobspec.model` re-exports it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from trainops.facts import capacity as capacity_facts
 from trainops.facts import schedulers as scheduler_facts
 from trainops.facts.pod_fence import PodFence
 from trainops.facts.trainer import TRAINER
-from trainops.spec.schemas import CLUSTER, default
+from trainops.jobspec.schemas import CLUSTER, default
 
 Transport = Literal["rdma", "tcp"]
 SchedulerKind = Literal["default", "volcano", "kueue"]

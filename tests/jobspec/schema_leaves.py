@@ -1,5 +1,5 @@
 """The leaf fields of trainops' own JSON Schemas, found by walking the schemas (no hand-kept
-list): what tests/spec/test_field_coverage.py changes one at a time."""
+list): what tests/jobspec/test_field_coverage.py changes one at a time."""
 
 from __future__ import annotations
 

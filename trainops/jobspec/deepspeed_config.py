@@ -27,7 +27,7 @@ import jsonschema
 from trainops.core.errors import Problem
 from trainops.core.paths import SCHEMA_DIR
 from trainops.facts.deepspeed import AUTO, CONFIG_SCHEMA, DEEPSPEED_VERSION
-from trainops.spec.problems import Collector, report_errors
+from trainops.jobspec.problems import Collector, report_errors
 
 PREFIX: tuple[str, ...] = ("deepspeed", "config")
 # A number as YAML 1.2 / JSON spell it, which YAML 1.1 leaves a string (`5e8`, `1E-5`).

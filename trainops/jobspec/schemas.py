@@ -41,8 +41,8 @@ def surely_valid(name: str, data: Any) -> bool:
     and is needed only to word the errors of a spec that has some.
 
     The two agree on every spec that the tests, the shipped repository and
-    `tests/spec/test_fast_schema.py`'s seeded mutations of them hold. Where they could differ, the
-    Rust side is the stricter one (a pattern's `$` does not match before a final newline, as
+    `tests/jobspec/test_fast_schema.py`'s seeded mutations of them hold. Where they could differ,
+    the Rust side is the stricter one (a pattern's `$` does not match before a final newline, as
     Python's does), so a spec it refuses is judged again by the Python validator, whose verdict
     stands; a value it cannot read (False) goes the same way.
     """

@@ -1,5 +1,5 @@
 """The spec loader skips the Python JSON Schema validator when jsonschema-rs finds a spec valid
-(`trainops.spec.schemas.surely_valid`): that is safe only if jsonschema-rs never accepts what
+(`trainops.jobspec.schemas.surely_valid`): that is safe only if jsonschema-rs never accepts what
 the Python validator (`jsonschema`, whose errors the loader words) refuses.
 
 Checked on every spec file of the repository and its test fixtures, and on seeded mutations of
@@ -21,7 +21,7 @@ import pytest
 
 from tests.tools import REPO
 from trainops.core.yamlio import load_file
-from trainops.spec import schemas
+from trainops.jobspec import schemas
 
 SCHEMA_OF_KIND = {"TrainingJob": schemas.JOB, "ClusterProfile": schemas.CLUSTER}
 MUTATIONS_PER_FILE = 40

@@ -11,9 +11,9 @@ from trainops.facts import deepspeed as ds_facts
 from trainops.facts.kubeflow import FRAMEWORK_KINDS, REPLICA_TYPES
 from trainops.facts.names import RENDERED_CONTAINERS, RENDERED_VOLUMES
 from trainops.facts.scratch import SCRATCH_VOLUMES
-from trainops.spec import metadata as meta
-from trainops.spec import podtemplate, schemas
-from trainops.spec.problems import Collector, dotted
+from trainops.jobspec import metadata as meta
+from trainops.jobspec import podtemplate, schemas
+from trainops.jobspec.problems import Collector, dotted
 
 RESERVED_ENV = frozenset(
     {
