@@ -28,7 +28,7 @@ def default_pull_policy(image: str) -> str:
 
 
 # Over the complexity limits: the import branch reworks this file; split after merging.
-def normalised_template(template: dict[str, Any]) -> dict[str, Any]:  # noqa: C901, PLR0912
+def normalised_template(template: dict[str, Any]) -> dict[str, Any]:
     """A copy of a pod template with its /dev/shm memory volume named like trainops's,
     Kubernetes' default imagePullPolicy made explicit (trainops always writes one), and
     without the scheduler name, labels and annotations the cluster profile sets
@@ -36,14 +36,7 @@ def normalised_template(template: dict[str, Any]) -> dict[str, Any]:  # noqa: C9
     out = copy.deepcopy(template)
     pod_spec = out.get("spec")
     if isinstance(pod_spec, dict):
-        grace = pod_spec.get("terminationGracePeriodSeconds")
-        if isinstance(grace, int) and grace < min_grace_period():
-            del pod_spec["terminationGracePeriodSeconds"]  # noted by `precheck.note_replaced`
-        pod_spec.pop("schedulerName", None)  # the profile's to set; noted there too
-        for vol in pod_spec.get("volumes") or []:
-            if host_shm(vol):  # noted by `precheck.note_replaced`
-                vol.pop("hostPath")
-                vol["emptyDir"] = {"medium": "Memory"}
+        _drop_replaced(pod_spec)
     meta = out.get("metadata")
     if isinstance(meta, dict):
         for key in ("labels", "annotations"):
@@ -53,7 +46,28 @@ def normalised_template(template: dict[str, Any]) -> dict[str, Any]:  # noqa: C9
     for container in [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]:
         if "imagePullPolicy" not in container and isinstance(container.get("image"), str):
             container["imagePullPolicy"] = default_pull_policy(container["image"])
-    for container in pod.get("containers") or []:
+    _name_shm_volume(pod)
+    return out
+
+
+def _drop_replaced(pod_spec: dict[str, Any]) -> None:
+    """What trainops sets itself (each noted by `precheck.note_replaced`): a grace period below
+    the spec's minimum, the scheduler name, the node's /dev/shm (a memory emptyDir instead)."""
+    grace = pod_spec.get("terminationGracePeriodSeconds")
+    if isinstance(grace, int) and grace < min_grace_period():
+        del pod_spec["terminationGracePeriodSeconds"]
+    pod_spec.pop("schedulerName", None)
+    for vol in pod_spec.get("volumes") or []:
+        if host_shm(vol):
+            vol.pop("hostPath")
+            vol["emptyDir"] = {"medium": "Memory"}
+
+
+def _name_shm_volume(pod: dict[str, Any]) -> None:
+    """The memory emptyDir a container mounts at /dev/shm renamed to trainops's name, in the
+    volumes and in every container's mounts."""
+    containers = pod.get("containers") or []
+    for container in containers:
         for mount in container.get("volumeMounts") or []:
             if mount.get("mountPath") != SHM_PATH:
                 continue
@@ -62,11 +76,10 @@ def normalised_template(template: dict[str, Any]) -> dict[str, Any]:  # noqa: C9
                 if vol.get("name") == mount.get("name") and empty.get("medium") == "Memory":
                     old = vol["name"]
                     vol["name"] = SHM_VOLUME
-                    for other in pod.get("containers") or []:
+                    for other in containers:
                         for m in other.get("volumeMounts") or []:
                             if m.get("name") == old:
                                 m["name"] = SHM_VOLUME
-    return out
 
 
 def host_shm(volume: Any) -> bool:
