@@ -93,22 +93,29 @@ def test_fire_writes_first_line_stacks_and_exits(tmp_path: Path) -> None:
 
 
 def run_hung_job(tmp_path: Path, *args: str, timeout: float = 180) -> tuple[int, str, float]:
+    """torchrun's own output, then each rank's stdout and stderr whole, rank by rank.
+
+    The ranks write to files of their own (torchrun `--redirects 3 --log-dir`): two processes
+    dumping stacks into one pipe at the same moment interleave mid-line, which made the stack
+    assertions below fail now and then.
+    """
     hook = tmp_path / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(HANG.format(rank=1, at=3))
     extra = env()
     extra["PYTHONPATH"] = f"{hook}:{extra['PYTHONPATH']}"
+    logs = tmp_path / "logs"
+    cmd = torchrun_cmd([*TINY_GPT, "--steps", "50", "--log-interval", "1", *args])
+    at = cmd.index("-m", 3)  # the trainer's `-m`, after torchrun's own options
+    cmd[at:at] = ["--redirects", "3", "--log-dir", str(logs)]
     start = time.monotonic()
     result = subprocess.run(
-        torchrun_cmd([*TINY_GPT, "--steps", "50", "--log-interval", "1", *args]),
-        cwd=REPO,
-        env=extra,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
+        cmd, cwd=REPO, env=extra, capture_output=True, text=True, timeout=timeout, check=False
     )
-    return result.returncode, result.stdout + result.stderr, time.monotonic() - start
+    seconds = time.monotonic() - start
+    ranks = sorted(logs.rglob("std*.log"), key=lambda f: (f.parent.name, f.name))
+    out = result.stdout + result.stderr + "".join(f.read_text() for f in ranks)
+    return result.returncode, out, seconds
 
 
 @pytest.mark.slow
