@@ -100,3 +100,21 @@ TRAINER_CONTAINER_FIELDS = {
     "env": "env",
     "resources": "resourcesPerNode",
 }
+
+
+def trainjob_running(status: object) -> bool:
+    """Whether a TrainJob's pods run, from `status.jobsStatus` (it has no Running condition):
+    some child Job is `ready` and none is `active` without being ready. JobSet v0.12.0
+    (`calculateReplicatedJobStatuses`) counts a child Job `active` from its first Pending pod
+    and `ready` once its ready and succeeded pods reach its parallelism, so `active` alone
+    reads a gang waiting for GPUs as running. The Flux CEL and Argo CD Lua say the same."""
+    jobs = status.get("jobsStatus") if isinstance(status, dict) else None
+    entries = [j for j in jobs if isinstance(j, dict)] if isinstance(jobs, list) else []
+
+    def count(entry: dict[str, object], key: str) -> int:
+        value = entry.get(key)
+        return value if isinstance(value, int) else 0
+
+    return any(count(j, "ready") > 0 for j in entries) and all(
+        count(j, "active") <= count(j, "ready") for j in entries
+    )
