@@ -75,7 +75,7 @@ def test_status_reader_read_status_for_object_group_only_health_check() -> None:
         obj = {"apiVersion": "bitnami.com/v1alpha1", "kind": kind, "data": {"current": True}}
         assert reader.read_status_for_object(obj) == CURRENT
     other = {"apiVersion": "other.com/v1", "kind": "Foo", "data": {"current": True}}
-    with pytest.raises(CELError, match="the GroupKind Foo.other.com is not supported"):
+    with pytest.raises(CELError, match=r"the GroupKind Foo\.other\.com is not supported"):
         reader.read_status_for_object(other)
 
 
@@ -97,10 +97,12 @@ def test_status_reader_read_status_for_object_specific_kind_overrides_group_only
         pytest.param([{"apiVersion": "bitnami.com/v1alpha1"}] * 2, id="DuplicateGroupOnlyError"),
         # Ours (issue 33 item 1): the version is not part of the key.
         pytest.param(
-            [{"apiVersion": "kubeflow.org/v1", "kind": "MPIJob"},
-             {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob"}],
+            [
+                {"apiVersion": "kubeflow.org/v1", "kind": "MPIJob"},
+                {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob"},
+            ],
             id="same-kind-two-versions",
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_new_status_reader_duplicate_error(checks: list[dict[str, str]]) -> None:
@@ -238,7 +240,9 @@ EVALUATE = [
 
 
 @pytest.mark.parametrize(("exprs", "obj", "expected"), EVALUATE)
-def test_status_evaluator_evaluate(exprs: dict[str, str], obj: dict[str, Any], expected: str) -> None:
+def test_status_evaluator_evaluate(
+    exprs: dict[str, str], obj: dict[str, Any], expected: str
+) -> None:
     evaluator = flux_port.StatusEvaluator.new(exprs)
     if expected in (CURRENT, FAILED, IN_PROGRESS):
         assert evaluator.evaluate(obj) == expected
@@ -253,8 +257,12 @@ def test_an_evaluation_error_reads_as_unknown() -> None:
     """kstatus's GenericStatusReader: the status function's error is the Unknown status
     (`TestStatusReader_CustomResourceLifeCycle`'s first event: no status yet)."""
     reader = _reader(
-        {"apiVersion": "bitnami.com/v1alpha1", "kind": "SealedSecret", "inProgress": GEN_CHECK,
-         **READY}  # fmt: skip
+        {
+            "apiVersion": "bitnami.com/v1alpha1",
+            "kind": "SealedSecret",
+            "inProgress": GEN_CHECK,
+            **READY,
+        }
     )
     obj = {"apiVersion": "bitnami.com/v1alpha1", "kind": "SealedSecret", "metadata": {}}
     assert reader.read_status_for_object(obj) == UNKNOWN

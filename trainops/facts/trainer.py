@@ -47,17 +47,7 @@ PET_ENV = frozenset(
 # `pkg/runtime/framework/plugins/volcano/volcano.go` Build). Without it: Volcano's `default`.
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 
-# TrainJob spec fields with the CEL rule `self == oldSelf`: an update changing them is refused
-# by the API server ("field is immutable"), so a GitOps sync of a changed job fails.
-IMMUTABLE_SPEC_FIELDS = (
-    "activeDeadlineSeconds",
-    "initializer",
-    "managedBy",
-    "runtimeRef",
-    "trainer",
-)
-# Within a runtime patch the pod's containers, initContainers and volumes are immutable too.
-IMMUTABLE_PATCH_POD_FIELDS = ("containers", "initContainers", "volumes")
+# Which TrainJob fields no update may change, and who refuses them: facts/lifecycle.py.
 
 # The Trainer's admission webhook stamps `runtimePatches[].time` on every create and update
 # (observability only): never drift. Other managers (Kueue: `kueue.x-k8s.io/manager`) own

@@ -136,8 +136,14 @@ def test_status_and_both_tools_agree_on_running() -> None:
     for a1, r1, a2, r2 in itertools.product(range(3), repeat=4):
         obj = trainjob([], a1, r1)
         obj["status"]["jobsStatus"].append(
-            {"name": "launcher", "active": a2, "ready": r2, "succeeded": 0, "failed": 0,
-             "suspended": 0}  # fmt: skip
+            {
+                "name": "launcher",
+                "active": a2,
+                "ready": r2,
+                "succeeded": 0,
+                "failed": 0,
+                "suspended": 0,
+            }
         )
         running = trainjob_running(obj["status"])
         assert running == (flux_status(entry, obj) == CURRENT), (a1, r1, a2, r2)
