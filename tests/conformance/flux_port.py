@@ -3,7 +3,8 @@ ssa v0.76.1, as far as our Kustomizations depend on it:
 
 - when a Kustomization applies: `internal/controller/kustomization_controller.go`
   (`checkDependencies`: only once every `dependsOn` Kustomization (same namespace when none
-  is given) is Ready at the revision of the same source);
+  is given) is Ready at the revision of the same source), so a dependency cycle anywhere
+  below it (fluxcd/pkg `runtime/dependency` `Sort` finds them) holds it back for ever;
 - how it applies: `ResourceManager.ApplyAllStaged` (`ssa/manager_apply.go`): CRDs,
   Namespaces and ClusterRoles first, then kinds whose name ends in `Class`, then the
   controller's `--custom-stage-kinds` (none by default), then the rest; within a stage
@@ -49,24 +50,62 @@ def stage(obj: dict[str, Any]) -> int:
     return 3  # stage 2: --custom-stage-kinds, empty unless the platform sets it
 
 
-def dependencies(kustomizations: dict[str, dict[str, Any]], name: str) -> set[str]:
-    """Every Kustomization `name` waits for, transitively (checkDependencies); KeyError for a
-    dependency that does not exist, ValueError for a cycle (neither would ever apply)."""
-    out: set[str] = set()
-    todo = [name]
-    while todo:
-        current = kustomizations[todo.pop()]
-        namespace = current["metadata"]["namespace"]
-        for dep in current["spec"].get("dependsOn") or []:
-            assert dep.get("namespace", namespace) == namespace, dep
-            if dep["name"] == name:
-                raise ValueError(f"{name} depends on itself")
-            if dep["name"] not in kustomizations:
-                raise KeyError(f"{name}: dependency {dep['name']} does not exist")
-            if dep["name"] not in out:
-                out.add(dep["name"])
-                todo.append(dep["name"])
+Ref = tuple[str, str]  # (namespace, name), as meta.NamespacedObjectReference prints it
+
+
+def sort(objects: list[tuple[Ref, list[dict[str, str]]]]) -> list[Ref]:
+    """fluxcd/pkg runtime/dependency `Sort` (runtime/v0.110.1): the objects and what they
+    depend on, each after its dependencies (depth first, in input order); a ValueError naming
+    the cycle when there is one, wherever it is. A dependency without a namespace is in the
+    dependent's."""
+    vertices = [ref for ref, _ in objects]
+    edges: dict[Ref, list[Ref]] = {}
+    for ref, depends_on in objects:
+        edges[ref] = [(d.get("namespace") or ref[0], d["name"]) for d in depends_on]
+    out: list[Ref] = []
+    mark: dict[Ref, str] = {}
+
+    def visit(u: Ref) -> list[str]:
+        mark[u] = "temporary"
+        for v in edges.get(u, []):
+            if mark.get(v) == "permanent":
+                continue
+            if mark.get(v) == "temporary":
+                return [f"{v[0]}/{v[1]}", f"{u[0]}/{u[1]}"]
+            cycle = visit(v)
+            if cycle:
+                return [*cycle, f"{u[0]}/{u[1]}"]
+        mark[u] = "permanent"
+        out.append(u)
+        return []
+
+    for u in vertices:
+        if u not in mark:
+            cycle = visit(u)
+            if cycle:
+                raise ValueError(f"circular dependency detected: {' -> '.join(reversed(cycle))}")
     return out
+
+
+def dependencies(kustomizations: dict[str, dict[str, Any]], name: str) -> set[str]:
+    """Every Kustomization `name` waits for, transitively (`checkDependencies`, which needs
+    each `dependsOn` Ready: a cycle anywhere below `name` never becomes Ready, so `name` never
+    applies). KeyError for a dependency that does not exist, ValueError for a cycle (`sort`)."""
+    by_ref = {(k["metadata"]["namespace"], n): k for n, k in kustomizations.items()}
+    start = (kustomizations[name]["metadata"]["namespace"], name)
+    reached: dict[Ref, list[dict[str, str]]] = {}
+    todo = [start]
+    while todo:
+        ref = todo.pop()
+        if ref in reached:
+            continue
+        if ref not in by_ref:
+            raise KeyError(f"{name}: dependency {ref[0]}/{ref[1]} does not exist")
+        depends_on = by_ref[ref]["spec"].get("dependsOn") or []
+        reached[ref] = depends_on
+        todo += [(d.get("namespace") or ref[0], d["name"]) for d in depends_on]
+    sort([(start, reached[start]), *((r, d) for r, d in reached.items() if r != start)])
+    return {ref[1] for ref in reached if ref != start}
 
 
 def account(kustomization: dict[str, Any]) -> str:
