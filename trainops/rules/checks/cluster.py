@@ -72,34 +72,6 @@ def _namespace(obj: Object, ctx: Context) -> Iterator[Violation]:
         )
 
 
-RULES = (
-    Rule(
-        slug="gpu-product-unknown",
-        code="TO901",
-        severity=Severity.ERROR,
-        summary="A GPU product selector the cluster does not have.",
-        why="No node carries the label, so every pod stays Pending forever.",
-        fix="Select one of the cluster profile's GPU products (or drop the selector and let"
-        " the overlay set it).",
-        example="nodeSelector: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}  # cluster has A100",
-        check=_gpu_product,
-        needs_cluster=True,
-    ),
-    Rule(
-        slug="namespace-not-allowed",
-        code="TO902",
-        severity=Severity.ERROR,
-        summary="A namespace outside the cluster's allow-list.",
-        why="The GitOps project confines training to these namespaces: the sync fails, or the"
-        " job lands where quotas and RBAC are not set up for it.",
-        fix="Use one of the cluster profile's namespaces.",
-        example="metadata: {namespace: default}",
-        check=_namespace,
-        needs_cluster=True,
-    ),
-)
-
-
 # The platform kinds that exist only for one scheduler or network (facts/platform.py): on a
 # cluster whose profile uses another, they are left behind from before a switch.
 _VOLCANO = {(VOLCANO_SCHEDULING_GROUP, "Queue")}
@@ -138,7 +110,30 @@ def _platform_unused(obj: Object, ctx: Context) -> Iterator[Violation]:
 
 
 RULES = (
-    *RULES,
+    Rule(
+        slug="gpu-product-unknown",
+        code="TO901",
+        severity=Severity.ERROR,
+        summary="A GPU product selector the cluster does not have.",
+        why="No node carries the label, so every pod stays Pending forever.",
+        fix="Select one of the cluster profile's GPU products (or drop the selector and let"
+        " the overlay set it).",
+        example="nodeSelector: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}  # cluster has A100",
+        check=_gpu_product,
+        needs_cluster=True,
+    ),
+    Rule(
+        slug="namespace-not-allowed",
+        code="TO902",
+        severity=Severity.ERROR,
+        summary="A namespace outside the cluster's allow-list.",
+        why="The GitOps project confines training to these namespaces: the sync fails, or the"
+        " job lands where quotas and RBAC are not set up for it.",
+        fix="Use one of the cluster profile's namespaces.",
+        example="metadata: {namespace: default}",
+        check=_namespace,
+        needs_cluster=True,
+    ),
     Rule(
         slug="platform-unused",
         code="TO915",
