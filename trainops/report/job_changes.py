@@ -11,8 +11,8 @@ changed job"):
   trainer resumes from the newest checkpoint in its checkpoint directory when it names the
   same one. The only way to run a change the consumers refuse.
 - updates in place: a kept job whose changed fields the API server and the webhooks accept;
-  the object is updated, and the operator creates no pod for it: running pods keep their spec
-  (a pod restarted later gets the new template).
+  the object is updated and the operator restarts no running pod: pods it creates from then on
+  (a new replica, a restart) get the new template, running ones keep theirs.
 - cannot update: a kept job with a field a consumer refuses to change (which, and who, cited
   in `trainops.facts.lifecycle`). Sent to the cluster, it would stop every sync of the cluster
   (Argo CD's server-side diff) or the jobs' stage (Flux); so `trainops diff` exits 1.
@@ -49,8 +49,8 @@ WHAT_HAPPENS = {
     CREATES: "its pods start",
     RESTARTS: "the old run is deleted (its pods killed, or its record if it ended) and the new"
     " one starts; the trainer resumes from the newest checkpoint in its checkpoint directory",
-    UPDATES: "the object is updated; running pods keep their spec (a pod restarted later gets"
-    " the new one)",
+    UPDATES: "the object is updated, no running pod is restarted: pods created from now on (a"
+    " new replica, a restart) get the new spec, running ones keep theirs",
     REFUSED: "refused by the cluster: merged, it would stop the cluster's sync; give the job a"
     " new name to run the change as a new run, or revert it",
     DELETES: "pruned: its pods are killed if it runs; its record goes if it ended",
