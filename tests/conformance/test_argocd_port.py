@@ -5,7 +5,8 @@ into vectors (the upstream test names are the parameter ids' groups):
   `TestAppProject_IsNegatedSourcePermitted`, `TestAppProject_IsDestinationPermitted`,
   `TestAppProject_IsNegatedDestinationPermitted`,
   `TestAppProject_IsDestinationPermitted_PermitOnlyProjectScopedClusters`;
-- `util/argo/argo_test.go`: `TestGetDestinationCluster` (its database mocks as `Cluster`s);
+- `util/argo/argo_test.go`: `TestGetDestinationCluster` and `TestValidatePermissions` (their
+  database mocks as `Cluster`s);
 - `util/settings/impersonation_test.go`: `TestDeriveServiceAccountToImpersonate`;
 - `applicationset/controllers/template/patch_test.go`: `Test_ApplyTemplatePatch`, `TestError`;
 - `gitops-engine/pkg/sync/syncwaves/waves_test.go`: `TestWave`, with issue 33's inputs.
@@ -314,3 +315,60 @@ def test_resource_lists_use_filepath_match_not_gobwas() -> None:
     assert not argocd_port.is_group_kind_name_permitted(project, "batch", "Job", "j", True)
     dest = _project(destinations=[_dst("*", "{a,b}")])
     assert argocd_port.is_destination_matched(dest, Destination(DEFAULT, "", "a"))
+
+
+def _spec(source: dict[str, str], destination: dict[str, str]) -> dict[str, Any]:
+    return {"spec": {"project": "proj", "source": source, "destination": destination}}
+
+
+CHART = {
+    "repoURL": "http://some/where",
+    "path": "",
+    "chart": "somechart",
+    "targetRevision": "1.4.1",
+}
+LOCAL = {"server": "https://127.0.0.1:6443", "namespace": "default"}
+# TestValidatePermissions (util/argo/argo_test.go): source, destination, the project's repos
+# and destinations, the clusters Argo CD knows, and what the single condition contains. The
+# database mocks become `Cluster`s; "Destination cluster does not exist" is the real database's
+# not-found error here, the mock's wording aside.
+_VALIDATE_PERMISSIONS = [
+    pytest.param({"repoURL": ""}, LOCAL, [], [], [], "are required", id="Empty Repo URL"),
+    pytest.param({"repoURL": "http://some/where", "path": "", "chart": ""}, LOCAL, [], [], [],
+                 "are required", id="Incomplete Path/Chart combo"),
+    pytest.param({"repoURL": "http://some/where", "path": "", "chart": "somechart"}, LOCAL, [], [],
+                 [], "is required if the manifest source is a helm chart",
+                 id="Helm chart requires targetRevision"),
+    pytest.param(CHART, {**LOCAL, "namespace": "testns"}, ["http://some/where/else"],
+                 [_dst("*", "*")], [Cluster("https://127.0.0.1:6443", "test")],
+                 "application repo http://some/where is not permitted",
+                 id="Application source is not permitted in project"),
+    pytest.param(CHART, {**LOCAL, "namespace": "testns"}, ["http://some/where"],
+                 [_dst("*", "default")], [Cluster("https://127.0.0.1:6443", "test")],
+                 "application destination", id="Application destination is not permitted"),
+    pytest.param(CHART, LOCAL, ["http://some/where"], [_dst("*", "default")], [],
+                 "error getting cluster by server", id="Destination cluster does not exist"),
+    pytest.param(CHART, {"name": "does-not-exist", "namespace": "default"}, ["http://some/where"],
+                 [_dst("*", "default")], [],
+                 "there are no clusters with this name: does-not-exist",
+                 id="Destination cluster name does not exist"),
+]  # fmt: skip
+
+
+VALIDATE_PERMISSIONS = [pytest.param(p.values, id=p.id) for p in _VALIDATE_PERMISSIONS]
+
+
+@pytest.mark.parametrize("case", VALIDATE_PERMISSIONS)
+def test_validate_permissions(case: tuple[Any, ...]) -> None:
+    source, destination, repos, allowed, clusters, message = case
+    project = _project(sourceRepos=repos, destinations=allowed)
+    conditions = argocd_port.application_conditions(_spec(source, destination), project, clusters)
+    assert len(conditions) == 1 and message in conditions[0], conditions
+
+
+def test_validate_permissions_name_resolves_to_a_valid_server() -> None:
+    """ "Destination cluster name resolves to valid server": no condition."""
+    project = _project(sourceRepos=["http://some/where"], destinations=[_dst("*", "default")])
+    app = _spec(CHART, {"name": "does-exist", "namespace": "default"})
+    clusters = [Cluster("https://127.0.0.1:6443", "does-exist")]
+    assert argocd_port.application_conditions(app, project, clusters) == []
