@@ -1,7 +1,8 @@
 """argocd_port.py against Argo CD v3.5.1's own unit tests for the ported functions, translated
 into vectors (the upstream test names are the parameter ids' groups):
 
-- `pkg/apis/application/v1alpha1/types_test.go`: `TestAppProject_IsSourcePermitted`,
+- `pkg/apis/application/v1alpha1/types_test.go`: `TestGlobMatch`,
+  `TestAppProject_IsGroupKindPermitted`, `TestAppProject_IsSourcePermitted`,
   `TestAppProject_IsNegatedSourcePermitted`, `TestAppProject_IsDestinationPermitted`,
   `TestAppProject_IsNegatedDestinationPermitted`,
   `TestAppProject_IsDestinationPermitted_PermitOnlyProjectScopedClusters`;
@@ -372,3 +373,49 @@ def test_validate_permissions_name_resolves_to_a_valid_server() -> None:
     app = _spec(CHART, {"name": "does-exist", "namespace": "default"})
     clusters = [Cluster("https://127.0.0.1:6443", "does-exist")]
     assert argocd_port.application_conditions(app, project, clusters) == []
+
+
+@pytest.mark.parametrize(
+    ("pattern", "value", "negation", "expected"),
+    [
+        ("foo", "foo", False, True), ("foo*", "foobar", False, True), ("foo*", "bar", False, False),
+        ("*", "anything", False, True), ("!foo", "foo", True, False), ("!foo", "bar", True, True),
+        ("!foo", "foo", False, False), ("!foo", "!foo", False, True),
+    ],
+)  # fmt: skip
+def test_glob_match(pattern: str, value: str, negation: bool, expected: bool) -> None:
+    """TestGlobMatch (types_test.go)."""
+    assert argocd_port.glob_match(pattern, value, negation) is expected
+
+
+def test_is_group_kind_permitted() -> None:
+    """TestAppProject_IsGroupKindPermitted: an empty whitelist allows nothing, an absent one
+    every namespaced kind; cluster-scoped kinds need a whitelist entry, optionally by name."""
+
+    def gk(group: str, kind: str, name: str = "") -> dict[str, str]:
+        return {"group": group, "kind": kind, **({"name": name} if name else {})}
+
+    permitted = argocd_port.is_group_kind_name_permitted
+    p1 = _project(
+        namespaceResourceWhitelist=[], namespaceResourceBlacklist=[gk("apps", "Deployment")]
+    )
+    assert not permitted(p1, "apps", "ReplicaSet", "", True)
+    assert not permitted(p1, "apps", "Deployment", "", True)
+    p2 = _project(namespaceResourceWhitelist=[gk("apps", "ReplicaSet")],
+                  namespaceResourceBlacklist=[gk("apps", "Deployment")])  # fmt: skip
+    assert permitted(p2, "apps", "ReplicaSet", "", True)
+    assert not permitted(p2, "apps", "Action", "", True)
+    p3 = _project(clusterResourceBlacklist=[gk("", "Namespace")])
+    assert not permitted(p3, "", "Namespace", "", False)
+    p4 = _project(clusterResourceWhitelist=[gk("*", "*")], clusterResourceBlacklist=[gk("*", "*")])
+    assert not permitted(p4, "", "Namespace", "", False)
+    assert permitted(p4, "apps", "Action", "", True)
+    p5 = _project(clusterResourceWhitelist=[], namespaceResourceWhitelist=[gk("*", "*")])
+    assert not permitted(p5, "", "Namespace", "", False)
+    assert permitted(p5, "apps", "Action", "", True)
+    p6 = _project()
+    assert not permitted(p6, "", "Namespace", "", False)
+    assert permitted(p6, "apps", "Action", "", True)
+    p7 = _project(clusterResourceWhitelist=[gk("", "Namespace", "team1-*")])
+    assert not permitted(p7, "", "Namespace", "other-namespace", False)
+    assert permitted(p7, "", "Namespace", "team1-namespace", False)
