@@ -12,7 +12,6 @@ from tests.tools import REPO, require_kustomize, require_tool
 from trainops.cli import main
 from trainops.diff import (
     COMMENT_MARKER,
-    IMMUTABLE_JOB,
     compare,
     gpu_count,
     object_key,
@@ -65,9 +64,9 @@ def set_replicas(root: Path, job: str, old: int, new: int) -> None:
     path.write_text(text.replace(f"\nreplicas: {old}\n", f"\nreplicas: {new}\n"))
 
 
-def run_diff(root: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> str:
+def run_diff(root: Path, capsys: pytest.CaptureFixture[str], *extra: str, rc: int = 0) -> str:
     capsys.readouterr()
-    assert main(["--root", str(root), "diff", *extra]) == 0
+    assert main(["--root", str(root), "diff", *extra]) == rc
     return capsys.readouterr().out
 
 
@@ -76,7 +75,8 @@ def test_changed_job_between_two_commits(scratch: Path, capsys: pytest.CaptureFi
     set_replicas(scratch, JOB, job.replicas, job.replicas + 2)
     render_and_commit(scratch, "two more workers")
 
-    out = run_diff(scratch, capsys)  # default base: merge base with main
+    # Exit 1: a TrainJob's spec.trainer (numNodes) is immutable (below).
+    out = run_diff(scratch, capsys, rc=1)  # default base: merge base with main
     profiles = load_repository(scratch).clusters
     clusters = sorted(t.cluster for t in job.targets)
     kinds = {c: "TrainJob" if profiles[c].operator.trainer_v2 else "PyTorchJob" for c in clusters}
@@ -104,14 +104,13 @@ def test_changed_job_between_two_commits(scratch: Path, capsys: pytest.CaptureFi
                 f"+      minAvailable: {job.replicas + 2}",
             ]
     assert sorted(changed) == sorted(expected)
-    # A changed job does not re-run by itself: the diff says so, once per placement.
-    warnings = [x for x in out.splitlines() if x.startswith("warning: ")]
-    assert warnings == [
-        f"warning: {c}: changed {kinds[c]}/{job.namespace}/{JOB}: {IMMUTABLE_JOB}" for c in clusters
-    ]
-    markdown = run_diff(scratch, capsys, "--format", "markdown")
-    assert "> [!WARNING]" in markdown
-    assert f"`{clusters[0]}/PyTorchJob/{job.namespace}/{JOB}`" in markdown
+    # What it does to the running job, per cluster: the v1 job is updated in place (the
+    # Training Operator accepts a new replica count), the TrainJob cannot be (spec.trainer).
+    for cluster in clusters:
+        group = "cannot update" if kinds[cluster] == "TrainJob" else "updates in place"
+        assert f"    {group}: {kinds[cluster]} {job.namespace}/{JOB} (" in out, cluster
+    markdown = run_diff(scratch, capsys, "--format", "markdown", rc=1)
+    assert "> [!CAUTION]" in markdown and "spec.trainer.numNodes (refused by" in markdown
 
 
 def test_uncommitted_edit_is_rendered_from_the_working_tree(
@@ -120,7 +119,7 @@ def test_uncommitted_edit_is_rendered_from_the_working_tree(
     # No `trainops render`, no commit: diff still shows what the change will deliver.
     job = next(j for j in load_repository(scratch).jobs if j.name == JOB)
     set_replicas(scratch, JOB, job.replicas, job.replicas + 1)
-    out = run_diff(scratch, capsys, "--base", "main")
+    out = run_diff(scratch, capsys, "--base", "main", rc=1)  # the TrainJob's numNodes
     assert f"({job.gpus_per_replica:+d})" in out
 
 

@@ -26,21 +26,10 @@ from trainops.core.yaml_dump import dump
 from trainops.core.yamlio import load_text
 from trainops.facts import kustomize as kustomize_facts
 from trainops.facts.gpus import job_gpus
-from trainops.facts.kubeflow import TRAINING_JOB_KINDS
-from trainops.facts.trainer import TRAINJOB
 from trainops.jobspec.model import ClusterProfile, Repository
 
 OVERLAYS = "overlays"
 BUILD_INPUTS = ("base", OVERLAYS)
-
-# Trainer v2's TrainJob too: its runtimeRef and trainer are immutable (CEL self == oldSelf),
-# so a changed TrainJob does not even apply; a new name is the only way to run the change.
-JOB_KINDS = frozenset(k.kind for k in TRAINING_JOB_KINDS) | {TRAINJOB}
-IMMUTABLE_JOB = (
-    "a job's pods are created from the spec it had when it started, so the running or"
-    " finished job keeps its old spec and a finished one does not run again: to run the"
-    " change, give the job a new name (a new name is a new run)"
-)
 
 # GitHub rejects comments over 65,536 characters; leave room for the summary.
 MARKDOWN_DIFF_BUDGET = 60_000
@@ -113,11 +102,6 @@ class ClusterDiff:
     def has_changes(self) -> bool:
         return bool(self.added or self.changed or self.removed)
 
-    @property
-    def changed_jobs(self) -> list[str]:
-        """Changed training jobs: their spec is fixed once created (see `IMMUTABLE_JOB`)."""
-        return [key for key in self.changed if key.split("/", 1)[0] in JOB_KINDS]
-
 
 def _unified(cluster: str, key: str, old: Any, new: Any) -> str:
     before = dump(old).splitlines(keepends=True) if old is not None else []
@@ -170,16 +154,16 @@ def _gpus(d: ClusterDiff) -> str:
     return f"{d.gpus_base} -> {d.gpus_head} ({d.gpu_delta:+d})"
 
 
-def format_text(diffs: list[ClusterDiff], base_ref: str) -> str:
+def format_text(diffs: list[ClusterDiff], base_ref: str, sections: Sequence[str] = ()) -> str:
+    """The summary, the `sections` (e.g. what the change does to the jobs), then the diffs."""
     lines = [f"trainops diff: {base_ref} -> working tree"]
     for d in diffs:
         lines.append(f"cluster {d.cluster}: {_counts(d)}; GPUs {_gpus(d)}")
     if not any(d.has_changes for d in diffs):
         lines.append("no changes to the built manifests")
-    for d in diffs:
-        for key in d.changed_jobs:
-            lines.append(f"warning: {d.cluster}: changed {key}: {IMMUTABLE_JOB}")
     out = "\n".join(lines) + "\n"
+    for section in sections:
+        out += "\n" + section
     for d in diffs:
         for key in [*d.removed, *d.changed, *d.added]:
             out += "\n" + d.patches[key]
@@ -205,10 +189,6 @@ def format_markdown(diffs: list[ClusterDiff], base_ref: str, sections: Sequence[
         )
     if not any(d.has_changes for d in diffs):
         lines += ["", "No changes to the built manifests."]
-    jobs = [f"`{d.cluster}/{key}`" for d in diffs for key in d.changed_jobs]
-    if jobs:
-        lines += ["", "> [!WARNING]", f"> Changed training jobs: {', '.join(jobs)}.", ">"]
-        lines.append(f"> {IMMUTABLE_JOB[0].upper()}{IMMUTABLE_JOB[1:]}.")
     for section in sections:
         lines += ["", section.rstrip("\n")]
     budget = MARKDOWN_DIFF_BUDGET - sum(len(s) for s in sections)

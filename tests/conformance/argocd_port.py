@@ -2,22 +2,27 @@
 tag v3.5.1 (read with `git show v3.5.1:<path>`):
 
 - which Applications an AppProject admits, and which objects it lets them sync:
-  `pkg/apis/application/v1alpha1/app_project_types.go` (`globMatch`, `IsDestinationPermitted`,
-  `isDestinationMatched`, `IsGroupKindNamePermitted`, `IsResourcePermitted`) and
-  `pkg/apis/application/v1alpha1/types.go` (`isResourceInList`, `isNamedResourceInList`),
-  called from `util/argo/argo.go` (`ValidatePermissions`: an Application whose destination is
-  not permitted gets InvalidSpecError and is never synced) and `controller/sync.go`
-  (`validateSyncPermissions`, per object, scope from API discovery);
+  `pkg/apis/application/v1alpha1/app_project_types.go` (`globMatch`, `IsSourcePermitted`,
+  `IsDestinationPermitted` with `permitOnlyProjectScopedClusters`, `isDestinationMatched`,
+  `IsGroupKindNamePermitted`, `IsResourcePermitted`) and `types.go` (`isResourceInList`,
+  `isNamedResourceInList`: Go's filepath.Match), called from `util/argo/argo.go`
+  (`ValidatePermissions`: the source's repo, then `GetDestinationServer`/`GetDestinationCluster`
+  resolving a cluster name, then the destination; any condition is an InvalidSpecError and the
+  Application never syncs) and `controller/sync.go` (`validateSyncPermissions`, per object,
+  scope from API discovery); `util/git/git.go` (`NormalizeGitURL`);
 - which account a sync impersonates: `util/settings/impersonation.go`
   (`DeriveServiceAccountToImpersonate`);
-- the Applications an ApplicationSet generates: `applicationset/controllers/template/patch.go`
-  (`applyTemplatePatch`: a strategic merge patch over the rendered template);
+- the Applications an ApplicationSet generates: `applicationset/utils` (`Render`: Go
+  text/template, gotemplate.py) and `applicationset/controllers/template/patch.go`
+  (`applyTemplatePatch`: a strategic merge patch over the rendered template, then
+  `spec.project` put back);
 - the order a sync applies objects in: `gitops-engine/pkg/sync/syncwaves/waves.go` (`Wave`),
   `gitops-engine/pkg/sync/sync_tasks.go` (`kindOrder`, `syncTasks.Less`) and
   `gitops-engine/pkg/sync/sync_context.go` (`Sync`: one phase and wave at a time).
 
-A destination cluster is known here by what our objects say of it (a server URL or a
-name); Argo CD resolves the other from its cluster secret, which only adds ways to match.
+Argo CD's clusters (its cluster secrets) are given as `Cluster`s: what a destination name
+resolves to. Globs and `strconv.Atoi` are Go's (go_port.py). Each function passes its upstream
+unit tests, translated in test_argocd_port.py.
 """
 
 from __future__ import annotations
@@ -25,6 +30,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+from tests.conformance import go_port, gotemplate
 
 # gitops-engine/pkg/sync/sync_tasks.go: kindOrder (Helm's order); kinds not listed sort
 # after all of these (the map's zero value is the highest).
@@ -41,56 +51,51 @@ SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 HELM_HOOK_WEIGHT = "helm.sh/hook-weight"
 
 
-def _glob_regex(pattern: str, one: str = ".") -> str:
-    """gobwas/glob without separators (what util/glob compiles): `*` any run, `?` one
-    character, `[...]`/`[!...]` classes, `{a,b}` alternatives, `\\` escapes. `one`: what a
-    wildcard character may be (Go's filepath.Match: anything but `/`)."""
-    out, i = [], 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\" and i + 1 < len(pattern):
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-            continue
-        if c == "*":
-            out.append(one + "*")
-        elif c == "?":
-            out.append(one)
-        elif c == "[":
-            end = pattern.index("]", i)
-            body = pattern[i + 1 : end]
-            out.append("[^" + body[1:] + "]" if body.startswith("!") else "[" + body + "]")
-            i = end
-        elif c == "{":
-            end = pattern.index("}", i)
-            options = pattern[i + 1 : end].split(",")
-            out.append("(?:" + "|".join(re.escape(o) for o in options) + ")")
-            i = end
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return "".join(out)
-
-
-def glob_match(pattern: str, value: str, allow_negation: bool = False) -> bool:
-    """app_project_types.go `globMatch`: `!pattern` negates (where allowed), `*` matches all."""
+def glob_match(
+    pattern: str, value: str, allow_negation: bool = False, separators: str = ""
+) -> bool:
+    """app_project_types.go `globMatch`: `!pattern` negates (where allowed), `*` matches all,
+    else util/glob (gobwas: `{a,b}` are alternatives there)."""
     if allow_negation and pattern.startswith("!"):
-        return not glob_match(pattern[1:], value)
+        return not go_port.glob_match(pattern[1:], value, separators)
     if pattern == "*":
         return True
+    return go_port.glob_match(pattern, value, separators)
+
+
+def normalize_git_url(repo: str) -> str:
+    """util/git `NormalizeGitURL`: lower-cased, `git@host:path` as `host/path`, no `.git`;
+    "" for what net/url.Parse refuses (here: a bad port or a bad `%` escape)."""
+    repo = repo.strip().lower()
+    if re.fullmatch(r"(ssh://)?([^/:]*?)@[^@]+", repo) and not repo.startswith("ssh://"):
+        repo = "ssh://" + repo.replace(":", "/", 1)
+    repo = repo.removesuffix(".git")
     try:
-        return re.fullmatch(_glob_regex(pattern), value, re.DOTALL) is not None
-    except (ValueError, re.error):  # util/glob: a pattern that does not compile matches nothing
-        return False
+        port = urlsplit(repo).port
+    except ValueError:
+        return ""
+    if re.search(r"%(?![0-9a-f]{2})", repo) or (port is not None and port > 65535):
+        return ""
+    return repo.removeprefix("ssh://")
+
+
+def is_source_permitted(project: dict[str, Any], repo_url: str) -> bool:
+    """app_project_types.go `IsSourcePermitted`: globs with `/` as the separator."""
+    wanted = normalize_git_url(repo_url)
+    matched_any = False
+    for pattern in project["spec"].get("sourceRepos") or []:
+        deny = pattern.startswith("!")
+        normalized = ("!" if deny else "") + normalize_git_url(pattern.removeprefix("!"))
+        if glob_match(normalized, wanted, True, "/"):
+            matched_any = True
+        elif deny:
+            return False
+    return matched_any
 
 
 def filepath_match(pattern: str, value: str) -> bool:
-    """Go's `filepath.Match` (what isResourceInList uses for kinds and groups): `*` and `?`
-    never match `/`."""
-    try:
-        return re.fullmatch(_glob_regex(pattern, "[^/]"), value) is not None
-    except (ValueError, re.error):  # filepath.ErrBadPattern: no match
-        return False
+    """Go's `filepath.Match` as isResourceInList reads it (a malformed pattern: no match)."""
+    return go_port.filepath_match_ok(pattern, value)
 
 
 @dataclass(frozen=True)
@@ -100,6 +105,16 @@ class Destination:
     server: str
     name: str
     namespace: str
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A cluster Argo CD knows (a cluster secret): its URL, name and, for a project-scoped
+    cluster, its project."""
+
+    server: str
+    name: str = ""
+    project: str = ""
 
 
 def is_destination_matched(project: dict[str, Any], dst: Destination) -> bool:
@@ -124,23 +139,80 @@ def is_destination_matched(project: dict[str, Any], dst: Destination) -> bool:
     return matched_any
 
 
-def application_conditions(app: dict[str, Any], project: dict[str, Any]) -> list[str]:
-    """util/argo/argo.go `ValidatePermissions`, its project checks: the Application's project,
-    and its destination (server or name, and namespace) against the project's destinations."""
+def is_destination_permitted(
+    project: dict[str, Any], cluster: Cluster | None, namespace: str, clusters: list[Cluster]
+) -> bool:
+    """app_project_types.go `IsDestinationPermitted`: matched, and with
+    `permitOnlyProjectScopedClusters` the cluster must be one of the project's own."""
+    if cluster is None:
+        return False
+    dst = Destination(cluster.server, cluster.name, namespace)
+    matched = is_destination_matched(project, dst)
+    if matched and project["spec"].get("permitOnlyProjectScopedClusters"):
+        own = [c for c in clusters if c.project == project["metadata"]["name"]]
+        return any(c.name == dst.name or c.server == dst.server for c in own)
+    return matched
+
+
+def destination_cluster(destination: dict[str, Any], clusters: list[Cluster]) -> Cluster:
+    """util/argo/argo.go `GetDestinationServer` then `GetDestinationCluster`: ValueError with
+    Argo CD's message when the destination names both, neither, or no single known cluster."""
+    name, server = destination.get("name", ""), destination.get("server", "")
+    if name and server:
+        raise ValueError(
+            f"application destination can't have both name and server defined: {name} {server}"
+        )
+    if server:
+        url = server.rstrip("/")
+    elif name:
+        urls = [c.server for c in clusters if c.name == name]
+        if not urls:
+            raise ValueError(f"there are no clusters with this name: {name}")
+        if len(urls) > 1:
+            raise ValueError(
+                f"there are {len(urls)} clusters with the same name: [{' '.join(urls)}]"
+            )
+        url = urls[0]
+    else:
+        raise ValueError("Destination server missing from app spec")
+    found = [c for c in clusters if c.server == url]
+    if not found:
+        where = f"by server {server!r}" if server else "by URL"
+        raise ValueError(f"error getting cluster {where}: cluster not found")
+    return found[0]
+
+
+def application_conditions(
+    app: dict[str, Any], project: dict[str, Any], clusters: list[Cluster]
+) -> list[str]:
+    """util/argo/argo.go `ValidatePermissions` for one source (ours): the source needs a repo
+    and a path or chart, its repo must be permitted, the destination must resolve to one
+    known cluster (`clusters`), and that cluster and namespace must be permitted."""
     spec = app["spec"]
-    if spec["project"] != project["metadata"]["name"]:
-        return [f"application references project {spec['project']} which does not exist"]
-    destination = spec.get("destination", {})
-    dst = Destination(
-        destination.get("server", ""), destination.get("name", ""), destination.get("namespace", "")
-    )
-    if not is_destination_matched(project, dst):
-        return [
-            f"application destination server '{dst.server or dst.name}' and namespace"
-            f" '{dst.namespace}' do not match any of the allowed destinations in project"
-            f" '{project['metadata']['name']}'"
-        ]
-    return []
+    proj = project["metadata"]["name"]
+    source = spec.get("source") or {}
+    if not source.get("repoURL") or not (source.get("path") or source.get("chart")):
+        return ["spec.source.repoURL and either spec.source.path or spec.source.chart are required"]
+    if source.get("chart") and not source.get("targetRevision"):
+        return ["spec.source.targetRevision is required if the manifest source is a helm chart"]
+    conditions = []
+    if not is_source_permitted(project, source["repoURL"]):
+        conditions.append(
+            f"application repo {source['repoURL']} is not permitted in project '{proj}'"
+        )
+    destination = spec.get("destination") or {}
+    try:
+        cluster = destination_cluster(destination, clusters)
+    except ValueError as err:
+        return [*conditions, str(err)]
+    namespace = destination.get("namespace", "")
+    if not is_destination_permitted(project, cluster, namespace, clusters):
+        server = cluster.name if destination.get("name") else cluster.server
+        conditions.append(
+            f"application destination server '{server}' and namespace '{namespace}' do not"
+            f" match any of the allowed destinations in project '{proj}'"
+        )
+    return conditions
 
 
 def is_group_kind_name_permitted(
@@ -185,45 +257,122 @@ def sync_permission_error(
     return None
 
 
+# util/settings/impersonation.go serviceAccountDisallowedCharSet
+SERVICE_ACCOUNT_DISALLOWED = set("!*[]{}\\/")
+
+
 def impersonated_account(
     project: dict[str, Any], app: dict[str, Any], server: str, app_namespace: str
 ) -> str:
     """util/settings/impersonation.go `DeriveServiceAccountToImpersonate`: the first
     `destinationServiceAccounts` entry whose server and namespace globs match the
     Application's destination; "" when none does (the controller's own account, or an
-    error where impersonation is enforced)."""
+    error where impersonation is enforced). ValueError, with Argo CD's message, for a glob
+    that does not compile and for an account name that is blank or holds `!*[]{}\\/`."""
     dst_namespace = app["spec"]["destination"].get("namespace", "")
     account_namespace = dst_namespace or app_namespace
     for item in project["spec"].get("destinationServiceAccounts") or []:
-        if glob_match(item["server"], server) and glob_match(item["namespace"], dst_namespace):
-            account = item["defaultServiceAccount"]
+        try:
+            server_matched = go_port.glob_match_with_error(item.get("server", ""), server)
+        except go_port.BadPattern as err:
+            raise ValueError(f"invalid glob pattern for destination server: {err}") from None
+        try:
+            namespace_matched = go_port.glob_match_with_error(
+                item.get("namespace", ""), dst_namespace
+            )
+        except go_port.BadPattern as err:
+            raise ValueError(f"invalid glob pattern for destination namespace: {err}") from None
+        if server_matched and namespace_matched:
+            account = item.get("defaultServiceAccount", "")
+            if not account.strip(" ") or SERVICE_ACCOUNT_DISALLOWED & set(account):
+                raise ValueError(f"default service account contains invalid chars '{account}'")
             if ":" in account:
                 return f"system:serviceaccount:{account}"
             return f"system:serviceaccount:{account_namespace}:{account}"
     return ""
 
 
-def strategic_merge(base: Any, patch: Any) -> Any:
-    """applicationset/controllers/template/patch.go `applyTemplatePatch` as it acts on our
-    templates: maps merge key by key; Application has no merge keys on the fields we patch,
-    so lists and scalars are replaced."""
+def strategic_merge(base: Any, patch: Any, at: tuple[str, ...] = ()) -> Any:
+    """k8s strategicpatch.StrategicMergePatch over an Application: maps merge key by key, a
+    null deletes; `metadata.finalizers` (patchStrategy merge in ObjectMeta) merges as a set;
+    every other list of Application replaces (its types declare no merge keys)."""
     if isinstance(base, dict) and isinstance(patch, dict):
         out = dict(base)
         for key, value in patch.items():
-            out[key] = strategic_merge(base[key], value) if key in base else value
+            if value is None:
+                out.pop(key, None)
+            elif key in base:
+                out[key] = strategic_merge(base[key], value, (*at, key))
+            else:
+                out[key] = value
         return out
+    if at == ("metadata", "finalizers") and isinstance(base, list) and isinstance(patch, list):
+        return [*base, *(v for v in patch if v not in base)]
     return patch
 
 
+def apply_template_patch(app: dict[str, Any], patch: Any) -> dict[str, Any]:
+    """applicationset/controllers/template/patch.go `applyTemplatePatch`: the rendered patch
+    (YAML or JSON, already parsed) must be an Application-shaped map; merged; then the
+    template's `spec.project` is put back ("Prevent changes to the `project` field")."""
+    if not isinstance(patch, dict):
+        raise ValueError(f"invalid templatePatch {patch!r}")
+    out: dict[str, Any] = strategic_merge(app, patch)
+    project = (app.get("spec") or {}).get("project")
+    spec = dict(out.get("spec") or {})
+    if project is None:
+        spec.pop("project", None)
+    else:
+        spec["project"] = project
+    out["spec"] = spec
+    return out
+
+
+def render_template(node: Any, params: dict[str, Any], options: tuple[str, ...]) -> Any:
+    """applicationset/utils `Render` with goTemplate: every string of the template executed as
+    a Go template over the generator's parameters (gotemplate.py)."""
+    if isinstance(node, dict):
+        return {k: render_template(v, params, options) for k, v in node.items()}
+    if isinstance(node, list):
+        return [render_template(v, params, options) for v in node]
+    if isinstance(node, str):
+        return gotemplate.execute(node, params, options)
+    return node
+
+
+def generated_applications(appset: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Applications a list-generator ApplicationSet generates: each element over
+    `template`, then `templatePatch` rendered with the same element, parsed as YAML and
+    applied (`applyTemplatePatch`)."""
+    spec = appset["spec"]
+    options = tuple(spec.get("goTemplateOptions") or ())
+    out = []
+    for generator in spec["generators"]:
+        for element in generator["list"]["elements"]:
+            app = render_template(spec["template"], element, options)
+            app = {
+                "apiVersion": appset["apiVersion"],
+                "kind": "Application",
+                **app,
+                "metadata": {"namespace": appset["metadata"]["namespace"], **app["metadata"]},
+            }
+            if spec.get("templatePatch"):
+                text = gotemplate.execute(spec["templatePatch"], element, options)
+                app = apply_template_patch(app, yaml.safe_load(text))
+            out.append(app)
+    return out
+
+
 def wave(obj: dict[str, Any]) -> int:
-    """syncwaves.Wave: the sync-wave annotation if it is an integer, else the Helm hook
-    weight, else 0."""
+    """syncwaves.Wave: the sync-wave annotation if `strconv.Atoi` reads it, else the Helm hook
+    weight (helm.Weight: the same), else 0."""
     annotations = obj["metadata"].get("annotations") or {}
     for key in (SYNC_WAVE, HELM_HOOK_WEIGHT):
-        try:
-            return int(annotations[key])
-        except (KeyError, ValueError):
-            continue
+        if key in annotations:
+            try:
+                return go_port.atoi(str(annotations[key]))
+            except ValueError:
+                continue
     return 0
 
 

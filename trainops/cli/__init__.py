@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
     "live-diff": "trainops.cli.live_diff",
     "run-local": "trainops.cli.run_local",
     "import": "trainops.cli.import_",
+    "upgrade": "trainops.cli.upgrade",
 }
 
 
@@ -94,6 +95,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as err:
         for problem in err.problems:
             print(f"error: {one_line(str(problem))}", file=sys.stderr)
+        if any(p.additions for p in err.problems):
+            # A fixed profile may reveal the next addition: list them all in one run.
+            print(
+                "hint: `trainops upgrade` lists every addition the cluster profiles need at"
+                " once (`--write` adds them)",
+                file=sys.stderr,
+            )
         return EXIT_USAGE
     except ClusterError as err:
         # The cluster could not be reached or read: one line naming what and what to do.

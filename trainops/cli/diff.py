@@ -10,15 +10,18 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from trainops import build, diff
 from trainops.cli import progress
 from trainops.cli.load import load
 from trainops.core.errors import InputError, Problem
 from trainops.core.git import GitError, default_base
+from trainops.jobspec.model import ClusterProfile, Repository
 from trainops.render import render_repository
-from trainops.report import capacity, capacity_view
+from trainops.report import capacity, capacity_view, job_changes
 from trainops.report.formats import rules_off_markdown
 from trainops.rules.engine import switched_off
 
@@ -56,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     base_clusters = trees.base_clusters
     products = {name: {g.resource for g in c.gpus} for name, c in repo.clusters.items()}
     changes = diff.compare(base, head, products)
+    jobs = _job_changes(repo, base_clusters, base, head, products)
     shown = base_ref if args.base else f"merge base {base_ref[:12]}"
     if args.format == "markdown":
         before = capacity.fleet_of(base_clusters, {c: o.values() for c, o in base.items()})
@@ -63,8 +67,39 @@ def run(args: argparse.Namespace) -> int:
         section = capacity_view.markdown_section(capacity.compare(before, after))
         off = [f"{slug} ({name})" for name, cluster in sorted(repo.clusters.items())
                for slug in switched_off(cluster)]  # fmt: skip
-        sections = [s for s in (rules_off_markdown(off), section) if s]
+        sections = [job_changes.format_markdown(jobs)]
+        sections += [s for s in (rules_off_markdown(off), section) if s]
         sys.stdout.write(diff.format_markdown(changes, shown, sections))
     else:
-        sys.stdout.write(diff.format_text(changes, shown))
-    return 0
+        sys.stdout.write(diff.format_text(changes, shown, [job_changes.format_text(jobs)]))
+    refused = job_changes.refused(jobs)
+    for line in refused:
+        print(f"error: {line}", file=sys.stderr)
+    return 1 if refused else 0
+
+
+def _job_changes(
+    repo: Repository,
+    base_clusters: Mapping[str, ClusterProfile],
+    base: Mapping[str, Mapping[str, dict[str, Any]]],
+    head: Mapping[str, Mapping[str, dict[str, Any]]],
+    products: Mapping[str, set[str]],
+) -> list[job_changes.ClusterJobs]:
+    """Per cluster (either side), what the change does to its jobs. A cluster's tool and
+    scheduler are the change's (the base's for a cluster the change removes)."""
+    out = []
+    for name in sorted(set(base) | set(head)):
+        profile = repo.clusters.get(name) or base_clusters.get(name)
+        tool = profile.delivery.tool if profile else "unknown"
+        kueue = profile is not None and profile.scheduler.kind == "kueue"
+        out.append(
+            job_changes.cluster_jobs(
+                name,
+                tool,
+                base.get(name, {}),
+                head.get(name, {}),
+                kueue=kueue,
+                products=products.get(name, set()),
+            )
+        )
+    return out

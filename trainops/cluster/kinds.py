@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainops.facts.trainer import trainjob_running
+
 # Training jobs: the Kubeflow Training Operator v1 kinds, and Trainer v2's TrainJob once a
 # cluster serves it (https://www.kubeflow.org/docs/components/trainer/).
 TRAINING_KINDS: tuple[tuple[str, str], ...] = (
@@ -64,12 +66,11 @@ def conditions(obj: dict[str, Any]) -> list[dict[str, Any]]:
 def phase(obj: dict[str, Any]) -> str:
     """The job's phase as the operator reports it: the type of its latest True condition
     (Created, Running, Restarting, Suspended, Succeeded, Failed; TrainJob: Complete, or
-    Running while a child Job is active)."""
+    Running once its child Jobs' pods are ready: `trainjob_running`)."""
     true = [c for c in conditions(obj) if c.get("status") == "True" and c.get("type")]
     if not true:
         # A TrainJob has no Running condition: its JobSet's child Jobs say it.
-        jobs = (obj.get("status") or {}).get("jobsStatus") or []
-        if any(isinstance(j, dict) and int(j.get("active") or 0) > 0 for j in jobs):
+        if trainjob_running(obj.get("status")):
             return "Running"
         return "Unknown"
     latest = max(

@@ -5,7 +5,18 @@ Library code raises `InputError`; only the CLI turns it into exit code 2.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Addition:
+    """What a cluster profile must gain for a problem to go: `values` added to the list at
+    `path` (created where missing). What `trainops upgrade` collects and writes."""
+
+    cluster: str
+    path: tuple[str, ...]
+    values: tuple[Any, ...]
 
 
 @dataclass(frozen=True)
@@ -20,6 +31,9 @@ class Problem:
     """1-based column, or None."""
     message: str
     """What is wrong and what to do, e.g. "`replicas` must be >= 1, got 0"."""
+    additions: tuple[Addition, ...] = field(default=(), compare=False)
+    """The profile additions that fix it, where it is one an older repository lacks (not
+    compared: a problem is its place and message)."""
 
     def __str__(self) -> str:
         where = self.file

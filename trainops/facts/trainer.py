@@ -47,17 +47,7 @@ PET_ENV = frozenset(
 # `pkg/runtime/framework/plugins/volcano/volcano.go` Build). Without it: Volcano's `default`.
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 
-# TrainJob spec fields with the CEL rule `self == oldSelf`: an update changing them is refused
-# by the API server ("field is immutable"), so a GitOps sync of a changed job fails.
-IMMUTABLE_SPEC_FIELDS = (
-    "activeDeadlineSeconds",
-    "initializer",
-    "managedBy",
-    "runtimeRef",
-    "trainer",
-)
-# Within a runtime patch the pod's containers, initContainers and volumes are immutable too.
-IMMUTABLE_PATCH_POD_FIELDS = ("containers", "initContainers", "volumes")
+# Which TrainJob fields no update may change, and who refuses them: facts/lifecycle.py.
 
 # The Trainer's admission webhook stamps `runtimePatches[].time` on every create and update
 # (observability only): never drift. Other managers (Kueue: `kueue.x-k8s.io/manager`) own
@@ -100,3 +90,21 @@ TRAINER_CONTAINER_FIELDS = {
     "env": "env",
     "resources": "resourcesPerNode",
 }
+
+
+def trainjob_running(status: object) -> bool:
+    """Whether a TrainJob's pods run, from `status.jobsStatus` (it has no Running condition):
+    some child Job is `ready` and none is `active` without being ready. JobSet v0.12.0
+    (`calculateReplicatedJobStatuses`) counts a child Job `active` from its first Pending pod
+    and `ready` once its ready and succeeded pods reach its parallelism, so `active` alone
+    reads a gang waiting for GPUs as running. The Flux CEL and Argo CD Lua say the same."""
+    jobs = status.get("jobsStatus") if isinstance(status, dict) else None
+    entries = [j for j in jobs if isinstance(j, dict)] if isinstance(jobs, list) else []
+
+    def count(entry: dict[str, object], key: str) -> int:
+        value = entry.get(key)
+        return value if isinstance(value, int) else 0
+
+    return any(count(j, "ready") > 0 for j in entries) and all(
+        count(j, "active") <= count(j, "ready") for j in entries
+    )

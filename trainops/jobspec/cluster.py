@@ -8,6 +8,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+from trainops.core.errors import Addition
 from trainops.core.yamlio import Document
 from trainops.facts.nccl import RDMA_CAPABILITY
 from trainops.facts.pod_fence import PodFence
@@ -91,6 +92,7 @@ def _check_rdma_admitted(d: dict[str, Any], out: Collector) -> None:
         f"transport `rdma` renders the {RDMA_CAPABILITY} capability on NCCL containers (RDMA"
         " pins memory) and no Pod Security level admits it unless the profile says the"
         f" cluster does: {add} (docs/security.md#rdma-what-needs-ipc_lock)",
+        (Addition(str(d.get("name")), ("podSecurity", "allowCapabilities"), (RDMA_CAPABILITY,)),),
     )
 
 

@@ -13,6 +13,7 @@ Both are refused at load, at the job's target, with what to change.
 
 from __future__ import annotations
 
+from trainops.core.errors import Addition
 from trainops.facts.kubeflow import MPIJOB_SERVED_BY
 from trainops.facts.schedulers import KUEUE_FRAMEWORKS
 from trainops.facts.trainer import TRAINER_API, TRAINJOB
@@ -57,6 +58,18 @@ def check_target(
         else f"Kueue {cluster.installed.kueue_version} there does not enable `{framework}`"
         + ("" if cluster.installed.kueue_integrations is not None else " by default")
     )
+    # Listing integrations replaces the release's defaults: the addition keeps them.
+    additions = (
+        ()
+        if framework is None
+        else (
+            Addition(
+                cluster.name,
+                ("installed", "kueue", "integrations"),
+                tuple(sorted({*enabled, framework})),
+            ),
+        )
+    )
     out.add(
         [*where, "cluster"],
         f"job `{job.name}` renders a {kind} on cluster `{cluster.name}`, which queues with"
@@ -64,4 +77,5 @@ def check_target(
         " quota. Enable the integration in Kueue's Configuration (`integrations.frameworks`)"
         " and list it in the profile's `installed.kueue.integrations`, or target another"
         " cluster",
+        additions,
     )

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from trainops.core.errors import Problem
+from trainops.core.errors import Addition, Problem
 from trainops.core.yamlio import Document
 from trainops.facts.platform import KUEUE_GROUP, MULTUS_GROUP
 from trainops.facts.schedulers import VOLCANO_SCHEDULING_GROUP
@@ -125,5 +125,6 @@ def check_references(
                 + " nor declared provided by the platform: add it to"
                 f" {manifests}, or list it in `providedByPlatform.{ref.provided_key}` if the"
                 " platform installs it",
+                (Addition(cluster.name, ("providedByPlatform", ref.provided_key), (ref.name,)),),
             )
     return out.problems

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from trainops.core.errors import Addition
 from trainops.facts.pod_fence import claim_problem, escapes
 from trainops.jobspec import model
 from trainops.jobspec.problems import Collector
@@ -75,4 +76,13 @@ def check_claims(
             (p for c in clusters if (p := claim_problem(claim, writes, own, c.job_access))), None
         )
         if problem:
-            out.add(path, f"{problem} (cluster {', '.join(f'`{n}`' for n in names)})")
+            # A claim the profile does not share yet: sharing it is the addition (one that is
+            # shared read-only and written to is a choice, not an addition).
+            shared = {c.name for c in clusters if claim in dict(c.job_access.shared_claims)}
+            entry = {"name": claim, "writable": True} if writes else {"name": claim}
+            additions = tuple(
+                Addition(n, ("jobAccess", "sharedClaims"), (entry,))
+                for n in names
+                if n not in shared
+            )
+            out.add(path, f"{problem} (cluster {', '.join(f'`{n}`' for n in names)})", additions)

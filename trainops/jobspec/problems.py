@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import jsonschema
 
-from trainops.core.errors import InputError, Problem
+from trainops.core.errors import Addition, InputError, Problem
 from trainops.core.limits import inside
 from trainops.core.yamlio import Document, load_file
 from trainops.jobspec import schemas
@@ -34,9 +34,11 @@ class Collector:
         self.doc = doc
         self.problems: list[Problem] = []
 
-    def add(self, path: Sequence[str | int], message: str) -> None:
+    def add(
+        self, path: Sequence[str | int], message: str, additions: tuple[Addition, ...] = ()
+    ) -> None:
         line, column = self.doc.position(path)
-        self.problems.append(Problem(self.doc.file, line, column, message))
+        self.problems.append(Problem(self.doc.file, line, column, message, additions))
 
 
 def schema_problems(doc: Document, schema_name: str, out: Collector) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -11,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.conformance import gotemplate
 from tests.render.gitops.crdschema import crd_validator, errors
 from tests.render.gitops.fixtures import flux_only_repo, mixed_repo
 from tests.tools import REPO, require_kustomize, require_upstream
@@ -118,31 +117,12 @@ def test_kueue_suspend_and_status_are_not_drift(scheduler: str) -> None:
         assert "jqPathExpressions" not in by_kind["PyTorchJob"]
 
 
-def value(match: re.Match[str], element: dict[str, Any]) -> str:
-    """A Go template value as YAML: JSON for strings (what toJson does) and booleans."""
-    return json.dumps(element[match.group(1)])
-
-
 def _render_template_patch(patch: str, element: dict[str, Any]) -> dict[str, Any]:
-    """Evaluate the Go-template patch for one element, as far as it uses Go templates:
-    `{{- if .x }}`, `{{- else }}`, `{{- end }}`, `{{ .x }}` and `{{ .x | toJson }}`."""
-    lines: list[str] = []
-    stack: list[bool] = []
-    for line in patch.splitlines():
-        stripped = line.strip()
-        if m := re.fullmatch(r"\{\{- if \.(\w+) \}\}", stripped):
-            stack.append(bool(element[m.group(1)]))
-            continue
-        if stripped == "{{- else }}":
-            stack[-1] = not stack[-1]
-            continue
-        if stripped == "{{- end }}":
-            stack.pop()
-            continue
-        if all(stack):
-            to_json = re.sub(r"\{\{ \.(\w+) \| toJson \}\}", lambda m: value(m, element), line)
-            lines.append(re.sub(r"\{\{ \.(\w+) \}\}", lambda m: value(m, element), to_json))
-    result: dict[str, Any] = yaml.safe_load("\n".join(lines))
+    """The Go-template patch executed for one element as the ApplicationSet controller does
+    (tests/conformance/gotemplate.py, `missingkey=error`), parsed as YAML."""
+    result: dict[str, Any] = yaml.safe_load(
+        gotemplate.execute(patch, element, ("missingkey=error",))
+    )
     return result
 
 

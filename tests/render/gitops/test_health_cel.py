@@ -1,17 +1,12 @@
 """The Flux CEL health checks we ship, evaluated by a real CEL implementation.
 
 The expressions are read from the rendered `gitops/flux/<cluster>/training.yaml` of the
-shipped and rich repositories and evaluated with cel-python on job objects in each state the
-Kubeflow Training Operator leaves them in, the way kustomize-controller does
-(fluxcd/pkg `runtime/cel` StatusEvaluator, RFC-0009): the object's top-level fields are the
-variables; a `status.observedGeneration` that differs from `metadata.generation` is in
-progress; then `inProgress`, `failed`, `current` in that order, the first true one wins;
-none true is in progress. docs/gitops.md states what each state must read as.
-
-Not modelled: a job with no `status` field at all. Flux's cel-go reports an error for the
-missing variable (kstatus reads the job Unknown and polls again); cel-python evaluates
-`has(status.conditions)` to false instead. The operator writes status on its first
-reconcile, so the tests start from `status: {}`.
+shipped and rich repositories and read the way kustomize-controller does, through the port of
+fluxcd/pkg `runtime/cel` (`tests/conformance/flux_port.py`: `NewStatusReader` keyed by
+GroupKind, the StatusEvaluator's order, cel-python with cel-go's `has()`), on job objects in
+each state the Kubeflow Training Operator leaves them in. docs/gitops.md states what each
+state must read as. A job with no `status` field at all (before the operator's first
+reconcile) reads Unknown: cel-go's `has(status.conditions)` is an error there.
 """
 
 from __future__ import annotations
@@ -26,17 +21,19 @@ import jsonschema
 import pytest
 import yaml
 
+from tests.conformance import flux_port
 from tests.render.gitops.crdschema import _strict
 from tests.render.gitops.test_health_lua import run_health
 from tests.render.repos import REPOS, read_yaml, render
 from tests.tools import copy_inputs, require_module, require_upstream
 from trainops.render.gitops.health import lua_source
 
-celpy = require_module("celpy")
+require_module("celpy")
 
 KINDS = ("PyTorchJob", "TFJob", "MPIJob")
-# Every (apiVersion, kind) a job can be rendered as: Flux matches health checks by apiVersion,
-# and MPIJob has the MPI Operator's v2beta1 beside the Training Operator's v1.
+# Every (apiVersion, kind) a job can be rendered as: Flux keys health checks by GroupKind
+# (one entry per kind), and MPIJob has the MPI Operator's v2beta1 beside the Training
+# Operator's v1: the one MPIJob entry must read both.
 SERVED = (
     ("kubeflow.org/v1", "PyTorchJob"),
     ("kubeflow.org/v1", "TFJob"),
@@ -50,7 +47,7 @@ CRD_FILES = {
     ("kubeflow.org/v2beta1", "MPIJob"): "mpijobs-v2beta1.yaml",
 }
 # kstatus results, as Flux names them.
-CURRENT, FAILED, IN_PROGRESS = "Current", "Failed", "InProgress"
+CURRENT, FAILED, IN_PROGRESS = flux_port.CURRENT, flux_port.FAILED, flux_port.IN_PROGRESS
 
 
 @functools.cache
@@ -66,32 +63,9 @@ def shipped_exprs() -> dict[str, tuple[dict[str, str], ...]]:
     return {kind: tuple(dict(e) for e in sorted(entries)) for kind, entries in found.items()}
 
 
-@functools.cache
-def _program(expr: str) -> Any:
-    env = celpy.Environment()
-    return env.program(env.compile(expr))
-
-
-def evaluate(expr: str, obj: dict[str, Any]) -> bool:
-    """One expression on one object, with the object's top-level fields as variables."""
-    activation = {key: celpy.json_to_cel(value) for key, value in obj.items()}
-    result = _program(expr).evaluate(activation)
-    # Flux's EvaluateBoolean rejects anything but a bool (an error is not "false").
-    assert isinstance(result, celpy.celtypes.BoolType), (expr, result)
-    return bool(result)
-
-
 def flux_status(entry: dict[str, str], obj: dict[str, Any]) -> str:
-    """What kustomize-controller's StatusEvaluator makes of `obj` with this entry."""
-    status = obj.get("status", {})
-    generation = obj["metadata"].get("generation")
-    observed = status.get("observedGeneration")
-    if observed is not None and generation is not None and observed != generation:
-        return IN_PROGRESS
-    for key, verdict in (("inProgress", IN_PROGRESS), ("failed", FAILED), ("current", CURRENT)):
-        if entry.get(key) and evaluate(entry[key], obj):
-            return verdict
-    return IN_PROGRESS
+    """What kustomize-controller's status reader makes of `obj` with this entry."""
+    return flux_port.StatusReader.new([entry]).read_status_for_object(obj)
 
 
 def condition(kind: str, ctype: str, status: str = "True") -> dict[str, str]:
@@ -164,15 +138,21 @@ STATES = [
 
 
 def test_every_job_kind_has_one_expression_set() -> None:
+    """One entry per kind, the same on every cluster (a second entry for one GroupKind stops
+    the Kustomization: test_flux_health.py)."""
     exprs = shipped_exprs()
     assert sorted(exprs) == sorted((*KINDS, "TrainJob"))  # TrainJob: test_health_trainjob.py
     for kind, entries in exprs.items():
-        if kind == "TrainJob":
-            assert [e["apiVersion"] for e in entries] == ["trainer.kubeflow.org/v1alpha1"]
-            continue
-        versions = sorted(e["apiVersion"] for e in entries)
-        wanted = sorted(v for v, k in SERVED if k == kind)
-        assert versions == wanted, f"{kind}: one entry per served version, or clusters disagree"
+        assert len(entries) == 1, f"{kind}: clusters disagree or a kind has two entries"
+
+
+def test_a_job_with_no_status_yet_reads_unknown() -> None:
+    """Before the operator's first reconcile: cel-go errs on `has(status.conditions)` and
+    kstatus reports Unknown, then polls again (not Failed, not Current)."""
+    (entry,) = shipped_exprs()["PyTorchJob"]
+    obj = job("PyTorchJob", None)
+    del obj["status"]
+    assert flux_status(entry, obj) == flux_port.UNKNOWN
 
 
 @pytest.mark.parametrize(("api_version", "kind"), SERVED)
@@ -180,7 +160,7 @@ def test_every_job_kind_has_one_expression_set() -> None:
 def test_flux_reads_each_job_state(
     api_version: str, kind: str, conditions: list[tuple[str, str]] | None, expected: str
 ) -> None:
-    (entry,) = [e for e in shipped_exprs()[kind] if e["apiVersion"] == api_version]
+    (entry,) = shipped_exprs()[kind]
     assert flux_status(entry, job(kind, conditions, api_version)) == expected
 
 

@@ -85,6 +85,13 @@ def _has_true(types: list[str]) -> str:
 def health_check_exprs() -> list[dict[str, str]]:
     """CEL health for the Kubeflow job kinds (kstatus does not understand their conditions).
 
+    One entry per GroupKind: kustomize-controller v1.9.4 builds them with fluxcd/pkg
+    `runtime/cel` `NewStatusReader` (runtime v0.110.1), which keys them by GroupKind (the
+    version is dropped) and stops the Kustomization (Stalled, a terminal error) on a second
+    entry for one GroupKind. So one expression serves every served version of a kind: the
+    MPI Operator's v2beta1 MPIJob has the v1 condition types (kubeflow/mpi-operator
+    `pkg/apis/kubeflow/v2beta1/types.go`), and the apiVersion written is the first served.
+
     Delivered means started: Running, Succeeded, or Suspended (queued by Kueue) is
     current; Failed is failed. Anything else (Created, Restarting, no status yet) matches
     neither and Flux reads it as in progress, so no `inProgress` expression is given:
@@ -92,26 +99,33 @@ def health_check_exprs() -> list[dict[str, str]]:
     """
     return [
         {
-            "apiVersion": api_version,
+            "apiVersion": job.api_versions[0],
             "kind": job.kind,
             "current": _has_true(["Running", "Succeeded", "Suspended"]),
             "failed": _has_true(["Failed"]),
         }
         for job in TRAINING_JOB_KINDS
-        # Flux matches a health check by apiVersion: one per served version (MPIJob's
-        # v2beta1 has the same condition types, kubeflow/mpi-operator pkg/apis/.../types.go).
-        for api_version in job.api_versions
     ] + [trainjob_health_expr()]
 
 
+# A TrainJob trains once every child Job that has pods has them all ready: JobSet v0.12.0
+# (`calculateReplicatedJobStatuses`) counts a child Job `ready` when its ready and succeeded
+# pods reach its parallelism, and `active` as soon as one pod is Pending or Running. So
+# `active > 0` alone is true for a TrainJob whose pods wait for their Volcano gang or for
+# GPUs; `ready` is not, like the v1 jobs' Running condition (set once their pods run).
+TRAINJOB_RUNNING = (
+    "has(status.jobsStatus) && status.jobsStatus.exists(j, has(j.ready) && j.ready > 0)"
+    " && status.jobsStatus.all(j, !has(j.active) || (has(j.ready) && j.active <= j.ready))"
+)
+
+
 def trainjob_health_expr() -> dict[str, str]:
-    """CEL health for a Trainer v2 TrainJob: no Running condition, so started means a child
-    Job has active pods (`status.jobsStatus`), or Complete, or Suspended (queued by Kueue)."""
-    active = "has(status.jobsStatus) && status.jobsStatus.exists(j, has(j.active) && j.active > 0)"
+    """CEL health for a Trainer v2 TrainJob: no Running condition, so started means its child
+    Jobs' pods are ready (`TRAINJOB_RUNNING`), or Complete, or Suspended (queued by Kueue)."""
     return {
         "apiVersion": TRAINER_API,
         "kind": TRAINJOB,
-        "current": f"({_has_true(['Complete', 'Suspended'])}) || ({active})",
+        "current": f"({_has_true(['Complete', 'Suspended'])}) || ({TRAINJOB_RUNNING})",
         "failed": _has_true(["Failed"]),
     }
 

@@ -6,6 +6,9 @@ from collections.abc import Iterator
 
 from trainops.core.findings import Severity
 from trainops.core.values import as_dict, as_list
+from trainops.facts.platform import KUEUE_GROUP, MULTUS_GROUP
+from trainops.facts.schedulers import VOLCANO_SCHEDULING_GROUP
+from trainops.jobspec.model import ClusterProfile
 from trainops.kube.objects import Object
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
@@ -69,6 +72,43 @@ def _namespace(obj: Object, ctx: Context) -> Iterator[Violation]:
         )
 
 
+# The platform kinds that exist only for one scheduler or network (facts/platform.py): on a
+# cluster whose profile uses another, they are left behind from before a switch.
+_VOLCANO = {(VOLCANO_SCHEDULING_GROUP, "Queue")}
+_KUEUE = {
+    (KUEUE_GROUP, "ResourceFlavor"),
+    (KUEUE_GROUP, "ClusterQueue"),
+    (KUEUE_GROUP, "LocalQueue"),
+}
+_MULTUS = {(MULTUS_GROUP, "NetworkAttachmentDefinition")}
+
+
+def _unused_by(obj: Object, cluster: ClusterProfile) -> str | None:
+    """What the profile uses instead, when `obj` belongs to a scheduler or network it does not."""
+    kind = (obj.group, obj.kind)
+    scheduler = cluster.scheduler.kind
+    if kind in _VOLCANO and scheduler != "volcano":
+        return f"the profile schedules with `{scheduler}`, not Volcano (scheduler.name)"
+    if kind in _KUEUE and scheduler != "kueue":
+        return f"the profile schedules with `{scheduler}`, not Kueue (scheduler.name)"
+    rdma = cluster.network.rdma
+    if kind in _MULTUS and (rdma is None or not rdma.multus_network):
+        return "the profile attaches no Multus network (network.rdma.multusNetwork)"
+    return None
+
+
+def _platform_unused(obj: Object, ctx: Context) -> Iterator[Violation]:
+    if ctx.cluster is None:
+        return
+    reason = _unused_by(obj, ctx.cluster)
+    if reason is not None:
+        yield Violation(
+            f"{obj.kind} `{obj.name}` is delivered to cluster `{ctx.cluster.name}` but {reason}:"
+            f" it and the delivery account's rights to it stay on the cluster unused",
+            ("kind",),
+        )
+
+
 RULES = (
     Rule(
         slug="gpu-product-unknown",
@@ -92,6 +132,21 @@ RULES = (
         fix="Use one of the cluster profile's namespaces.",
         example="metadata: {namespace: default}",
         check=_namespace,
+        needs_cluster=True,
+    ),
+    Rule(
+        slug="platform-unused",
+        code="TO915",
+        # A warning: a switch may keep both for a while, on purpose; it is never silent.
+        severity=Severity.WARNING,
+        summary="A platform object of a scheduler or network the cluster profile does not use.",
+        why="Left behind by a switch (Volcano to Kueue, RDMA to TCP): the GitOps tool keeps"
+        " delivering it, and the delivery account keeps the rights to its kind; where that"
+        " scheduler or network is uninstalled, the object's kind is unknown and the sync fails.",
+        fix="Delete it from clusters/<cluster>/manifests/ (the rendered overlay, the AppProject"
+        " and the delivery Roles drop it), or deliver it from the platform's own repository.",
+        example="kind: Queue  # scheduling.volcano.sh, on a cluster with `scheduler.name: kueue`",
+        check=_platform_unused,
         needs_cluster=True,
     ),
 )
