@@ -32,6 +32,7 @@ PUBLISHED = {
     "TO403": "ttl-missing",
     "TO404": "gitops-rerun-risk",
     "TO405": "api-removed",
+    "TO406": "name-refused",
     "TO410": "command-never-exits",
     "TO411": "failure-ignored",
     "TO412": "pipe-hides-failure",

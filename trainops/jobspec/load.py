@@ -21,7 +21,15 @@ from trainops.core.errors import InputError, Problem
 from trainops.core.yamlio import Document
 from trainops.facts import deepspeed as ds_facts
 from trainops.facts.kubernetes_schemas import parse_version
-from trainops.jobspec import installed, model, pod_fence, podtemplate, schemas, trainer_v2
+from trainops.jobspec import (
+    consumer_names,
+    installed,
+    model,
+    pod_fence,
+    podtemplate,
+    schemas,
+    trainer_v2,
+)
 from trainops.jobspec.cluster import build_cluster
 from trainops.jobspec.job import build_job
 from trainops.jobspec.platform import load_platform
@@ -92,6 +100,8 @@ def _job_against_clusters(
             continue
         for check in TARGET_CHECKS:
             check(job, cluster, target, where, out)
+    valid = [(clusters[t.cluster], t) for t in job.targets if t.cluster in clusters]
+    consumer_names.check_job(job, valid, out)
     return out.problems
 
 
