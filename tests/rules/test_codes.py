@@ -39,6 +39,7 @@ PUBLISHED = {
     "TO470": "kueue-api-version",
     "TO430": "gang-unschedulable",
     "TO431": "queue-quota-exceeded",
+    "TO432": "kueue-resource-uncovered",
     "TO440": "trainjob-foreign-fields",
     "TO441": "trainjob-elastic-unsupported",
     "TO501": "nccl-env-deprecated",

@@ -33,6 +33,7 @@ from trainops.jobspec import (
 from trainops.jobspec.cluster import build_cluster
 from trainops.jobspec.job import build_job
 from trainops.jobspec.platform import load_platform
+from trainops.jobspec.platform_queues import check_queues
 from trainops.jobspec.platform_refs import check_references
 from trainops.jobspec.problems import (
     Collector,
@@ -331,6 +332,7 @@ def load_repository(root: Path, rule_slugs: Collection[str] = ()) -> model.Repos
     if not platform_problems:
         for cluster, doc in loaded:
             problems += check_references(cluster, doc, platform.get(cluster.name, ()))
+            problems += check_queues(cluster, doc, platform.get(cluster.name, ()))
     if problems:
         raise InputError(problems)
     return model.Repository(
