@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.tools import REPO, copy_inputs, trainops
+from tests.tools import REPO, add_monitoring, copy_inputs, trainops
 from trainops.facts.nccl_tests import parse_all_reduce
 from trainops.jobspec.load import load_repository
 from trainops.render import objects
@@ -83,7 +83,7 @@ def test_all_reduce_perf_output_is_read() -> None:
 def _with_minimum(tmp_path: Path, minimum: str) -> Path:
     root = copy_inputs(REPO, tmp_path / "repo")
     profile = root / "clusters" / "onprem-a100.yaml"
-    profile.write_text(profile.read_text() + f"monitoring:\n  minBusBandwidthGBps: {minimum}\n")
+    add_monitoring(profile, f"  minBusBandwidthGBps: {minimum}")
     return root
 
 

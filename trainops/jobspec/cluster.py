@@ -260,6 +260,7 @@ def _monitoring(d: dict[str, Any]) -> model.Monitoring:
     return model.Monitoring(
         dashboard_namespace=m.get("dashboardNamespace", d["namespaces"][0]),
         alerts=m["alerts"],
+        prometheus_labels=dict(m["prometheusLabels"]),
         rule_labels=dict(m["ruleLabels"]),
         stalled_minutes=m["stalledMinutes"],
         restarts_per_hour=m["restartsPerHour"],

@@ -7,8 +7,10 @@ Four alerts, thresholds from the cluster profile's `monitoring:` (docs/monitorin
 - TrainingRestarting: the elastic restart count grew by `restartsPerHour` within an hour.
 - TrainingGpuUnderutilized: the job's mean DCGM GPU utilisation below `gpuUtilizationBelow` for
   30 minutes, counted only on pods that serve trainer metrics (so: while it trains).
-- TrainingJobFailed: the Training Operator counted a failed job in the namespace (v1), or a
-  batch Job of a TrainJob failed (Trainer v2: kube-state-metrics' `kube_job_failed`).
+- TrainingJobFailed: one of the namespace's trainops jobs has its `Failed` condition (every
+  operator writes it, however the job failed: facts/monitoring.py), read through
+  kube-state-metrics' custom resource state metrics (`render/kube_state_metrics.py` writes
+  the configuration the platform gives kube-state-metrics).
 
 The expressions are tested with the real `promtool test rules` (tests/render/test_alerts.py).
 """
@@ -18,6 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from trainops.facts import monitoring as m
+from trainops.facts.kubeflow import KUBEFLOW_GROUP
+from trainops.facts.trainer import TRAINER_GROUP
 from trainops.jobspec.model import ClusterProfile, TrainingJob
 
 RULE_NAME = "trainops-training"
@@ -44,28 +48,21 @@ def _alert(name: str, expr: str, severity: str, summary: str, description: str) 
 
 
 def _failed(cluster: ClusterProfile, namespace: str, jobs: list[str]) -> dict[str, Any]:
-    if cluster.operator.trainer_v2:
-        # A TrainJob's JobSet names its batch Jobs `<trainjob>-<replicatedJob>-<index>`.
-        names = "|".join(jobs)
-        expr = (
-            f'max by (namespace, job_name) (kube_job_failed{{namespace="{namespace}",'
-            f' condition="true", job_name=~"({names})-.+"}}) == 1'
-        )
-        what = "batch Job {{ $labels.job_name }}"
-    else:
-        expr = (
-            f"sum by ({m.OPERATOR_NAMESPACE_LABEL}, framework) (increase("
-            f'{m.OPERATOR_JOBS_FAILED}{{{m.OPERATOR_NAMESPACE_LABEL}="{namespace}"}}'
-            f"[{FAILED_WINDOW}])) > 0"
-        )
-        what = "a {{ $labels.framework }} job"
+    names = "|".join(sorted(jobs))  # DNS labels: nothing to escape in a regex
+    selector = (
+        f'{m.JOB_CONDITION_METRIC}{{namespace="{namespace}", type="{m.FAILED_CONDITION}",'
+        f' {m.KSM_GROUP_LABEL}=~"{KUBEFLOW_GROUP}|{TRAINER_GROUP}", name=~"{names}"}}'
+    )
+    job = "{{ $labels.training_job }}"
+    kind = f"{{{{ $labels.{m.KSM_KIND_LABEL} }}}}"
     return _alert(
         "TrainingJobFailed",
-        expr,
+        f"max by (namespace, {m.TRAINING_JOB_LABEL}, {m.KSM_KIND_LABEL}) (label_replace("
+        f'{selector}, "{m.TRAINING_JOB_LABEL}", "$1", "name", "(.+)")) == 1',
         "critical",
-        f"A training job failed in {namespace}",
-        f"{what} failed in {namespace} on cluster {cluster.name}: see"
-        f" `trainops status --cluster {cluster.name}` and `trainops explain`.",
+        f"Training job {job} failed",
+        f"{kind} {job} in {namespace} on cluster {cluster.name} failed: see"
+        f" `trainops explain {job} --cluster {cluster.name}`.",
     )
 
 
@@ -118,9 +115,8 @@ def alert_rules(cluster: ClusterProfile, namespace: str, jobs: list[str]) -> lis
 
 def prometheus_rules(cluster: ClusterProfile, jobs: list[TrainingJob]) -> list[dict[str, Any]]:
     """One PrometheusRule per namespace that has `jobs` (those targeting `cluster`) serving
-    the trainer's metrics (not `mpi.rankProgram: executable` ranks, which export none of them,
-    and whose MPIJob the Training Operator's failed-job counter does not count); none when
-    the profile turns alerts off."""
+    the trainer's metrics (not `mpi.rankProgram: executable` ranks, which export none of them);
+    none when the profile turns alerts off."""
     if not cluster.watch.alerts:
         return []
     by_namespace: dict[str, list[str]] = {}
@@ -133,7 +129,11 @@ def prometheus_rules(cluster: ClusterProfile, jobs: list[TrainingJob]) -> list[d
             "metadata": {
                 "name": RULE_NAME,
                 "namespace": namespace,
-                "labels": {**cluster.watch.rule_labels, **PART_OF},
+                "labels": {
+                    **cluster.watch.prometheus_labels,
+                    **cluster.watch.rule_labels,
+                    **PART_OF,
+                },
             },
             "spec": {
                 "groups": [
