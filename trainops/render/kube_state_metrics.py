@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainops.core.paths import MONITORING_VALUES_DIR
 from trainops.facts import monitoring as m
 from trainops.jobspec.installed import rendered_kind
 from trainops.jobspec.model import ClusterProfile, Repository
@@ -89,5 +90,5 @@ def kube_state_metrics_files(repo: Repository) -> dict[str, dict[str, Any]]:
     for cluster in repo.clusters.values():
         kinds = job_kinds(repo, cluster)
         if cluster.watch.alerts and kinds:
-            files[f"gitops/monitoring/{cluster.name}.yaml"] = values(kinds)
+            files[f"{MONITORING_VALUES_DIR}/{cluster.name}.yaml"] = values(kinds)
     return files
