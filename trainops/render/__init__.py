@@ -299,8 +299,8 @@ def gitops_files(repo: Repository) -> dict[str, str]:
     for path, content in render_gitops(repo).items():
         documents = content if isinstance(content, list) else [content]
         files[path] = _yaml_file(f"{paths.CLUSTERS_DIR}/ and {paths.SETTINGS_FILE}", documents)
-    for path, chart_values in kube_state_metrics_files(repo).items():
-        files[path] = _yaml_file(f"{paths.CLUSTERS_DIR}/ and {paths.JOBS_DIR}/", [chart_values])
+    for path, (source, chart_values) in kube_state_metrics_files(repo).items():
+        files[path] = _yaml_file(source, [chart_values])
     return dict(sorted(files.items()))
 
 

@@ -83,12 +83,12 @@ def values(kinds: list[tuple[str, str]]) -> dict[str, Any]:
     }
 
 
-def kube_state_metrics_files(repo: Repository) -> dict[str, dict[str, Any]]:
-    """`gitops/monitoring/<cluster>.yaml` for each cluster whose alerts are on and that runs
-    jobs."""
+def kube_state_metrics_files(repo: Repository) -> dict[str, tuple[str, dict[str, Any]]]:
+    """`gitops/monitoring/<cluster>.yaml` (with the profile it follows) for each cluster whose
+    alerts are on and that runs jobs."""
     files = {}
     for cluster in repo.clusters.values():
         kinds = job_kinds(repo, cluster)
         if cluster.watch.alerts and kinds:
-            files[f"{MONITORING_VALUES_DIR}/{cluster.name}.yaml"] = values(kinds)
+            files[f"{MONITORING_VALUES_DIR}/{cluster.name}.yaml"] = (cluster.file, values(kinds))
     return files
