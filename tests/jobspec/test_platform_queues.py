@@ -39,8 +39,8 @@ def _make_rdma(profile: Path) -> None:
     _edit(
         profile,
         "  transport: tcp\n",
-        "  transport: rdma\n"
-        "  rdma: {hca: mlx5, gidIndex: 3, gdrLevel: 5, deviceResource: rdma/rdma_shared_device_a}\n",
+        "  transport: rdma\n  rdma: {hca: mlx5, gidIndex: 3, gdrLevel: 5,"
+        " deviceResource: rdma/rdma_shared_device_a}\n",
     )
     _edit(profile, "podSecurity:\n", "podSecurity:\n  allowCapabilities: [IPC_LOCK]\n")
 

@@ -40,8 +40,10 @@ def check_job(
     own = [(n, why) for _, n, why in refused if n.name == job.name or not n.problem_is_length()]
     if own:
         why = own[0][1]
-        first = {n.consumer: n.source for n, _ in reversed(own)}
-        who = ", ".join(f"the {consumer} ({source})" for consumer, source in first.items())
+        sources: dict[str, str] = {}
+        for name, _ in own:
+            sources.setdefault(name.consumer, name.source)
+        who = ", ".join(f"the {consumer} ({source})" for consumer, source in sources.items())
         out.add(
             ["name"],
             f"job name `{job.name}` is {why}, and so are the names derived from it: refused by"
@@ -50,8 +52,8 @@ def check_job(
         return
     # Per target its first refused name; targets refusing the same name are one mistake.
     first: dict[str, tuple[dn.DerivedName, str]] = {}
-    for cluster, name, why in refused:
-        first.setdefault(cluster.name, (name, why))
+    for cluster, derived_name, reason in refused:
+        first.setdefault(cluster.name, (derived_name, reason))
     clusters: dict[tuple[dn.DerivedName, str], list[str]] = {}
     for cluster_name, found in first.items():
         clusters.setdefault(found, []).append(f"`{cluster_name}`")
