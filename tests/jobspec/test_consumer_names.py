@@ -132,3 +132,16 @@ def test_the_models_replica_counts_are_the_rendered_ones(overlay_id: str) -> Non
         if "elasticPolicy" in spec:
             rendered["Worker"] = max(rendered["Worker"], spec["elasticPolicy"]["maxReplicas"])
         assert job.replica_counts(target) == rendered, obj["metadata"]["name"]
+
+
+def test_a_claim_trainops_creates_is_a_dns_subdomain(scratch: Path) -> None:
+    """`claimName` with `size` is a PersistentVolumeClaim trainops creates under that name."""
+    path = scratch / "jobs" / "resnet50-ddp.yaml"
+    text = path.read_text()
+    assert "  checkpoints:\n" in text
+    claim = "  checkpoints:\n    claimName: Team_Ckpt\n"
+    path.write_text(text.replace("  checkpoints:\n", claim, 1))
+    (problem,) = _problems(scratch)
+    line = path.read_text().splitlines().index("    claimName: Team_Ckpt") + 1
+    assert problem.startswith(f"jobs/resnet50-ddp.yaml:{line}:")
+    assert "`Team_Ckpt` is not a DNS-1123 subdomain" in problem

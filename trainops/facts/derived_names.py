@@ -26,9 +26,10 @@ rendered, validated and was refused by every operator).
 - trainops' own Service `<job>-metrics`: a Service name, so a DNS-1035 label.
 
 PodGroups (the Training Operator's, the MPI Operator's and the Trainer's volcano plugin's are
-named after the job), ConfigMaps (`<job>-deepspeed-<hash>`, the MPI Operator's `<job>-config`)
-and claims are DNS-1123 subdomains (253 characters): a job name that passes the rules above
-passes theirs.
+named after the job) and ConfigMaps (`<job>-deepspeed-<hash>`, the MPI Operator's
+`<job>-config`) are DNS-1123 subdomains (253 characters): a job name that passes the rules
+above passes theirs. A claim trainops creates is named by `claimName` or `<job>-<volume>`: a
+DNS-1123 subdomain too, checked as written (`claim_name`).
 """
 
 from __future__ import annotations
@@ -38,7 +39,11 @@ from dataclasses import dataclass
 
 DNS1035 = "DNS-1035 label"
 DNS1123_LABEL = "DNS-1123 label"
+DNS1123_SUBDOMAIN = "DNS-1123 subdomain"
 MAX_LABEL = 63
+MAX_SUBDOMAIN = 253
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # JobSet's webhook adds this to the deterministic part of a pod's name (pod names get a random
@@ -62,21 +67,27 @@ class DerivedName:
     source: str
     """Where the consumer's code says so (repository path:line at its release)."""
 
+    def _limits(self) -> tuple[re.Pattern[str], int]:
+        if self.rule == DNS1123_SUBDOMAIN:
+            return _DNS1123_SUBDOMAIN, MAX_SUBDOMAIN
+        return (_DNS1035 if self.rule == DNS1035 else _DNS1123_LABEL), MAX_LABEL
+
     def problem_is_length(self) -> bool:
         """Whether the name fails only by its length (a shorter job name fixes it)."""
-        pattern = _DNS1035 if self.rule == DNS1035 else _DNS1123_LABEL
-        return len(self.name) > MAX_LABEL and bool(pattern.match(self.name))
+        pattern, most = self._limits()
+        return len(self.name) > most and bool(pattern.match(self.name))
 
     def problem(self) -> str | None:
         """Why the consumer refuses the name (the API machinery's wording), None if it takes it."""
-        pattern = _DNS1035 if self.rule == DNS1035 else _DNS1123_LABEL
-        if len(self.name) > MAX_LABEL:
-            return f"longer than {MAX_LABEL} characters ({len(self.name)})"
+        pattern, most = self._limits()
+        if len(self.name) > most:
+            return f"longer than {most} characters ({len(self.name)})"
         if not pattern.match(self.name):
             start = "a letter" if self.rule == DNS1035 else "a letter or digit"
+            dots = ", '.' between labels" if self.rule == DNS1123_SUBDOMAIN else ""
             return (
-                f"not a {self.rule} (lower-case letters, digits and '-', starting with {start}"
-                " and ending with a letter or digit)"
+                f"not a {self.rule} (lower-case letters, digits and '-'{dots}, starting with"
+                f" {start} and ending with a letter or digit)"
             )
         return None
 
@@ -173,6 +184,18 @@ def service_name(name: str, what: str = "the Service's name") -> DerivedName:
         what,
         "API server (a Service's name)",
         "k8s.io/kubernetes pkg/apis/core/validation ValidateServiceName (NameIsDNS1035Label)",
+    )
+
+
+def claim_name(name: str) -> DerivedName:
+    """A PersistentVolumeClaim trainops creates: the API server wants a DNS-1123 subdomain
+    (k8s.io/kubernetes `pkg/apis/core/validation` ValidatePersistentVolumeClaim)."""
+    return DerivedName(
+        name,
+        DNS1123_SUBDOMAIN,
+        "the claim's name",
+        "API server (a PersistentVolumeClaim's name)",
+        "k8s.io/kubernetes pkg/apis/core/validation ValidatePersistentVolumeClaim",
     )
 
 

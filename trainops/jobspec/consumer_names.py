@@ -30,12 +30,27 @@ def derived(job: TrainingJob, cluster: ClusterProfile, target: Target) -> list[d
     return names
 
 
+def _claims(job: TrainingJob, out: Collector) -> None:
+    """The claims trainops creates (`size`): `claimName` as written, else `<job>-<volume>`."""
+    for vol in job.volumes:
+        if not vol.create:
+            continue
+        for name, why in dn.refused([dn.claim_name(vol.claim_name)]):
+            written = f"{job.name}-{vol.name}" != vol.claim_name
+            out.add(
+                ["volumes", vol.name, "claimName"] if written else ["volumes", vol.name],
+                f"volume `{vol.name}`: {name.what} `{name.name}` is {why}, which the"
+                f" {name.consumer} refuses ({name.source}): name the claim so",
+            )
+
+
 def check_job(
     job: TrainingJob, targets: list[tuple[ClusterProfile, Target]], out: Collector
 ) -> None:
     """One problem per mistake, at the job's `name`: a name that does not start like a DNS-1035
     label once, naming every consumer on the targets that refuses it; else, per target, the
     first derived name a consumer there refuses as too long."""
+    _claims(job, out)
     refused = [(c, n, why) for c, t in targets for n, why in dn.refused(derived(job, c, t))]
     own = [(n, why) for _, n, why in refused if n.name == job.name or not n.problem_is_length()]
     if own:
