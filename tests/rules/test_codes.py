@@ -56,6 +56,7 @@ PUBLISHED = {
     "TO701": "deepspeed-batch-mismatch",
     "TO702": "deepspeed-elastic-batch",
     "TO703": "deepspeed-precision-conflict",
+    "TO704": "deepspeed-stage-ignored",
     "TO801": "mpi-np-mismatch",
     "TO802": "mpi-arg-has-space",
     "TO810": "mpi-launcher-gpus",
