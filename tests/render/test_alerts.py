@@ -92,7 +92,7 @@ def test_every_rule_loads_in_prometheus(
         assert rule["metadata"]["labels"]["release"] == "kube-prometheus-stack", key
         result = _promtool("check", "rules", str(_rule_file(tmp_path, rule)))
         assert result.returncode == 0, f"{key}: {result.stdout}{result.stderr}"
-        assert "4 rules found" in result.stdout, result.stdout
+        assert "5 rules found" in result.stdout, result.stdout
 
 
 def _labels(**labels: str) -> str:
@@ -250,6 +250,8 @@ UNIT_TESTS: dict[str, Any] = {
             _failed_labels("horovod-training", "MPIJob"),
             _failed_labels("llm-finetune", "PyTorchJob"),
         ),
+        # kube-state-metrics exports the namespace's job conditions: nothing missing.
+        _fires("TrainingJobConditionsMissing", "30m"),
     ],
 }
 
@@ -299,6 +301,36 @@ def test_trainer_v2_jobs_fail_through_their_condition(
                         "TrainingJobFailed",
                         "15m",
                         _failed_labels("resnet50-ddp", "TrainJob", "ml-vision"),
+                    ),
+                ],
+            }
+        ],
+    }
+    tests = tmp_path / "tests.yaml"
+    tests.write_text(yaml.safe_dump(unit, sort_keys=False))
+    result = _promtool("test", "rules", str(tests))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_kube_state_metrics_without_the_configuration_is_reported(
+    rules: dict[tuple[str, str], dict[str, Any]], tmp_path: Path
+) -> None:
+    """Without trainops' kube-state-metrics values no job condition is exported and
+    TrainingJobFailed can never fire: while jobs train, that is an alert of its own."""
+    _rule_file(tmp_path, rules[("cloud-h100", NS)], annotations=False)
+    unit = {
+        "rule_files": ["rules.yaml"],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [_series("trainops_trainer_step", "0+1x40", **LLM)],
+                "alert_rule_test": [
+                    _fires("TrainingJobConditionsMissing", "10m"),
+                    _fires(
+                        "TrainingJobConditionsMissing",
+                        "20m",
+                        {"namespace": NS, "severity": "warning"},
                     ),
                 ],
             }

@@ -1,7 +1,7 @@
 """The training alerts of a cluster: one PrometheusRule per training namespace that has jobs,
 each alert grouped by job (the `training_job` label, from the jobs' metrics Service).
 
-Four alerts, thresholds from the cluster profile's `monitoring:` (docs/monitoring.md):
+Five alerts, thresholds from the cluster profile's `monitoring:` (docs/monitoring.md):
 - TrainingStalled: no optimizer step completed for `stalledMinutes` (the trainer's last-step
   gauge; a job that never stepped is not judged, its gauge is still 0).
 - TrainingRestarting: the elastic restart count grew by `restartsPerHour` within an hour.
@@ -11,6 +11,8 @@ Four alerts, thresholds from the cluster profile's `monitoring:` (docs/monitorin
   operator writes it, however the job failed: facts/monitoring.py), read through
   kube-state-metrics' custom resource state metrics (`render/kube_state_metrics.py` writes
   the configuration the platform gives kube-state-metrics).
+- TrainingJobConditionsMissing: jobs train in the namespace but kube-state-metrics exports no
+  job conditions there for 15 minutes: without its configuration TrainingJobFailed is blind.
 
 The expressions are tested with the real `promtool test rules` (tests/render/test_alerts.py).
 """
@@ -29,8 +31,9 @@ PART_OF = {"app.kubernetes.io/part-of": "trainops"}
 # The seeds' advice: a GPU below the threshold for half an hour is a bottleneck, not a blip
 # (a checkpoint save or an evaluation pass lasts minutes).
 GPU_UNDERUSED_FOR = "30m"
-# Failures counted over this window: long enough for two evaluations of the counter's increase.
-FAILED_WINDOW = "10m"
+# A job's conditions reach Prometheus a scrape or two after its pods serve metrics: longer than
+# that, kube-state-metrics is not exporting them (TrainingJobConditionsMissing).
+CONDITIONS_MISSING_FOR = "15m"
 BY_JOB = f"namespace, {m.TRAINING_JOB_LABEL}"
 
 
@@ -110,6 +113,20 @@ def alert_rules(cluster: ClusterProfile, namespace: str, jobs: list[str]) -> lis
             "for": GPU_UNDERUSED_FOR,
         },
         _failed(cluster, namespace, jobs),
+        {
+            **_alert(
+                "TrainingJobConditionsMissing",
+                f'absent({m.JOB_CONDITION_METRIC}{{namespace="{namespace}"}}) and on ()'
+                f' (count({m.STEP}{{namespace="{namespace}"}}) > 0)',
+                "warning",
+                f"No job conditions from kube-state-metrics in {namespace}:"
+                " TrainingJobFailed cannot fire",
+                f"Jobs train in {namespace} on cluster {cluster.name}, but kube-state-metrics"
+                f" exports no `{m.JOB_CONDITION_METRIC}`: give it the values in"
+                f" gitops/monitoring/{cluster.name}.yaml (docs/monitoring.md).",
+            ),
+            "for": CONDITIONS_MISSING_FOR,
+        },
     ]
 
 
