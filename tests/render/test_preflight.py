@@ -123,6 +123,24 @@ def test_no_image_is_a_clear_error() -> None:
     assert "set `monitoring.ncclTestsImage`" in result.stderr and result.stdout == ""
 
 
+def test_a_name_whose_preflight_host_names_pass_63_characters_is_refused(tmp_path: Path) -> None:
+    """Issue 33 item 3: the preflight MPIJob `<job>-nccl-preflight` gives the MPI Operator v0.8
+    worker host names `<job>-nccl-preflight-worker-<n>`, which it refuses past 63 characters
+    (validation.go validateMPIJobName): say so instead of printing an MPIJob it drops."""
+    root = copy_inputs(REPO, tmp_path / "repo")
+    name = "llm-finetune-" + "x" * 28  # 41 characters; 4 pods: `-worker-3` makes 65
+    old = root / "jobs" / "llm-finetune.yaml"
+    path = root / "jobs" / f"{name}.yaml"
+    path.write_text(old.read_text().replace("name: llm-finetune\n", f"name: {name}\n", 1))
+    old.unlink()
+    result = trainops(root, "preflight", name, "--cluster", "onprem-a100", "--image", IMAGE)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"jobs/{name}.yaml: the preflight MPIJob `{name}-nccl-preflight`" in result.stderr
+    assert "longer than 63 characters (65)" in result.stderr
+    assert "a name of at most 39 characters" in result.stderr
+    assert result.stdout == ""
+
+
 def test_the_documented_example_is_what_preflight_prints() -> None:
     """docs/examples/: the shipped example, kept equal to the command that makes it."""
     example = REPO / "docs" / "examples" / "preflight-llm-finetune-onprem-a100.yaml"
