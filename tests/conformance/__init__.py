@@ -17,5 +17,6 @@ validation webhooks, the Volcano PodGroup from runPolicy), the MPI Operator v0.8
 ValidateMPIJob, PodGroup), Volcano v1.15.1 (the PodGroup webhook's queue), Kueue v0.19.2
 (integrations, queue label, the flavor assigner's covered resources) and the upstream CRDs of
 every built custom resource. A port carries its consumer's own table-driven tests for the
-ported function as vectors (test_mpi_operator.py, test_volcano.py, test_trainer_v2_vectors.py). docs/gitops.md and docs/trainer-v2.md say how to add a consumer.
+ported function as vectors (test_mpi_operator.py, test_volcano.py,
+test_trainer_v2_vectors.py). docs/gitops.md and docs/trainer-v2.md say how to add a consumer.
 """
