@@ -98,6 +98,21 @@ INPUTS = ("jobs", "clusters", "trainops.yaml")
 """What a trainops repository's authors write (the rest is rendered)."""
 
 
+def add_monitoring(profile: Path, settings: str) -> None:
+    """Add `settings` (lines indented two spaces, or a `monitoring:` block) to the profile's
+    `monitoring:` block, making one if it has none (a second `monitoring:` key is refused)."""
+    lines = settings.strip("\n").splitlines()
+    if lines and lines[0].strip() == "monitoring:":
+        lines = lines[1:]
+    body = "".join(f"{line}\n" for line in lines)
+    text = profile.read_text()
+    if "\nmonitoring:\n" in text:
+        text = text.replace("\nmonitoring:\n", f"\nmonitoring:\n{body}", 1)
+    else:
+        text = text.rstrip("\n") + f"\nmonitoring:\n{body}"
+    profile.write_text(text)
+
+
 def copy_inputs(source: Path, dest: Path, names: tuple[str, ...] = INPUTS) -> Path:
     """Copy a repository's inputs (by default jobs, clusters, trainops.yaml) into `dest`."""
     dest.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,7 @@ import pytest
 
 from tests.cluster.conftest import CREATED, run_cli, write_kubeconfig
 from tests.cluster.emulator import ApiEmulator, RunningEmulator, _resource
+from tests.tools import add_monitoring
 from trainops.cluster import preflight
 
 LOG = Path(__file__).parent.parent / "render" / "fixtures" / "preflight"
@@ -99,7 +100,7 @@ def fast_poll(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _with_minimum(repo: Path, minimum: str) -> Path:
     profile = repo / "clusters" / "cloud-h100.yaml"
-    profile.write_text(profile.read_text() + f"monitoring:\n  minBusBandwidthGBps: {minimum}\n")
+    add_monitoring(profile, f"  minBusBandwidthGBps: {minimum}")
     return repo
 
 

@@ -30,7 +30,7 @@ import yaml
 
 from tests.cluster.conftest import run_cli
 from tests.cluster.emulator import RunningEmulator, reply
-from tests.tools import REPO, require_tool, trainops
+from tests.tools import REPO, add_monitoring, require_tool, trainops
 from trainops.cli import build_parser
 
 NS = "ai-training"
@@ -253,7 +253,7 @@ def test_top_through_the_api_servers_service_proxy(
         lambda emulator: emulator["get", re.compile(re.escape(PROXY) + "/api/v1/query")] << proxy
     )
     profile = repo / "clusters" / "cloud-h100.yaml"
-    profile.write_text(profile.read_text() + f"monitoring:\n  prometheusUrl: {PROXY}\n")
+    add_monitoring(profile, f"  prometheusUrl: {PROXY}")
     code, out, err = run_cli(
         capsys, "--root", str(repo), "top", "llm-finetune", "--cluster", "cloud-h100",
         "--kubeconfig", str(kubeconfig), "--format", "json",

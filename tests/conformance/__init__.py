@@ -14,6 +14,9 @@ waves) and Flux kustomize-controller v1.9.4 with fluxcd/pkg ssa v0.76.1 (depends
 staged server-side apply, impersonation); Kubeflow Trainer v2.3.0 (TrainJob webhook, volcano
 and coscheduling plugins), the Training Operator v1.9.4 (PyTorchJob/TFJob/MPIJob defaulting and
 validation webhooks, the Volcano PodGroup from runPolicy), the MPI Operator v0.8 (defaults,
-ValidateMPIJob, PodGroup), Kueue v0.19.2 (integrations, queue label) and the upstream CRDs of
-every built custom resource. docs/gitops.md and docs/trainer-v2.md say how to add a consumer.
+ValidateMPIJob, PodGroup), Volcano v1.15.1 (the PodGroup webhook's queue), Kueue v0.19.2
+(integrations, queue label, the flavor assigner's covered resources) and the upstream CRDs of
+every built custom resource. A port carries its consumer's own table-driven tests for the
+ported function as vectors (test_mpi_operator.py, test_volcano.py,
+test_trainer_v2_vectors.py). docs/gitops.md and docs/trainer-v2.md say how to add a consumer.
 """

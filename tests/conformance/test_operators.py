@@ -10,16 +10,18 @@ Training Operator (github.com/kubeflow/trainer, tag v1.9.4):
   with an image in every replica type, at most one Chief or Master;
 - `pkg/apis/kubeflow.org/v1/mpi_validation.go` ValidateV1MpiJobSpec (MPIJob v1, no webhook:
   the controller refuses it): Launcher/Worker only, a Launcher of one replica, named
-  containers with images;
+  containers with images; no name check (the v1 MPIJob makes no Services);
 - `pkg/controller.v1/common/job.go` ReconcileJobs: the Volcano PodGroup's `minMember` is
   `runPolicy.schedulingPolicy.minAvailable`, else every replica; its queue
-  `schedulingPolicy.queue`, else `default`.
-MPI Operator (github.com/kubeflow/mpi-operator, tag v0.8.0): `pkg/apis/kubeflow/v2beta1/
-default.go` SetDefaults_MPIJob, then `pkg/apis/kubeflow/validation/validation.go`
-ValidateMPIJob (`pkg/controller/mpi_job_controller.go` refuses an invalid job), and
+  `schedulingPolicy.queue`, else unset.
+MPI Operator (github.com/kubeflow/mpi-operator, tag v0.8.0): SetDefaults_MPIJob then
+ValidateMPIJob (`mpi_operator_port.py`, with its own test vectors in test_mpi_operator.py;
+`pkg/controller/mpi_job_controller.go` refuses an invalid job), and
 `pkg/controller/podgroup.go` newPodGroup / calculateMinAvailable (minAvailable, else Workers
 + 1; queue from `schedulingPolicy.queue`, else the `scheduling.volcano.sh/queue-name`
-annotation).
+annotation, else unset).
+Either PodGroup then meets Volcano's PodGroup webhook, which moves a `default` (or unset)
+queue to the namespace's (`volcano_port.py`).
 """
 
 from __future__ import annotations
@@ -29,13 +31,16 @@ from typing import Any
 
 import pytest
 
+from tests.conformance import mpi_operator_port, volcano_port
 from tests.conformance.built_repos import IDS, overlay, scheduler
 
 pytestmark = pytest.mark.slow
 
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+# The Training Operator's own set (`pkg/common/util/webhooks.go`); the MPI Operator has another.
 MANAGED_BY = {"kubeflow.org/training-operator", "kueue.x-k8s.io/multikueue"}
-QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+QUEUE_ANNOTATION = volcano_port.QUEUE_ANNOTATION
+NAMESPACE_QUEUE = "the-namespaces-queue"
 
 
 def _containers(spec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -45,7 +50,7 @@ def _containers(spec: dict[str, Any]) -> list[dict[str, Any]]:
 def _common(job: dict[str, Any], key: str, default_container: str) -> list[str]:
     errors = []
     name = job["metadata"]["name"]
-    if len(name) > 63 or not DNS1035.match(name):
+    if default_container and (len(name) > 63 or not DNS1035.match(name)):
         errors.append(f"metadata.name {name!r}: not a DNS-1035 label")
     managed = (job["spec"].get("runPolicy") or {}).get("managedBy")
     if managed is not None and managed not in MANAGED_BY:
@@ -107,43 +112,12 @@ def validate_mpijob_v1(job: dict[str, Any]) -> list[str]:
 
 def validate_mpijob_v2beta1(job: dict[str, Any]) -> list[str]:
     """SetDefaults_MPIJob, then ValidateMPIJob."""
-    spec = job["spec"]
-    specs = spec.get("mpiReplicaSpecs") or {}
-    launcher, worker = specs.get("Launcher"), specs.get("Worker")
-    workers = (worker or {}).get("replicas", 0) or 1
-    errors = []
-    if not DNS1035.match(f"{job['metadata']['name']}-worker-{workers - 1}"):
-        errors.append("metadata.name: pods and services would get an invalid DNS label")
-    if spec.get("slotsPerWorker", 1) < 0:
-        errors.append("slotsPerWorker must be non-negative")
-    if spec.get("mpiImplementation", "OpenMPI") not in {"OpenMPI", "Intel", "MPICH"}:
-        errors.append("mpiImplementation not supported")
-    policy = spec.get("runPolicy") or {}
-    if policy.get("cleanPodPolicy", "None") not in {"None", "Running", "All"}:
-        errors.append("cleanPodPolicy not supported")
-    for key in ("ttlSecondsAfterFinished", "activeDeadlineSeconds", "backoffLimit"):
-        if policy.get(key, 0) < 0:
-            errors.append(f"runPolicy.{key} must be non-negative")
-    if "managedBy" in policy and policy["managedBy"] not in MANAGED_BY:
-        errors.append("runPolicy.managedBy not supported")
-    if launcher is None:
-        errors.append("must have Launcher replica spec")
-    for rtype, rspec, restart in (("Launcher", launcher, "OnFailure"), ("Worker", worker, "Never")):
-        if rspec is None:
-            continue
-        if rspec.get("restartPolicy", restart) not in {"Never", "OnFailure"}:
-            errors.append(f"{rtype}.restartPolicy not supported")
-        if not _containers(rspec):
-            errors.append(f"{rtype}: must define at least one container")
-    if launcher is not None and launcher.get("replicas", 1) != 1:
-        errors.append("Launcher replicas must be 1")
-    if worker is not None and worker.get("replicas", 0) <= 0:
-        errors.append("Worker replicas must be greater than or equal to 1")
-    return errors
+    return mpi_operator_port.validate(mpi_operator_port.set_defaults(job))
 
 
-def podgroup(job: dict[str, Any]) -> dict[str, Any]:
-    """The Volcano PodGroup the operator creates for `job` (minMember and queue)."""
+def podgroup(job: dict[str, Any], namespace: dict[str, str] | None = None) -> dict[str, Any]:
+    """The Volcano PodGroup the operator creates for `job` (minMember and queue), with the
+    queue Volcano's webhook admits it to in a namespace with these annotations."""
     spec = job["spec"]
     key = next(k for k in spec if k.endswith("ReplicaSpecs"))
     specs = spec[key]
@@ -151,12 +125,11 @@ def podgroup(job: dict[str, Any]) -> dict[str, Any]:
     if job["apiVersion"] == "kubeflow.org/v2beta1":
         workers = (specs.get("Worker") or {}).get("replicas", 0)
         queue = policy.get("queue") or job["metadata"].get("annotations", {}).get(QUEUE_ANNOTATION)
-        return {"minMember": policy.get("minAvailable", workers + 1), "queue": queue or "default"}
-    total = sum(s.get("replicas", 1) for s in specs.values())
-    return {
-        "minMember": policy.get("minAvailable", total),
-        "queue": policy.get("queue") or "default",
-    }
+        minimum = policy.get("minAvailable", workers + 1)
+    else:
+        queue = policy.get("queue")
+        minimum = policy.get("minAvailable", sum(s.get("replicas", 1) for s in specs.values()))
+    return {"minMember": minimum, "queue": volcano_port.admitted_queue(queue, namespace)}
 
 
 VALIDATORS = {
@@ -211,8 +184,12 @@ def test_the_volcano_podgroup_is_the_profiles_queue_and_the_elastic_minimum(
         if sched.get("name") != "volcano":
             assert policy is None, job["metadata"]["name"]
             continue
-        expected = {"minMember": _gang(job), "queue": sched.get("queue", "default")}
-        assert podgroup(job) == expected, job["metadata"]["name"]
+        queue = sched.get("queue", volcano_port.DEFAULT_QUEUE)
+        # Volcano's webhook keeps a named queue; `default` follows the namespace's annotation.
+        moved = queue if queue != volcano_port.DEFAULT_QUEUE else NAMESPACE_QUEUE
+        for namespace, lands in ((None, queue), ({QUEUE_ANNOTATION: NAMESPACE_QUEUE}, moved)):
+            expected = {"minMember": _gang(job), "queue": lands}
+            assert podgroup(job, namespace) == expected, job["metadata"]["name"]
 
 
 def test_an_elastic_job_is_among_the_volcano_jobs() -> None:

@@ -10,10 +10,13 @@ volcano and coscheduling plugins, ported small from github.com/kubeflow/trainer 
   runtime's `spec.template.metadata.annotations`, then each runtime patch's
   `trainingRuntimeSpec.template.metadata.annotations` over them; never the TrainJob's own;
 - `pkg/runtime/framework/plugins/volcano/volcano.go` Validate (a queue annotation, if set,
-  is not empty) and Build: the PodGroup's `minMember` is the sum of the pod sets' counts (the
-  trainer step's count is `numNodes`), its queue the `scheduling.volcano.sh/queue-name`
-  annotation, else unset, which Volcano's PodGroup mutating webhook turns into `default`
-  (volcano-sh/volcano `pkg/webhooks/admission/podgroups/mutate`);
+  is not empty; every replicated job's `priorityClassName` in the merged runtime names a
+  PriorityClass that exists, unless it is `system-cluster-critical` or
+  `system-node-critical`, which ends the check) and Build: the PodGroup's `minMember` is the
+  sum of the pod sets' counts (the trainer step's count is `numNodes`), its queue the
+  `scheduling.volcano.sh/queue-name` annotation, else unset, which the PodGroup CRD defaults
+  to `default` and Volcano's PodGroup webhook then moves to the namespace's queue
+  (`volcano_port.py`);
 - `pkg/runtime/framework/plugins/coscheduling/coscheduling.go`: only for a runtime with
   `podGroupPolicy.coscheduling`, which needs the scheduler-plugins scheduler no profile runs;
 - the runtime patches: how they merge into the node pod and what the jobset plugin refuses
@@ -26,14 +29,16 @@ from typing import Any
 
 import pytest
 
+from tests.conformance import volcano_port
 from tests.conformance.built_repos import IDS, Overlay, overlay, scheduler
 from tests.conformance.trainer_merge import node_pod, patch_errors, strategic_merge
 from tests.render.repos import RICH, read_yaml
 
 pytestmark = pytest.mark.slow
 
-QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"  # volcanov1beta1.QueueNameAnnotationKey
-VOLCANO_DEFAULT_QUEUE = "default"
+QUEUE_ANNOTATION = volcano_port.QUEUE_ANNOTATION  # volcanov1beta1.QueueNameAnnotationKey
+VOLCANO_DEFAULT_QUEUE = volcano_port.DEFAULT_QUEUE
+SYSTEM_PRIORITY_CLASSES = ("system-cluster-critical", "system-node-critical")
 TORCHRUN_RESERVED_ENV = {
     "PET_NNODES",
     "PET_NPROC_PER_NODE",
@@ -68,6 +73,34 @@ def runtime_annotations(trainjob: dict[str, Any], runtime: dict[str, Any]) -> di
     return annotations
 
 
+def priority_class_errors(
+    runtime: dict[str, Any], trainjob: dict[str, Any], existing: set[str]
+) -> list[str]:
+    """volcano.go Validate's priority-class check over the merged runtime's replicated jobs
+    (the node job's pod with the runtime patches merged)."""
+    errors = []
+    for job in _get(runtime, "spec", "template", "spec", "replicatedJobs") or []:
+        template = _get(job, "template", "spec", "template") or {}
+        if job.get("name") == "node":
+            template = node_pod(runtime, trainjob)
+        name = _get(template, "spec", "priorityClassName")
+        if name is None:
+            continue
+        if name in SYSTEM_PRIORITY_CLASSES:
+            return errors
+        if name not in existing:
+            errors.append(
+                f"spec.templateSpec.priorityClassName: PriorityClass {name!r} doesn't exist"
+            )
+    return errors
+
+
+def cluster_priority_classes(overlay: Overlay) -> set[str]:
+    """The PriorityClasses the cluster has: delivered with the overlay, or the platform's."""
+    provided = (overlay.profile.get("providedByPlatform") or {}).get("priorityClasses") or []
+    return {o["metadata"]["name"] for o in overlay.of_kind("PriorityClass")} | set(provided)
+
+
 def webhook_errors(overlay: Overlay, trainjob: dict[str, Any]) -> list[str]:
     runtime = runtime_of(overlay, trainjob)
     if runtime is None:
@@ -83,11 +116,15 @@ def webhook_errors(overlay: Overlay, trainjob: dict[str, Any]) -> list[str]:
         annotations = runtime_annotations(trainjob, runtime)
         if annotations.get(QUEUE_ANNOTATION, None) == "":
             errors.append("Volcano queue name must not be empty")
+        errors += priority_class_errors(runtime, trainjob, cluster_priority_classes(overlay))
     return errors + patch_errors(runtime, trainjob)
 
 
-def volcano_podgroup(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str, Any] | None:
-    """volcano.go Build (the PodGroup the Trainer creates; None: the plugin is off)."""
+def volcano_podgroup(
+    trainjob: dict[str, Any], runtime: dict[str, Any], namespace: dict[str, str] | None = None
+) -> dict[str, Any] | None:
+    """volcano.go Build (the PodGroup the Trainer creates; None: the plugin is off), its queue
+    as Volcano admits it in a namespace with these annotations."""
     if _get(runtime, "spec", "podGroupPolicy", "volcano") is None:
         return None
     members = 0
@@ -97,13 +134,8 @@ def volcano_podgroup(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[
             ml_nodes = _get(runtime, "spec", "mlPolicy", "numNodes") or 1
             count = _get(trainjob, "spec", "trainer", "numNodes") or ml_nodes
         members += count
-    spec: dict[str, Any] = {"minMember": members}
-    annotations = runtime_annotations(trainjob, runtime)
-    if QUEUE_ANNOTATION in annotations:
-        spec["queue"] = annotations[QUEUE_ANNOTATION]
-    # Volcano's PodGroup mutating webhook: an empty queue becomes `default`.
-    spec["queue"] = spec.get("queue") or VOLCANO_DEFAULT_QUEUE
-    return spec
+    queue = runtime_annotations(trainjob, runtime).get(QUEUE_ANNOTATION)
+    return {"minMember": members, "queue": volcano_port.admitted_queue(queue, namespace)}
 
 
 def test_the_test_repositories_have_trainer_v2_clusters_under_each_scheduler() -> None:
@@ -134,10 +166,15 @@ def test_the_volcano_podgroup_lands_in_the_profiles_queue_with_every_node(
         if sched.get("name") != "volcano":
             assert podgroup is None, "a PodGroup on a cluster without Volcano never schedules"
             continue
+        queue = sched.get("queue", VOLCANO_DEFAULT_QUEUE)
         assert podgroup == {
             "minMember": trainjob["spec"]["trainer"]["numNodes"],
-            "queue": sched.get("queue", VOLCANO_DEFAULT_QUEUE),
+            "queue": queue,
         }, trainjob["metadata"]["name"]
+        # A named queue stays; `default` would follow the namespace's annotation.
+        annotated = volcano_podgroup(trainjob, runtime, {QUEUE_ANNOTATION: "ns-queue"})
+        moved = queue if queue != VOLCANO_DEFAULT_QUEUE else "ns-queue"
+        assert annotated is not None and annotated["queue"] == moved
 
 
 @pytest.mark.parametrize("overlay_id", IDS)

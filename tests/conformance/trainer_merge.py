@@ -12,10 +12,12 @@ github.com/kubeflow/trainer at v2.3.0:
   (tolerations, capabilities, nodeSelectorTerms) is replaced by the patch's
   (k8s.io/apimachinery `pkg/util/strategicpatch/patch.go` mergeMap / mergeSlice);
 - `pkg/runtime/framework/plugins/jobset/jobset.go` Validate: a patch's manager is a
-  domain-prefixed path, its replicated jobs and containers exist in the (merged) runtime,
-  and it sets no env on the `node`, `dataset-initializer` or `model-initializer` containers;
-- the trainer plugin then writes `spec.trainer` (image, command, args, env, resources) on the
-  `node` container (`pkg/runtime/framework/plugins/torch`, `jobset/builder.go` Trainer).
+  domain-prefixed path (apimachinery's IsDomainPrefixedPath), its replicated jobs and
+  containers exist in the (merged) runtime, and it sets no env on the `node`,
+  `dataset-initializer` or `model-initializer` containers;
+- the trainer plugin then writes `spec.trainer` (image, command, args, env) on the `node`
+  container (`jobset/builder.go` Trainer), and `resourcesPerNode` is merged into its resources
+  (`pkg/runtime/core/trainingruntime.go` newRuntimeInfo, MergeResourceRequirements).
 
 The merge strategies are read from the core schema kubernetes-validate ships (the same
 `x-kubernetes-patch-*` the Go struct tags carry), never from trainops' own merge.
@@ -31,10 +33,38 @@ from trainops.facts.kubernetes_schemas import core_definitions
 
 NODE = "node"
 NO_ENV_CONTAINERS = {"dataset-initializer", "model-initializer", NODE}
-# k8s.io/apimachinery validation.IsDomainPrefixedPath: `<DNS-1123 subdomain>/<path>`.
-DOMAIN_PREFIXED = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/\S+$"
-)
+# k8s.io/apimachinery v0.36.2 (the Trainer v2.3.0's, go.mod) pkg/util/validation/validation.go.
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+HTTP_PATH = re.compile(r"^[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$")  # httpPathFmt
+
+
+def is_domain_prefixed_path(value: str) -> bool:
+    """IsDomainPrefixedPath: `<DNS-1123 subdomain, at most 253>/<HTTP path characters>`, split
+    at the first `/` (the Trainer's jobset plugin checks each runtime patch's manager so)."""
+    host, slash, path = value.partition("/")
+    if not slash or not host or not path:
+        return False
+    return len(host) <= 253 and bool(DNS1123_SUBDOMAIN.match(host)) and bool(HTTP_PATH.match(path))
+
+
+def merge_resources(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """pkg/util/trainingruntime/trainingruntime.go MergeResourceRequirements (v2.3.0): the
+    TrainJob's `resourcesPerNode` over the runtime's node container resources, `limits` and
+    `requests` key by key, `claims` by name (resourceRequirementsPatchMeta)."""
+    out = copy.deepcopy(base)
+    for key in ("limits", "requests"):
+        if override.get(key) is not None:
+            out[key] = {**(base.get(key) or {}), **override[key]}
+    if override.get("claims") is not None:
+        claims = [dict(c) for c in base.get("claims") or []]
+        for claim in override["claims"]:
+            at = next((i for i, c in enumerate(claims) if c.get("name") == claim.get("name")), None)
+            if at is None:
+                claims.append(dict(claim))
+            else:
+                claims[at] = {**claims[at], **claim}
+        out["claims"] = claims
+    return out
 
 
 def _defs() -> dict[str, Any]:
@@ -111,7 +141,9 @@ def node_pod(runtime: dict[str, Any], trainjob: dict[str, Any]) -> dict[str, Any
                     _resolve({"$ref": "#/$defs/io.k8s.api.core.v1.Container"})["properties"]["env"],
                 )  # fmt: skip
             if "resourcesPerNode" in trainer:
-                container["resources"] = trainer["resourcesPerNode"]
+                container["resources"] = merge_resources(
+                    container.get("resources") or {}, trainer["resourcesPerNode"]
+                )
     return pod  # type: ignore[no-any-return]
 
 
@@ -121,7 +153,7 @@ def patch_errors(runtime: dict[str, Any], trainjob: dict[str, Any]) -> list[str]
     jobs = runtime["spec"]["template"]["spec"]["replicatedJobs"]
     names = {j["name"]: j for j in jobs}
     for patch in trainjob["spec"].get("runtimePatches") or []:
-        if not DOMAIN_PREFIXED.match(patch.get("manager", "")):
+        if not is_domain_prefixed_path(patch.get("manager", "")):
             errors.append(f"manager {patch.get('manager')!r} is not a domain-prefixed path")
         spec = ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec")
         for job in (spec or {}).get("replicatedJobs") or []:

@@ -63,8 +63,9 @@ NOT_IN_OUTPUT = {
     " where it is false",
     "clusterprofile:gpus[].name": "the name jobs use in `targets[].gpuProduct` (on a Trainer"
     " v2 cluster also in its runtimes' names, `trainops-torch-<name>`)",
-    "clusterprofile:operator.version": "a check: 1.x for `training-operator`, 2.3 or later for"
-    " `trainer`; within that, what is rendered does not depend on the release",
+    "clusterprofile:operator.version": "a check: 1.7 to 1.9 for `training-operator`, 2.3 for"
+    " `trainer` (SUPPORTED_RELEASES); within that, what is rendered does not depend on the"
+    " release (docs/cluster.md#operator-releases)",
     "clusterprofile:gpus[].perNode": "a check: a pod may not ask for more GPUs than a node has",
     "clusterprofile:storage.classes": "a check: the storage classes jobs may name",
     "clusterprofile:crds": "CRDs `trainops validate` checks against, not delivered",

@@ -20,7 +20,7 @@ from trainops.core.manifest import Manifest
 from trainops.facts.gpus import gang_minimum
 from trainops.facts.kubeflow import elastic_range
 from trainops.kube.objects import Object
-from trainops.kube.trainjob import find_runtime
+from trainops.kube.trainjob import find_runtime, node_pod
 from trainops.report.table import summarize
 from trainops.runlocal.operator_env import Replica, operator_env
 
@@ -140,3 +140,28 @@ def test_a_training_runtime_is_found_in_the_trainjobs_namespace_only() -> None:
 def test_a_runtime_of_another_api_group_is_not_the_trainers() -> None:
     foreign = runtime("ClusterTrainingRuntime", "torch", group="example")
     assert find_runtime(trainjob({"name": "torch"}), [foreign]) is None
+
+
+def test_the_node_pod_merges_resources_per_node_as_the_trainer_does() -> None:
+    """Trainer v2.3 MergeResourceRequirements (TestMergeResourceRequirements "partial override
+    keeps other runtime keys"): the runtime's resources stay where the TrainJob says nothing;
+    trainops' view replaced them (issue 33)."""
+    container = {"name": "node", "resources": {"limits": {"cpu": "5", "memory": "32Gi"}}}
+    runtime = {
+        "spec": {
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {"name": "node", "template": {"spec": {"template": {"spec": {
+                            "containers": [container]}}}}}
+                    ]
+                }
+            }
+        }
+    }  # fmt: skip
+    over = {"limits": {"nvidia.com/gpu": "2", "memory": "1Gi"}}
+    job = {"metadata": {"name": "t"}, "spec": {"trainer": {"resourcesPerNode": over}}}
+    (node,) = node_pod(job, runtime).containers()
+    assert node.data["resources"] == {
+        "limits": {"cpu": "5", "memory": "1Gi", "nvidia.com/gpu": "2"}
+    }

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.tools import REPO, copy_inputs, require_module
+from tests.tools import REPO, add_monitoring, copy_inputs, require_module
 from trainops.cli import main
 from trainops.jobspec.load import load_repository
 from trainops.render import dashboard as dashboard_render
@@ -137,7 +137,7 @@ def test_grafana_operator_profiles_deliver_a_grafanadashboard(tmp_path: Path) ->
     delivery (Flux Role on cloud-h100, the Argo CD AppProject of the others) may write it."""
     root = copy_inputs(REPO, tmp_path / "repo")
     for profile in (root / "clusters").glob("*.yaml"):
-        profile.write_text(profile.read_text() + GRAFANA_OPERATOR)
+        add_monitoring(profile, GRAFANA_OPERATOR)
     repo = load_repository(root)
     shipped = load_repository(REPO)
     (sidecar,) = [

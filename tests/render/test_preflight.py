@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.tools import REPO, copy_inputs, trainops
+from tests.tools import REPO, add_monitoring, copy_inputs, trainops
 from trainops.facts.nccl_tests import parse_all_reduce
 from trainops.jobspec.load import load_repository
 from trainops.render import objects
@@ -83,7 +83,7 @@ def test_all_reduce_perf_output_is_read() -> None:
 def _with_minimum(tmp_path: Path, minimum: str) -> Path:
     root = copy_inputs(REPO, tmp_path / "repo")
     profile = root / "clusters" / "onprem-a100.yaml"
-    profile.write_text(profile.read_text() + f"monitoring:\n  minBusBandwidthGBps: {minimum}\n")
+    add_monitoring(profile, f"  minBusBandwidthGBps: {minimum}")
     return root
 
 
@@ -121,6 +121,24 @@ def test_no_image_is_a_clear_error() -> None:
     result = trainops(REPO, "preflight", "llm-finetune", "--cluster", "onprem-a100")
     assert result.returncode == 2
     assert "set `monitoring.ncclTestsImage`" in result.stderr and result.stdout == ""
+
+
+def test_a_name_whose_preflight_host_names_pass_63_characters_is_refused(tmp_path: Path) -> None:
+    """Issue 33 item 3: the preflight MPIJob `<job>-nccl-preflight` gives the MPI Operator v0.8
+    worker host names `<job>-nccl-preflight-worker-<n>`, which it refuses past 63 characters
+    (validation.go validateMPIJobName): say so instead of printing an MPIJob it drops."""
+    root = copy_inputs(REPO, tmp_path / "repo")
+    name = "llm-finetune-" + "x" * 28  # 41 characters; 4 pods: `-worker-3` makes 65
+    old = root / "jobs" / "llm-finetune.yaml"
+    path = root / "jobs" / f"{name}.yaml"
+    path.write_text(old.read_text().replace("name: llm-finetune\n", f"name: {name}\n", 1))
+    old.unlink()
+    result = trainops(root, "preflight", name, "--cluster", "onprem-a100", "--image", IMAGE)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"jobs/{name}.yaml: the preflight MPIJob `{name}-nccl-preflight`" in result.stderr
+    assert "longer than 63 characters (65)" in result.stderr
+    assert "a name of at most 39 characters" in result.stderr
+    assert result.stdout == ""
 
 
 def test_the_documented_example_is_what_preflight_prints() -> None:

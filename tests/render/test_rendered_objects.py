@@ -199,6 +199,9 @@ def _expected_source(path: str, repo: Any) -> str:
         # The ClusterTrainingRuntimes come from the profile; so do the split in two parts and
         # the alerts and dashboard (its `monitoring:` settings).
         return clusters[parts[1]]
+    if parts[:2] == ["gitops", "monitoring"]:
+        # kube-state-metrics' values follow the profile (its operator, its alerts).
+        return clusters[parts[2].rsplit(".", 1)[0]]
     if parts[0] == "base":
         return jobs[parts[1]]
     if parts[0] == "overlays" and len(parts) == 3:

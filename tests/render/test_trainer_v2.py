@@ -207,7 +207,7 @@ def test_what_v2_cannot_run_is_refused_with_file_and_line(
 @pytest.mark.parametrize(
     ("operator", "message"),
     [
-        ({"name": "trainer", "version": "2.2"}, "Kubeflow Trainer 2.3 or later"),
+        ({"name": "trainer", "version": "2.2"}, "(supported: 2.3); earlier v2 releases"),
         ({"name": "training-operator", "version": "2.3"}, "for Kubeflow Trainer v2 write"),
         ({"name": "trainer", "version": "two"}, "`operator.version` must match"),
     ],

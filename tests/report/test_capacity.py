@@ -52,6 +52,19 @@ def test_shipped_repository_declared_and_requested(capsys: pytest.CaptureFixture
         assert p["headroom"] == p["declared"] - p["requested"]
 
 
+def test_every_queue_counts_its_jobs_trainjobs_too(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 33 item 7: onprem-h200's queue (Trainer v2: the queue is the runtime's Volcano
+    annotation, not on the TrainJob) counted `requested: 0`. Every job of a cluster goes to its
+    profile's queue, so the queue holds what the cluster's products hold."""
+    data = _capacity_json(REPO, capsys)
+    for path in sorted((REPO / "clusters").glob("*.yaml")):
+        profile = _yaml(path)
+        (queue,) = [q for q in data["queues"] if q["cluster"] == profile["name"]]
+        assert queue["queue"] == profile["scheduler"]["queue"]
+        products = [p for p in data["products"] if p["cluster"] == profile["name"]]
+        assert queue["requested"] == sum(p["requested"] for p in products) > 0, queue
+
+
 def test_without_capacity_it_cannot_judge(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

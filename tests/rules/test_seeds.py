@@ -111,6 +111,11 @@ def test_seed001_deepspeed_config_when_mounted() -> None:
     # 64 = 2 x 8 x world only at world 4, but the job runs 2-8 pods x 8 GPUs.
     assert "pins train_batch_size" in found["deepspeed-elastic-batch"][0].message
     assert "deepspeed-precision-conflict" not in found  # --bf16 and bf16 enabled agree
+    # ZeRO-3 with allgather_bucket_size, which DeepSpeed reads at stages 1 and 2 (issue 33.6).
+    (ignored,) = found["deepspeed-stage-ignored"]
+    assert "`zero_optimization.allgather_bucket_size` does nothing at ZeRO stage 3" in (
+        ignored.message
+    )
 
 
 def test_seed000() -> None:

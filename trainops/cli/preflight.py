@@ -27,7 +27,7 @@ from trainops.core.yaml_dump import dump_all
 from trainops.facts.nccl_tests import AllReduceResult, parse_all_reduce, shortfall
 from trainops.jobspec.model import ClusterProfile
 from trainops.render import header
-from trainops.render.preflight import preflight_objects
+from trainops.render.preflight import preflight_objects, refused_name
 
 # Scheduling 2+ GPU nodes, pulling the image, then 8 B..8 GiB doubling: minutes, not hours.
 DEFAULT_APPLY_TIMEOUT = 1200.0
@@ -78,6 +78,9 @@ def run(args: argparse.Namespace) -> int:
                 " with MPI, Open MPI, sshd) or pass --image",
             )
         )
+    refused = refused_name(job)
+    if refused is not None:
+        raise InputError(Problem.whole_file(job.file, refused))
     docs = preflight_objects(job, profile, target, image)
     if args.apply:
         return _apply(args, profile, docs)

@@ -17,5 +17,8 @@ SETTINGS_FILE = "trainops.yaml"
 BASE_DIR = "base"
 OVERLAYS_DIR = "overlays"
 GITOPS_DIR = "gitops"
+# Chart values for the platform's kube-state-metrics (render/kube_state_metrics.py), not
+# Kubernetes objects: under gitops/ beside the delivery objects, never validated as manifests.
+MONITORING_VALUES_DIR = f"{GITOPS_DIR}/monitoring"
 GENERATED_DIRS = (BASE_DIR, OVERLAYS_DIR, GITOPS_DIR)
 """Directories `trainops render` owns entirely: anything else in them is stale."""

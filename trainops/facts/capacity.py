@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainops.facts.gpus import min_replicas, replica_gpus
-from trainops.facts.schedulers import KUEUE_QUEUE_LABEL
+from trainops.facts.schedulers import KUEUE_QUEUE_LABEL, VOLCANO_QUEUE_ANNOTATION
 
 
 @dataclass(frozen=True)
@@ -76,14 +76,28 @@ def pod_groups(obj: Mapping[str, Any], products: Sequence[Product]) -> list[PodG
     return groups
 
 
-def queue_of(obj: Mapping[str, Any]) -> str | None:
-    """The queue a job is sent to: Kueue's queue label, else Volcano's `schedulingPolicy`."""
+def queue_of(obj: Mapping[str, Any], runtime: Mapping[str, Any] | None = None) -> str | None:
+    """The queue a job is sent to: Kueue's queue label, else Volcano's `schedulingPolicy`,
+    else, for a TrainJob (whose `runtime` is given), the Volcano queue annotation its PodGroup
+    takes: the runtime's template annotation with each runtime patch's over it (Trainer v2.3
+    `pkg/runtime/core/trainingruntime.go` newRuntimeInfo, `plugins/volcano` Build)."""
     labels = (obj.get("metadata") or {}).get("labels") or {}
     if KUEUE_QUEUE_LABEL in labels:
         return str(labels[KUEUE_QUEUE_LABEL])
-    policy = ((obj.get("spec") or {}).get("runPolicy") or {}).get("schedulingPolicy") or {}
+    spec = obj.get("spec") or {}
+    policy = (spec.get("runPolicy") or {}).get("schedulingPolicy") or {}
     queue = policy.get("queue")
+    if runtime is not None and not queue:
+        annotations = dict(_template_annotations(runtime.get("spec") or {}))
+        for patch in spec.get("runtimePatches") or []:
+            patch_spec = (patch or {}).get("trainingRuntimeSpec") or {}
+            annotations.update(_template_annotations(patch_spec))
+        queue = annotations.get(VOLCANO_QUEUE_ANNOTATION)
     return str(queue) if queue else None
+
+
+def _template_annotations(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    return ((spec.get("template") or {}).get("metadata") or {}).get("annotations") or {}
 
 
 def gang_min_available(obj: Mapping[str, Any]) -> int | None:

@@ -179,3 +179,61 @@ def batch_error(config: dict[str, Any], world_size: int, require_batch: bool = T
             f" {MICRO_BATCH} ({mb}) x {GRAD_ACCUM} ({gas}) x {world_size}"
         )
     return None
+
+
+ZERO = "zero_optimization"
+# The `zero_optimization` keys DeepSpeed 0.19.8 reads only while building the optimizer of
+# certain ZeRO stages, and those stages (deepspeed/runtime/engine.py): the `zero_stage <=
+# ZeroStageEnum.gradients` branch of `_configure_zero_optimizer` (1, 2), its `zero_stage ==
+# ZeroStageEnum.weights` branch (3), and `_configure_bf16_optimizer` (the BF16 optimizer,
+# which runs at stage 0 with bf16 under pipeline parallelism and at stage 1 with bf16 and fp32
+# gradient accumulation: `_do_optimizer_sanity_check`). Keys any other code reads (the
+# engine elsewhere, `zero.Init` in partition_parameters.py, runtime/config.py) are left out:
+# no warning for them. tests/facts/test_deepspeed_zero_keys.py derives this table from the
+# installed DeepSpeed's source and fails when they differ.
+ZERO_KEY_STAGES: dict[str, frozenset[int]] = {
+    "allgather_bucket_size": frozenset({0, 1, 2}),
+    "contiguous_gradients": frozenset({1, 2, 3}),
+    "ignore_unused_parameters": frozenset({1, 2}),
+    "log_trace_cache_warnings": frozenset({3}),
+    "parameter_alignment": frozenset({1, 2}),
+    "reduce_scatter": frozenset({1, 2, 3}),
+    "round_robin_gradients": frozenset({1, 2}),
+    "save_muon_momentum_buffer_in_memory": frozenset({3}),
+    "stage3_max_live_parameters": frozenset({3}),
+    "stage3_max_reuse_distance": frozenset({3}),
+    "stage3_module_granularity_threshold": frozenset({3}),
+    "stage3_prefetch_bucket_size": frozenset({3}),
+    "sub_group_size": frozenset({3}),
+    "use_multi_rank_bucket_allreduce": frozenset({1, 2}),
+}
+
+
+def zero_stage(config: Mapping[str, Any]) -> int | None:
+    """The ZeRO stage a config runs at (0 without `zero_optimization`), None if unreadable."""
+    section = config.get(ZERO)
+    if section is None:
+        return 0
+    stage = section.get("stage", 0) if isinstance(section, Mapping) else None
+    return stage if isinstance(stage, int) and not isinstance(stage, bool) else None
+
+
+def ignored_zero_keys(config: Mapping[str, Any]) -> list[tuple[str, frozenset[int]]]:
+    """The `zero_optimization` keys `config` sets that its ZeRO stage never reads, each with
+    the stages that do (`ZERO_KEY_STAGES`)."""
+    stage, section = zero_stage(config), config.get(ZERO)
+    if stage is None or not isinstance(section, Mapping):
+        return []
+    return [
+        (key, ZERO_KEY_STAGES[key])
+        for key in section
+        if key in ZERO_KEY_STAGES and stage not in ZERO_KEY_STAGES[key]
+    ]
+
+
+def stages_text(stages: frozenset[int]) -> str:
+    """`{0, 1, 2}` -> `stages 0 (the BF16 optimizer), 1 and 2`; `{3}` -> `stage 3`."""
+    names = [f"{s} (the BF16 optimizer)" if s == 0 else str(s) for s in sorted(stages)]
+    if len(names) == 1:
+        return f"stage {names[0]}"
+    return f"stages {', '.join(names[:-1])} and {names[-1]}"

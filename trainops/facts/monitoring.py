@@ -13,8 +13,19 @@ Sources (read at these releases):
   Kubernetes mapping is on (`DCGM_EXPORTER_KUBERNETES=true`, the GPU Operator's default) and
   its ServiceMonitor sets `honorLabels: true` (the GPU Operator's does); otherwise Prometheus
   renames them `exported_pod`/`exported_namespace`.
-- kubeflow/training-operator v1.9, pkg/common/metrics.go:
-  `training_operator_jobs_failed_total{job_namespace, framework}`.
+- A failed job: what the operators publish. kubeflow/trainer v1.9.4 counts
+  `training_operator_jobs_failed_total` only where a replica with `restartPolicy: Never` ends
+  Failed (`pkg/controller.v1/pytorch/pytorchjob_controller.go:442`); a job that fails through
+  `backoffLimit` or `activeDeadlineSeconds` (`pkg/controller.v1/common/job.go:206`), as ours
+  with `OnFailure` replicas do, only gets its `Failed` condition, and the MPI Operator counts
+  `mpi_operator_jobs_failed_total` instead. Every operator writes the condition (`type:
+  Failed, status: "True"` in `status.conditions`: Training Operator `JobFailed`, MPI Operator
+  v0.8 `JobFailed`, Trainer v2.3 `TrainJobFailed`), so the alert reads it, exported by
+  kube-state-metrics' custom resource state metrics (kube-state-metrics v2.17,
+  pkg/customresourcestate: the metric is `<metricNamePrefix, default kube_customresource>_
+  <name>` (registry_factory.go fullName), with the labels `customresource_group`,
+  `customresource_version`, `customresource_kind` (registry_factory.go:44) and those of its
+  `labelsFromPath`; a condition's `"True"` reads as 1 (toFloat64)).
 - kube-prometheus-stack's Grafana: the dashboards sidecar loads every ConfigMap labelled
   `grafana_dashboard: "1"` (values.yaml `grafana.sidecar.dashboards.label`/`labelValue`).
 - grafana-operator v5.24 (api/v1beta1/grafanadashboard_types.go, controllers/
@@ -49,8 +60,17 @@ TRAINING_JOB_LABEL = "training_job"
 DCGM_GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 DCGM_FB_USED = "DCGM_FI_DEV_FB_USED"
 
-OPERATOR_JOBS_FAILED = "training_operator_jobs_failed_total"
-OPERATOR_NAMESPACE_LABEL = "job_namespace"
+# kube-state-metrics' custom resource state metric of a training job's conditions, as
+# render/kube_state_metrics.py configures it: one series per condition, labels `namespace`,
+# `name` and `type` (and the customresource_* labels kube-state-metrics adds), value 1 when the
+# condition's status is "True".
+KSM_PREFIX = "kube_customresource"
+JOB_CONDITION = "training_job_condition"
+JOB_CONDITION_METRIC = f"{KSM_PREFIX}_{JOB_CONDITION}"
+KSM_GROUP_LABEL = "customresource_group"
+KSM_KIND_LABEL = "customresource_kind"
+KSM_VERSION_LABEL = "customresource_version"
+FAILED_CONDITION = "Failed"
 
 GRAFANA_DASHBOARD_LABEL = "grafana_dashboard"
 GRAFANA_DASHBOARD_LABEL_VALUE = "1"

@@ -23,6 +23,26 @@ TRAINING_OPERATOR = "training-operator"
 TRAINER = "trainer"
 MIN_TRAINER_VERSION = (2, 3)
 
+# The releases (major, minor) trainops renders for, per operator; any other is refused at load
+# (issue 33 item 9: a profile's `operator.version` was read and ignored).
+# - Training Operator: every field the renderer writes (`spec.nprocPerNode`, `elasticPolicy`,
+#   `runPolicy.schedulingPolicy` with `minAvailable` and `queue`, `runPolicy.backoffLimit`) is
+#   served by the PyTorchJob/TFJob/MPIJob CRDs of v1.7.0, v1.8.1 and v1.9.4
+#   (`manifests/base/crds/kubeflow.org_*.yaml`; checked with `trainops validate --crds`), so
+#   the output is the same for the three. v1.6.0 and earlier have no `spec.nprocPerNode`: the
+#   API server prunes it (structural schema) and torchrun starts one process per pod. There is
+#   no v1.10: v1 ended at v1.9 (Trainer v2 is `name: trainer`). Differences that do not change
+#   the output: v1.7 validates in the controller (an invalid job gets an event, not an
+#   admission error; the webhooks came in v1.8); v1.9 adds `runPolicy.managedBy`, which
+#   trainops does not write.
+# - Trainer: v2.3 replaced `podTemplateOverrides` with `runtimePatches`, which is what the
+#   renderer writes; v2.3.x is the release the conformance ports (tests/conformance/
+#   test_trainer_v2.py) are read from, so a later minor is refused until they are re-read.
+SUPPORTED_RELEASES: dict[str, tuple[tuple[int, int], ...]] = {
+    TRAINING_OPERATOR: ((1, 7), (1, 8), (1, 9)),
+    TRAINER: ((2, 3),),
+}
+
 # The replicated job and container a torch runtime trains in; the Trainer's torch plugin
 # injects PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR and PET_MASTER_PORT
 # into this container only (envInjection can add others), and TrainJob `trainer.*` lands here.

@@ -13,7 +13,12 @@ from trainops.core.yamlio import Document
 from trainops.facts.nccl import RDMA_CAPABILITY
 from trainops.facts.pod_fence import PodFence
 from trainops.facts.schedulers import DEFAULT_SCHEDULER, VOLCANO_SCHEDULER
-from trainops.facts.trainer import MIN_TRAINER_VERSION, TRAINER, TRAINING_OPERATOR
+from trainops.facts.trainer import (
+    MIN_TRAINER_VERSION,
+    SUPPORTED_RELEASES,
+    TRAINER,
+    TRAINING_OPERATOR,
+)
 from trainops.jobspec import model, schemas
 from trainops.jobspec.policy import read_policy
 from trainops.jobspec.problems import Collector, schema_problems
@@ -97,21 +102,38 @@ def _check_rdma_admitted(d: dict[str, Any], out: Collector) -> None:
 
 
 def _check_operator(operator: dict[str, Any], out: Collector) -> None:
-    version = tuple(int(p) for p in operator["version"].split(".")[:2])
-    if operator["name"] == TRAINING_OPERATOR and version[0] != 1:
-        out.add(
-            ["operator", "version"],
-            f"`training-operator` is the v1 operator (1.x), got {operator['version']!r}; for"
-            " Kubeflow Trainer v2 write `name: trainer`",
+    """Only a release trainops renders for (facts/trainer.py `SUPPORTED_RELEASES`)."""
+    name, written = operator["name"], operator["version"]
+    release = tuple(int(p) for p in written.split(".")[:2])
+    supported = SUPPORTED_RELEASES[name]
+    if release in supported:
+        return
+    listed = ", ".join(".".join(map(str, r)) for r in supported)
+    if name == TRAINING_OPERATOR and release[0] != 1:
+        advice = "for Kubeflow Trainer v2 write `name: trainer`"
+    elif name == TRAINER and release < MIN_TRAINER_VERSION:
+        advice = (
+            "earlier v2 releases had podTemplateOverrides, trainops writes runtimePatches:"
+            " upgrade the Trainer, or use `training-operator` on this cluster"
         )
-    if operator["name"] == TRAINER and version < MIN_TRAINER_VERSION:
-        wanted = ".".join(map(str, MIN_TRAINER_VERSION))
-        out.add(
-            ["operator", "version"],
-            f"trainops renders TrainJobs for Kubeflow Trainer {wanted} or later (runtimePatches;"
-            f" earlier v2 releases had podTemplateOverrides), got {operator['version']!r}:"
-            " upgrade the Trainer, or use `training-operator` on this cluster",
+    elif release < supported[0]:
+        advice = (
+            f"releases before {'.'.join(map(str, supported[0]))} do not serve fields trainops"
+            " renders (e.g. PyTorchJob `spec.nprocPerNode`, which the API server would drop):"
+            f' upgrade the operator, e.g. `kubectl apply --server-side -k "github.com/kubeflow/'
+            f'trainer.git/manifests/overlays/standalone?ref=v1.9.4"`'
         )
+    else:
+        advice = (
+            "trainops has not been checked against it (docs/cluster.md#operator-releases):"
+            " write the newest supported release the cluster is compatible with, or upgrade"
+            " trainops"
+        )
+    out.add(
+        ["operator", "version"],
+        f"`{name}` {written!r} is not a release trainops renders for (supported: {listed});"
+        f" {advice}",
+    )
 
 
 def build_cluster(
@@ -240,6 +262,7 @@ def _monitoring(d: dict[str, Any]) -> model.Monitoring:
     return model.Monitoring(
         dashboard_namespace=m.get("dashboardNamespace", d["namespaces"][0]),
         alerts=m["alerts"],
+        prometheus_labels=dict(m["prometheusLabels"]),
         rule_labels=dict(m["ruleLabels"]),
         stalled_minutes=m["stalledMinutes"],
         restarts_per_hour=m["restartsPerHour"],

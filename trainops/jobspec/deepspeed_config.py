@@ -26,7 +26,16 @@ import jsonschema
 
 from trainops.core.errors import Problem
 from trainops.core.paths import SCHEMA_DIR
-from trainops.facts.deepspeed import AUTO, CONFIG_SCHEMA, DEEPSPEED_VERSION
+from trainops.core.yamlio import Document
+from trainops.facts.deepspeed import (
+    AUTO,
+    CONFIG_SCHEMA,
+    DEEPSPEED_VERSION,
+    ZERO,
+    ignored_zero_keys,
+    stages_text,
+    zero_stage,
+)
 from trainops.jobspec.problems import Collector, report_errors
 
 PREFIX: tuple[str, ...] = ("deepspeed", "config")
@@ -119,3 +128,26 @@ def check_config(config: dict[str, Any], out: Collector) -> tuple[dict[str, Any]
             )
         )
     return coerced, notes
+
+
+def stage_ignored_notes(config: dict[str, Any] | None, doc: Document) -> list[Problem]:
+    """A warning for each `zero_optimization` key of the job's config that its ZeRO stage
+    never reads (`facts/deepspeed.py:ZERO_KEY_STAGES`, from DeepSpeed's engine): the setting
+    does nothing, and whoever tunes it is misled."""
+    if config is None:
+        return []
+    notes = []
+    for key, stages in ignored_zero_keys(config):
+        path: list[str | int] = [*PREFIX, ZERO, key]
+        line, column = doc.position(path)
+        notes.append(
+            Problem(
+                doc.file,
+                line,
+                column,
+                f"`{'.'.join(map(str, path))}`: ZeRO stage {zero_stage(config)} ignores it"
+                f" (DeepSpeed {DEEPSPEED_VERSION} reads it only at"
+                f" {stages_text(stages)}): remove it, or set the stage that uses it",
+            )
+        )
+    return notes

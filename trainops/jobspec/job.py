@@ -4,13 +4,14 @@ with the schema's defaults filled in."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from trainops.core.errors import Problem
 from trainops.core.yamlio import Document
 from trainops.jobspec import model, schemas
-from trainops.jobspec.deepspeed_config import check_config
+from trainops.jobspec.deepspeed_config import check_config, stage_ignored_notes
 from trainops.jobspec.job_checks import check_job
 from trainops.jobspec.problems import Collector, schema_problems
 
@@ -81,7 +82,7 @@ def build_job(doc: Document, out: Collector) -> model.TrainingJob | None:
     tf, mpi = d["tensorflow"], d["mpi"]
     sync = d.get("dataSync")
     rp, security = d["runPolicy"], d["securityContext"]
-    return model.TrainingJob(
+    job = model.TrainingJob(
         name=d["name"],
         namespace=d["namespace"],
         file=doc.file,
@@ -157,6 +158,8 @@ def build_job(doc: Document, out: Collector) -> model.TrainingJob | None:
         ),
         notes=tuple(notes),
     )
+    ignored = stage_ignored_notes(job.deepspeed_config(), doc)
+    return replace(job, notes=(*job.notes, *ignored)) if ignored else job
 
 
 def _role(raw: dict[str, Any], job: dict[str, Any]) -> model.Role:

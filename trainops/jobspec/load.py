@@ -21,10 +21,19 @@ from trainops.core.errors import InputError, Problem
 from trainops.core.yamlio import Document
 from trainops.facts import deepspeed as ds_facts
 from trainops.facts.kubernetes_schemas import parse_version
-from trainops.jobspec import installed, model, pod_fence, podtemplate, schemas, trainer_v2
+from trainops.jobspec import (
+    consumer_names,
+    installed,
+    model,
+    pod_fence,
+    podtemplate,
+    schemas,
+    trainer_v2,
+)
 from trainops.jobspec.cluster import build_cluster
 from trainops.jobspec.job import build_job
 from trainops.jobspec.platform import load_platform
+from trainops.jobspec.platform_queues import check_queues
 from trainops.jobspec.platform_refs import check_references
 from trainops.jobspec.problems import (
     Collector,
@@ -92,6 +101,8 @@ def _job_against_clusters(
             continue
         for check in TARGET_CHECKS:
             check(job, cluster, target, where, out)
+    valid = [(clusters[t.cluster], t) for t in job.targets if t.cluster in clusters]
+    consumer_names.check_job(job, valid, out)
     return out.problems
 
 
@@ -321,6 +332,7 @@ def load_repository(root: Path, rule_slugs: Collection[str] = ()) -> model.Repos
     if not platform_problems:
         for cluster, doc in loaded:
             problems += check_references(cluster, doc, platform.get(cluster.name, ()))
+            problems += check_queues(cluster, doc, platform.get(cluster.name, ()))
     if problems:
         raise InputError(problems)
     return model.Repository(

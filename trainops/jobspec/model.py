@@ -336,6 +336,27 @@ class TrainingJob:
         """Pods at the configured size on `target` (its `replicas`, else the job's)."""
         return (target.replicas if target and target.replicas else None) or self.replicas
 
+    def replica_counts(self, target: Target | None) -> dict[str, int]:
+        """Pods per replica type of the job's PyTorchJob/TFJob/MPIJob on `target` at the most it
+        can have (an elastic job's Workers up to `maxReplicas`): the names its operator derives
+        (`facts/derived_names.py`). tests/jobspec/test_consumer_names.py holds it to the
+        rendered objects."""
+        pods = self.pods_on(target)
+        tf = self.tensorflow
+        if tf is not None:
+            counts = {"Chief": 1, "Worker": pods - 1} if tf.chief else {"Worker": pods}
+            if tf.parameter_servers is not None:
+                counts["PS"] = tf.parameter_servers.replicas
+            if tf.evaluator is not None:
+                counts["Evaluator"] = 1
+        elif self.mpi is not None:
+            counts = {"Launcher": 1, "Worker": pods}
+        elif self.elastic is not None:
+            counts = {"Worker": max(pods, self.elastic.max_replicas)}
+        else:
+            counts = {"Master": 1, "Worker": pods - 1}
+        return {rtype: n for rtype, n in counts.items() if n > 0}
+
     def roles(self) -> tuple[Role, ...]:
         """The extra roles beside the training pods (parameter servers, Evaluator, Launcher)."""
         tf, mpi = self.tensorflow, self.mpi

@@ -189,8 +189,11 @@ class Monitoring:
     """The training namespace holding the dashboard ConfigMap (default: the first one)."""
     alerts: bool = default(CLUSTER, "monitoring.alerts")
     """Render the training alerts as a PrometheusRule per training namespace with jobs."""
+    prometheus_labels: dict[str, str] = field(default_factory=dict)
+    """Labels the cluster's Prometheus selects ServiceMonitors and PrometheusRules by (its
+    `serviceMonitorSelector` and `ruleSelector`; kube-prometheus-stack: `release`)."""
     rule_labels: dict[str, str] = field(default_factory=dict)
-    """Labels on the PrometheusRules, for the Prometheus `ruleSelector`."""
+    """Labels on the PrometheusRules only, beside `prometheus_labels`."""
     stalled_minutes: float = default(CLUSTER, "monitoring.stalledMinutes")
     """Minutes without a completed optimizer step before TrainingStalled fires (a fraction
     allowed: a local test's 15 s)."""

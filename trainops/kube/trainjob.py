@@ -141,7 +141,25 @@ def _apply_trainer(pod: dict[str, Any], trainer: dict[str, Any]) -> None:
             e for e in as_list(node.get("env")) if as_dict(e).get("name") not in names
         ]
     if "resourcesPerNode" in trainer:
-        node["resources"] = copy.deepcopy(trainer["resourcesPerNode"])
+        node["resources"] = _merge_resources(
+            as_dict(node.get("resources")), as_dict(trainer["resourcesPerNode"])
+        )
+
+
+def _merge_resources(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """Trainer v2.3 MergeResourceRequirements (`pkg/util/trainingruntime`): `resourcesPerNode`
+    over the runtime's resources, limits and requests key by key, claims by name."""
+    out = copy.deepcopy(base)
+    for key in ("limits", "requests"):
+        if key in over:
+            out[key] = {**as_dict(base.get(key)), **copy.deepcopy(as_dict(over[key]))}
+    if "claims" in over:
+        claims = {str(as_dict(c).get("name")): as_dict(c) for c in as_list(base.get("claims"))}
+        for claim in map(as_dict, as_list(over["claims"])):
+            name = str(claim.get("name"))
+            claims[name] = {**claims.get(name, {}), **claim}
+        out["claims"] = copy.deepcopy(list(claims.values()))
+    return out
 
 
 def node_pod(trainjob: dict[str, Any], runtime: dict[str, Any] | None) -> PodTemplate:

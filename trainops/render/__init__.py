@@ -24,6 +24,7 @@ from trainops.render.delivered import (
     targets_on,
 )
 from trainops.render.gitops import render_gitops
+from trainops.render.kube_state_metrics import kube_state_metrics_files
 
 KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
 KUSTOMIZE_CONFIG = "kustomizeconfig.yaml"
@@ -298,7 +299,9 @@ def gitops_files(repo: Repository) -> dict[str, str]:
     for path, content in render_gitops(repo).items():
         documents = content if isinstance(content, list) else [content]
         files[path] = _yaml_file(f"{paths.CLUSTERS_DIR}/ and {paths.SETTINGS_FILE}", documents)
-    return files
+    for path, (source, chart_values) in kube_state_metrics_files(repo).items():
+        files[path] = _yaml_file(source, [chart_values])
+    return dict(sorted(files.items()))
 
 
 def render_part(

@@ -1,14 +1,18 @@
 """The training alerts of a cluster: one PrometheusRule per training namespace that has jobs,
 each alert grouped by job (the `training_job` label, from the jobs' metrics Service).
 
-Four alerts, thresholds from the cluster profile's `monitoring:` (docs/monitoring.md):
+Five alerts, thresholds from the cluster profile's `monitoring:` (docs/monitoring.md):
 - TrainingStalled: no optimizer step completed for `stalledMinutes` (the trainer's last-step
   gauge; a job that never stepped is not judged, its gauge is still 0).
 - TrainingRestarting: the elastic restart count grew by `restartsPerHour` within an hour.
 - TrainingGpuUnderutilized: the job's mean DCGM GPU utilisation below `gpuUtilizationBelow` for
   30 minutes, counted only on pods that serve trainer metrics (so: while it trains).
-- TrainingJobFailed: the Training Operator counted a failed job in the namespace (v1), or a
-  batch Job of a TrainJob failed (Trainer v2: kube-state-metrics' `kube_job_failed`).
+- TrainingJobFailed: one of the namespace's trainops jobs has its `Failed` condition (every
+  operator writes it, however the job failed: facts/monitoring.py), read through
+  kube-state-metrics' custom resource state metrics (`render/kube_state_metrics.py` writes
+  the configuration the platform gives kube-state-metrics).
+- TrainingJobConditionsMissing: jobs train in the namespace but kube-state-metrics exports no
+  job conditions there for 15 minutes: without its configuration TrainingJobFailed is blind.
 
 The expressions are tested with the real `promtool test rules` (tests/render/test_alerts.py).
 """
@@ -18,6 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 from trainops.facts import monitoring as m
+from trainops.facts.kubeflow import KUBEFLOW_GROUP
+from trainops.facts.trainer import TRAINER_GROUP
 from trainops.jobspec.model import ClusterProfile, TrainingJob
 
 RULE_NAME = "trainops-training"
@@ -25,8 +31,9 @@ PART_OF = {"app.kubernetes.io/part-of": "trainops"}
 # The seeds' advice: a GPU below the threshold for half an hour is a bottleneck, not a blip
 # (a checkpoint save or an evaluation pass lasts minutes).
 GPU_UNDERUSED_FOR = "30m"
-# Failures counted over this window: long enough for two evaluations of the counter's increase.
-FAILED_WINDOW = "10m"
+# A job's conditions reach Prometheus a scrape or two after its pods serve metrics: longer than
+# that, kube-state-metrics is not exporting them (TrainingJobConditionsMissing).
+CONDITIONS_MISSING_FOR = "15m"
 BY_JOB = f"namespace, {m.TRAINING_JOB_LABEL}"
 
 
@@ -44,28 +51,21 @@ def _alert(name: str, expr: str, severity: str, summary: str, description: str) 
 
 
 def _failed(cluster: ClusterProfile, namespace: str, jobs: list[str]) -> dict[str, Any]:
-    if cluster.operator.trainer_v2:
-        # A TrainJob's JobSet names its batch Jobs `<trainjob>-<replicatedJob>-<index>`.
-        names = "|".join(jobs)
-        expr = (
-            f'max by (namespace, job_name) (kube_job_failed{{namespace="{namespace}",'
-            f' condition="true", job_name=~"({names})-.+"}}) == 1'
-        )
-        what = "batch Job {{ $labels.job_name }}"
-    else:
-        expr = (
-            f"sum by ({m.OPERATOR_NAMESPACE_LABEL}, framework) (increase("
-            f'{m.OPERATOR_JOBS_FAILED}{{{m.OPERATOR_NAMESPACE_LABEL}="{namespace}"}}'
-            f"[{FAILED_WINDOW}])) > 0"
-        )
-        what = "a {{ $labels.framework }} job"
+    names = "|".join(sorted(jobs))  # DNS labels: nothing to escape in a regex
+    selector = (
+        f'{m.JOB_CONDITION_METRIC}{{namespace="{namespace}", type="{m.FAILED_CONDITION}",'
+        f' {m.KSM_GROUP_LABEL}=~"{KUBEFLOW_GROUP}|{TRAINER_GROUP}", name=~"{names}"}}'
+    )
+    job = "{{ $labels.training_job }}"
+    kind = f"{{{{ $labels.{m.KSM_KIND_LABEL} }}}}"
     return _alert(
         "TrainingJobFailed",
-        expr,
+        f"max by (namespace, {m.TRAINING_JOB_LABEL}, {m.KSM_KIND_LABEL}) (label_replace("
+        f'{selector}, "{m.TRAINING_JOB_LABEL}", "$1", "name", "(.+)")) == 1',
         "critical",
-        f"A training job failed in {namespace}",
-        f"{what} failed in {namespace} on cluster {cluster.name}: see"
-        f" `trainops status --cluster {cluster.name}` and `trainops explain`.",
+        f"Training job {job} failed",
+        f"{kind} {job} in {namespace} on cluster {cluster.name} failed: see"
+        f" `trainops explain {job} --cluster {cluster.name}`.",
     )
 
 
@@ -113,14 +113,27 @@ def alert_rules(cluster: ClusterProfile, namespace: str, jobs: list[str]) -> lis
             "for": GPU_UNDERUSED_FOR,
         },
         _failed(cluster, namespace, jobs),
+        {
+            **_alert(
+                "TrainingJobConditionsMissing",
+                f'absent({m.JOB_CONDITION_METRIC}{{namespace="{namespace}"}}) and on ()'
+                f' (count({m.STEP}{{namespace="{namespace}"}}) > 0)',
+                "warning",
+                f"No job conditions from kube-state-metrics in {namespace}:"
+                " TrainingJobFailed cannot fire",
+                f"Jobs train in {namespace} on cluster {cluster.name}, but kube-state-metrics"
+                f" exports no `{m.JOB_CONDITION_METRIC}`: give it the values in"
+                f" gitops/monitoring/{cluster.name}.yaml (docs/monitoring.md).",
+            ),
+            "for": CONDITIONS_MISSING_FOR,
+        },
     ]
 
 
 def prometheus_rules(cluster: ClusterProfile, jobs: list[TrainingJob]) -> list[dict[str, Any]]:
     """One PrometheusRule per namespace that has `jobs` (those targeting `cluster`) serving
-    the trainer's metrics (not `mpi.rankProgram: executable` ranks, which export none of them,
-    and whose MPIJob the Training Operator's failed-job counter does not count); none when
-    the profile turns alerts off."""
+    the trainer's metrics (not `mpi.rankProgram: executable` ranks, which export none of them);
+    none when the profile turns alerts off."""
     if not cluster.watch.alerts:
         return []
     by_namespace: dict[str, list[str]] = {}
@@ -133,7 +146,11 @@ def prometheus_rules(cluster: ClusterProfile, jobs: list[TrainingJob]) -> list[d
             "metadata": {
                 "name": RULE_NAME,
                 "namespace": namespace,
-                "labels": {**cluster.watch.rule_labels, **PART_OF},
+                "labels": {
+                    **cluster.watch.prometheus_labels,
+                    **cluster.watch.rule_labels,
+                    **PART_OF,
+                },
             },
             "spec": {
                 "groups": [

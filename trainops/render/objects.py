@@ -127,11 +127,16 @@ def metrics_service(job: TrainingJob, trainer_v2: bool = False) -> dict[str, Any
     }
 
 
-def service_monitor(job: TrainingJob) -> dict[str, Any]:
+def service_monitor(job: TrainingJob, cluster: ClusterProfile | None = None) -> dict[str, Any]:
+    """The job's ServiceMonitor, with the labels the cluster's Prometheus selects it by
+    (`monitoring.prometheusLabels`; prometheus-operator reads `serviceMonitorSelector`)."""
+    meta = _metadata(job, job.name)
+    if cluster is not None:
+        meta["labels"] = {**cluster.watch.prometheus_labels, **meta["labels"]}
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "ServiceMonitor",
-        "metadata": _metadata(job, job.name),
+        "metadata": meta,
         "spec": {
             "endpoints": [{"interval": "30s", "path": "/metrics", "port": METRICS_PORT_NAME}],
             "selector": {"matchLabels": {JOB_LABEL: job.name, METRICS_LABEL: "true"}},
@@ -173,7 +178,7 @@ def job_objects(
     else:
         workload = [training_job(job, cluster, target)]
     monitoring = (
-        [metrics_service(job, trainer_v2), service_monitor(job)]
+        [metrics_service(job, trainer_v2), service_monitor(job, cluster)]
         if job.serves_trainer_metrics()
         else []
     )

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from trainops.facts import derived_names as dn
 from trainops.facts.kubeflow import MPIJOB_V2BETA1
 from trainops.facts.nccl_tests import ALL_REDUCE_ARGV
 from trainops.jobspec.model import ClusterProfile, Mpi, Role, Target, TrainingJob
@@ -55,6 +56,21 @@ def preflight_job(job: TrainingJob, image: str) -> TrainingJob:
         mpi=replace(mpi, launcher=LAUNCHER, mpirun_args=MPIRUN_ARGS),
         pod=replace(job.pod, sidecars=(), volumes=(), volume_mounts=(), by_replica={}),
     )
+
+
+def refused_name(job: TrainingJob) -> str | None:
+    """Why the MPI Operator v0.8 would refuse the preflight of `job` for its name (its worker
+    host names `<job>-nccl-preflight-worker-<n>` are DNS-1035 labels: facts/derived_names.py),
+    None when it takes it."""
+    pre = preflight_job(job, "")
+    for name, why in dn.refused(dn.mpi_operator_names(pre.name, pre.replicas)):
+        room = dn.MAX_LABEL - len(name.name) + len(job.name)
+        return (
+            f"the preflight MPIJob `{pre.name}`: {name.what} `{name.name}` is {why}, which the"
+            f" {name.consumer} refuses ({name.source}); a job of {pre.replicas} pods can be"
+            f" measured with a name of at most {room} characters"
+        )
+    return None
 
 
 def preflight_objects(

@@ -16,7 +16,9 @@ from typing import Any
 
 from trainops.facts import capacity as facts
 from trainops.facts.gpus import job_gpus, job_min_gpus
+from trainops.facts.trainer import RUNTIME_KINDS, TRAINER_GROUP, TRAINJOB
 from trainops.jobspec.model import ClusterProfile, Repository
+from trainops.kube.trainjob import find_runtime
 from trainops.render import expected_objects
 
 NO_PRODUCT = "(no product)"
@@ -99,6 +101,8 @@ def cluster_use(
     if cluster.scheduler.queue and cluster.scheduler.queue not in queues:
         queues[cluster.scheduler.queue] = QueueUse(cluster.name, cluster.scheduler.queue, None)
     placements = []
+    objects = list(objects)
+    runtimes = [dict(o) for o in objects if o.get("kind") in RUNTIME_KINDS]
     for obj in objects:
         gpus = job_gpus(obj, resources)
         groups = facts.pod_groups(obj, products)
@@ -117,7 +121,10 @@ def cluster_use(
                 use.jobs.append(name)
             if key not in names:
                 names.append(key)
-        queue = facts.queue_of(obj)
+        trainjob = str(obj.get("apiVersion", "")).startswith(f"{TRAINER_GROUP}/") and (
+            obj.get("kind") == TRAINJOB
+        )
+        queue = facts.queue_of(obj, find_runtime(dict(obj), runtimes) if trainjob else None)
         if queue is not None:
             q = queues.setdefault(queue, QueueUse(cluster.name, queue, None))
             q.requested += gpus

@@ -225,7 +225,12 @@ def _validate(
             result.findings += validate_manifests(
                 manifests, repo.clusters[name], store, unknown_kind=unknown_kind
             )
-    gitops = {rel: text for rel, text in files.items() if rel.startswith(f"{paths.GITOPS_DIR}/")}
+    gitops = {
+        rel: text
+        for rel, text in files.items()
+        if rel.startswith(f"{paths.GITOPS_DIR}/")
+        and not rel.startswith(f"{paths.MONITORING_VALUES_DIR}/")
+    }
     if gitops and cluster_name is None:
         manifests = []
         for rel, text in gitops.items():

@@ -45,9 +45,9 @@ def _gang(obj: Object, ctx: Context) -> Iterator[Violation]:
 
 
 def _quota(obj: Object, ctx: Context) -> Iterator[Violation]:
-    if ctx.cluster is None or not obj.is_kubeflow_job:
+    if ctx.cluster is None or not (obj.is_kubeflow_job or obj.is_trainjob):
         return
-    queue = facts.queue_of(obj.data)
+    queue = facts.queue_of(obj.data, obj.runtime.data if obj.runtime is not None else None)
     quota = ctx.cluster.capacity.queue_gpus.get(queue or "")
     if queue is None or quota is None:
         return

@@ -17,6 +17,7 @@ from trainops.kube.launch import Launch, launches
 from trainops.kube.objects import Object
 from trainops.kube.pods import Container, PodTemplate
 from trainops.kube.torchrun import nproc_per_pod
+from trainops.render.common import SOURCE_ANNOTATION
 from trainops.rules.context import Context
 from trainops.rules.model import Path, Rule, Violation
 
@@ -263,6 +264,25 @@ def _precision(obj: Object, ctx: Context) -> Iterator[Violation]:
             yield Violation(f"--fp16 but {ds.source} enables bf16", options["fp16"][1])
 
 
+def _stage_ignored(obj: Object, ctx: Context) -> Iterator[Violation]:
+    """A `zero_optimization` key the config's stage never reads (`ds_facts.ZERO_KEY_STAGES`).
+    A job trainops rendered is told at its spec's line by the loader instead."""
+    if SOURCE_ANNOTATION in obj.annotations:
+        return
+    seen: set[str] = set()
+    for ds in deepspeed_configs(obj, ctx):
+        if ds.config is None or ds.source in seen:
+            continue
+        seen.add(ds.source)
+        for key, stages in ds_facts.ignored_zero_keys(ds.config):
+            yield Violation(
+                f"{ds.source}: `zero_optimization.{key}` does nothing at ZeRO stage"
+                f" {ds_facts.zero_stage(ds.config)}: DeepSpeed {ds_facts.DEEPSPEED_VERSION}"
+                f" reads it only at {ds_facts.stages_text(stages)}",
+                ds.flag_path,
+            )
+
+
 RULES = (
     Rule(
         slug="deepspeed-batch-mismatch",
@@ -295,6 +315,23 @@ RULES = (
         check=_elastic_batch,
         references=(
             "https://www.deepspeed.ai/docs/config-json/#elastic-training-config-v01-and-v02",
+        ),
+    ),
+    Rule(
+        slug="deepspeed-stage-ignored",
+        code="TO704",
+        severity=Severity.WARNING,
+        summary="A DeepSpeed `zero_optimization` option the configured ZeRO stage never reads"
+        " (e.g. `allgather_bucket_size` under stage 3).",
+        why="DeepSpeed accepts the key and passes it only to the optimizer of other stages"
+        " (runtime/engine.py `_configure_zero_optimizer`): the setting does nothing, and"
+        " whoever tunes it is misled.",
+        fix="Remove it, or use the stage's own option (stage 3: `stage3_prefetch_bucket_size`,"
+        " `stage3_max_live_parameters`, ...).",
+        example='{"zero_optimization": {"stage": 3, "allgather_bucket_size": 5e8}}',
+        check=_stage_ignored,
+        references=(
+            "https://www.deepspeed.ai/docs/config-json/#zero-optimizations-for-fp16-training",
         ),
     ),
     Rule(
