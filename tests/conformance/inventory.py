@@ -89,5 +89,11 @@ def leaves(node: Any, at: Segments = ()) -> Iterator[Segments]:
         yield at
 
 
+HELM_VALUES = "helm/kube-prometheus-stack values"
+"""The kind of `gitops/monitoring/<cluster>.yaml`: chart values, not a Kubernetes object."""
+
+
 def kind_of(obj: dict[str, Any]) -> str:
+    if "apiVersion" not in obj:
+        return HELM_VALUES
     return f"{obj['apiVersion'].rpartition('/')[0]}/{obj['kind']}"
