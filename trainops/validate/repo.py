@@ -25,6 +25,7 @@ from trainops.jobspec.model import ClusterProfile, Repository
 from trainops.render import TRAINER_V2_BASE, render_part, render_repository
 from trainops.validate.crd import load_crd_dir
 from trainops.validate.load import documents_to_manifests
+from trainops.validate.locate import SpecLines
 from trainops.validate.pipeline import validate_manifests
 from trainops.validate.schemas import SchemaStore
 
@@ -195,6 +196,8 @@ def _validate(
         for note in job.notes
     ]
     stores: dict[tuple[str, str], SchemaStore] = {}
+    # Findings on rendered objects go to the spec lines that produced them.
+    specs = SpecLines(root, repo)
     with tempfile.TemporaryDirectory(prefix="trainops-validate-") as tmp:
         work = Path(tmp)
         build.write_tree(files, work)
@@ -222,9 +225,10 @@ def _validate(
             _attach_sources(manifests, index, overlay, repo.clusters[name].operator.trainer_v2)
             result.resources += len(manifests)
             store = _store_for(repo.clusters[name], root, crds, stores)
-            result.findings += validate_manifests(
+            found = validate_manifests(
                 manifests, repo.clusters[name], store, unknown_kind=unknown_kind
             )
+            result.findings += specs.to_specs(found, manifests)
     gitops = {rel: text for rel, text in files.items() if rel.startswith(f"{paths.GITOPS_DIR}/")}
     if gitops and cluster_name is None:
         manifests = []
