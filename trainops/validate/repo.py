@@ -225,10 +225,12 @@ def _validate(
             _attach_sources(manifests, index, overlay, repo.clusters[name].operator.trainer_v2)
             result.resources += len(manifests)
             store = _store_for(repo.clusters[name], root, crds, stores)
-            found = validate_manifests(
-                manifests, repo.clusters[name], store, unknown_kind=unknown_kind
+            result.findings += specs.to_specs(
+                validate_manifests(
+                    manifests, repo.clusters[name], store, unknown_kind=unknown_kind
+                ),
+                manifests,
             )
-            result.findings += specs.to_specs(found, manifests)
     gitops = {rel: text for rel, text in files.items() if rel.startswith(f"{paths.GITOPS_DIR}/")}
     if gitops and cluster_name is None:
         manifests = []
