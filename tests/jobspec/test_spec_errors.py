@@ -279,6 +279,7 @@ def test_mpi_against_the_cluster(scratch: Path) -> None:
     _edit(horovod, "  sshAuthMountPath: /home/mpiuser/.ssh\n", "")
     err = _fails(scratch)
     line = _line_of(horovod, "gpus: 16")
-    assert f"horovod-training.yaml:{line}:5: 16 GPUs per pod, but a `h100-80gb` node" in err
+    assert f"horovod-training.yaml:{line}:5: 16 GPUs per pod, more than a node holds:" in err
+    assert "`h100-80gb` on `cloud-h100` has 8" in err
     assert "Kueue has no integration for `kubeflow.org/v1` MPIJob" in err
     assert "serves `mpijobs.kubeflow.org` as `kubeflow.org/v2beta1`" in err

@@ -92,7 +92,28 @@ def _job_against_clusters(
             continue
         for check in TARGET_CHECKS:
             check(job, cluster, target, where, out)
+    _gpus_per_node(job, clusters, out)
     return out.problems
+
+
+def _gpus_per_node(
+    job: model.TrainingJob, clusters: dict[str, model.ClusterProfile], out: Collector
+) -> None:
+    """Each pod fits a node of its GPU product: one problem per spec key, naming every
+    target where it does not (one mistake, told once)."""
+    for path, gpus in [(["gpusPerReplica"], job.gpus_per_replica)] + [
+        (p, role.gpus) for p, role in _roles(job)
+    ]:
+        small = []
+        for target in job.targets:
+            cluster = clusters.get(target.cluster)
+            if cluster is None:
+                continue
+            gpu = cluster.gpu(target.gpu_product) if target.gpu_product else cluster.gpus[0]
+            if gpu is not None and gpus > gpu.per_node:
+                small.append(f"`{gpu.name}` on `{cluster.name}` has {gpu.per_node}")
+        if small:
+            out.add(path, f"{gpus} GPUs per pod, more than a node holds: {', '.join(small)}")
 
 
 def _pods_on_clusters(
@@ -168,19 +189,6 @@ def _gpus_fit(
             f"cluster `{cluster.name}` has no GPU product `{target.gpu_product}` (has: {names})",
         )
         return
-    if job.gpus_per_replica > gpu.per_node:
-        out.add(
-            ["gpusPerReplica"],
-            f"{job.gpus_per_replica} GPUs per pod, but a"
-            f" `{gpu.name}` node of `{cluster.name}` has {gpu.per_node}",
-        )
-    for path, role in _roles(job):
-        if role.gpus > gpu.per_node:
-            out.add(
-                path,
-                f"{role.gpus} GPUs per pod, but a `{gpu.name}` node of `{cluster.name}`"
-                f" has {gpu.per_node}",
-            )
 
 
 def _network_and_storage(
