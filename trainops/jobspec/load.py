@@ -275,7 +275,10 @@ def job_against_cluster(
 ) -> list[Problem]:
     """A job's checks against one cluster profile, as the loader runs them (`trainops
     import` checks what it writes with these, so that the render that follows cannot fail)."""
-    return _job_against_clusters(job, doc, {cluster.name: cluster}, set())
+    out = Collector(doc)
+    index = next((i for i, t in enumerate(job.targets) if t.cluster == cluster.name), 0)
+    installed.check_kueue(cluster, [job], out, ["targets", index, "cluster"])
+    return _job_against_clusters(job, doc, {cluster.name: cluster}, set()) + out.problems
 
 
 def _settings(root: Path) -> tuple[model.RepoSettings, list[Problem]]:
@@ -324,6 +327,11 @@ def load_repository(root: Path, rule_slugs: Collection[str] = ()) -> model.Repos
 
     for job, doc in jobs:
         problems += _job_against_clusters(job, doc, clusters, invalid)
+    for cluster, doc in loaded:
+        out = Collector(doc)
+        on = [job for job, _ in jobs if any(t.cluster == cluster.name for t in job.targets)]
+        installed.check_kueue(cluster, on, out)
+        problems += out.problems
     platform, platform_problems = load_platform(root, clusters, invalid)
     problems += platform_problems
     if not platform_problems:
