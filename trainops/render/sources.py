@@ -14,6 +14,7 @@ reviewer sees it on the line the author wrote, not in the generated files.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +50,8 @@ ROLE_KEYS: dict[str, FieldPath] = {
 _SCRATCH = frozenset(name for name, _ in SCRATCH_VOLUMES)
 _SCRATCH_ENV = frozenset(name for name, _ in SCRATCH_ENV)
 _READ_ONLY_ROOT = ("securityContext", "readOnlyRootFilesystem")
+# A variable's name, alone or as NAME=value (an mpirun `-x` export).
+_ENV_NAME = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:=|$)")
 # Merge keys of the lists the escape hatch merges item by item (render/overrides.py).
 _MERGE_KEYS = ("name", "mountPath", "containerPort")
 
@@ -347,7 +350,7 @@ def _container(
     if head in ("image", "imagePullPolicy"):
         yield (JOB, ("image",))
     elif head in ("command", "args"):
-        yield from _argv(ctx, str(head), rest[1:2])
+        yield from _argv(ctx, str(head), rest[1:2], _at(container, at[:2]))
     elif head == "env":
         name = str(as_dict(_at(container, at[:2])).get("name", "")) if len(rest) > 1 else ""
         yield from _env(ctx, name)
@@ -363,9 +366,19 @@ def _container(
     yield from (() if head != "name" else ((JOB, ("framework",)),))
 
 
-def _argv(ctx: _Ctx, head: str, index: FieldPath) -> Iterator[Key]:
-    """An argument: the spec's item at the same index (`torchrun` stands where the spec's
-    `python` does), else the DeepSpeed flag trainops appends, else the MPI options."""
+def _argv(ctx: _Ctx, head: str, index: FieldPath, value: Any) -> Iterator[Key]:
+    """An argument: the spec's item of the same text (in `args`, `command`, the MPI options;
+    an mpirun `-x NAME` export is the variable's), else the item at the same index
+    (`torchrun` stands where the spec's `python` does), else the DeepSpeed flag trainops
+    appends, else the MPI settings."""
+    if isinstance(value, str) and index:
+        exported = _ENV_NAME.match(value)
+        if exported and exported[1] in _env_names(ctx):
+            yield from _env(ctx, exported[1])
+        for spec_list in (("args",), ("command",), ("mpi", "mpirunArgs"), ("mpi", "workerCommand")):
+            items = as_list(_at(ctx.job, spec_list))
+            if value in items:
+                yield (JOB, (*spec_list, items.index(value)))
     if index:
         yield (JOB, (head, *index))
     if head == "args":
@@ -373,6 +386,15 @@ def _argv(ctx: _Ctx, head: str, index: FieldPath) -> Iterator[Key]:
         yield (JOB, ("deepspeed",))
     yield (JOB, (head,))
     yield (JOB, ("mpi",))
+
+
+def _env_names(ctx: _Ctx) -> set[str]:
+    """The variables the job (and its target here) sets itself."""
+    names = {*as_dict(ctx.job.get("env")), *as_dict(ctx.job.get("secretEnv"))}
+    if ctx.target is not None:
+        target = as_dict(as_list(ctx.job.get("targets"))[ctx.target])
+        names |= set(as_dict(target.get("env")))
+    return names
 
 
 def _env(ctx: _Ctx, name: str) -> Iterator[Key]:

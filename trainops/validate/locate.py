@@ -95,8 +95,9 @@ class SpecLines:
         for item in self.repo.platform.get(parts[1], ()):
             for doc in self._documents_of(item.file):
                 data = as_dict(doc.data)
-                name = as_dict(data.get("metadata")).get("name")
-                if data.get("kind") == m.kind and name == m.name:
+                meta = as_dict(data.get("metadata"))
+                same = (data.get("kind"), meta.get("name")) == (m.kind, m.name)
+                if same and meta.get("namespace", m.namespace) == m.namespace:
                     return doc.file, doc.line_of(path)
         return None
 
@@ -116,8 +117,8 @@ def _common(values: Iterable[str | None]) -> str | None:
 def merge(findings: Sequence[Finding]) -> list[Finding]:
     """Identical findings on one spec line as one, with every rendered place it was found."""
     groups: dict[tuple[object, ...], list[Finding]] = {}
-    for f in findings:
-        key = (f.rule, f.severity, f.waived, f.file, f.line, _bare(f)) if f.related else (id(f),)
+    for index, f in enumerate(findings):
+        key = (f.rule, f.severity, f.waived, f.file, f.line, _bare(f)) if f.related else (index,)
         groups.setdefault(key, []).append(f)
     return sorted((_merged(group) for group in groups.values()), key=Finding.sort_key)
 

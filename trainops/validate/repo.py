@@ -76,10 +76,12 @@ def _source_index(files: dict[str, str]) -> _Sources:
         for doc in documents:
             if isinstance(doc.data, dict):
                 meta = doc.data.get("metadata") or {}
-                key = (str(doc.data.get("kind")), str(meta.get("name")))
-                sources.objects.setdefault(key, doc)
-                if f"/{TRAINER_V2_BASE}/" in rel:
-                    sources.trainer_v2.setdefault(key, doc)
+                kind, name = str(doc.data.get("kind")), str(meta.get("name"))
+                # By namespace too: two LocalQueues of one name in two namespaces.
+                for key in ((kind, name), (kind, f"{meta.get('namespace')}/{name}")):
+                    sources.objects.setdefault(key, doc)
+                    if f"/{TRAINER_V2_BASE}/" in rel:
+                        sources.trainer_v2.setdefault(key, doc)
     return sources
 
 
@@ -105,9 +107,10 @@ def _attach_sources(
     """
     for m in manifests:
         name = m.name or ""
-        doc = (sources.trainer_v2.get((m.kind, name)) if trainer_v2 else None) or (
-            sources.objects.get((m.kind, name))
-        )
+        doc = None
+        for key in ((m.kind, f"{m.namespace}/{name}"), (m.kind, name)):
+            doc = doc or (sources.trainer_v2.get(key) if trainer_v2 else None)
+            doc = doc or sources.objects.get(key)
         if doc is not None:
             m.file, m.document = doc.file, doc
             continue
