@@ -167,15 +167,22 @@ def _summary(outcome: supervise.Outcome) -> int:
         _out(f"run-local: the job Succeeded: {outcome.reason} (restarts: {outcome.restarts})")
         return 0
     _out(f"run-local: the job Failed: {outcome.reason}")
-    first = outcome.first_failure
-    if first is not None:
+    for killed in outcome.killed:
         _out(
-            f"run-local: first failure: {first.replica} (attempt {first.attempt}) exited"
-            f" {first.code}; its error:"
+            f"run-local: {killed.replica} (attempt {killed.attempt}) was killed on purpose"
+            f" (--kill-replica) and exited {killed.code}"
         )
-        for line in first.error:
-            _out(f"  | {line}")
-        others = [f"{f.replica} exited {f.code}" for f in outcome.failures[1:]]
+    first = outcome.first_failure
+    if first is not None and not first.killed:
+        head = f"run-local: first failure: {first.replica} (attempt {first.attempt}) exited"
+        error = first.error
+        if error:
+            _out(f"{head} {first.code}; its error:")
+            for line in error:
+                _out(f"  | {line}")
+        else:
+            _out(f"{head} {first.code} without printing anything")
+        others = [f"{f.replica} exited {f.code}" for f in outcome.failures if f is not first]
         if others:
             _out(f"run-local: then: {', '.join(others)}")
     return 1

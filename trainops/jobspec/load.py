@@ -160,10 +160,12 @@ def _namespace(
     out: Collector,
 ) -> None:
     if job.namespace not in cluster.namespaces:
+        near = difflib.get_close_matches(job.namespace, cluster.namespaces, n=1)
         out.add(
             ["namespace"],
             f"namespace `{job.namespace}` is not allowed on cluster `{cluster.name}`"
-            f" (allowed: {', '.join(cluster.namespaces)})",
+            + (f"; did you mean `{near[0]}`?" if near else "")
+            + f" (allowed: {', '.join(cluster.namespaces)})",
         )
 
 
@@ -183,10 +185,15 @@ def _gpus_fit(
         )
     gpu = cluster.gpu(target.gpu_product) if target.gpu_product else cluster.gpus[0]
     if gpu is None:
-        names = ", ".join(g.name for g in cluster.gpus)
+        names = ", ".join(
+            f"{g.name} ({', '.join(f'{k}={v}' for k, v in sorted(g.node_selector.items()))})"
+            for g in cluster.gpus
+        )
         out.add(
             [*where, "gpuProduct"],
-            f"cluster `{cluster.name}` has no GPU product `{target.gpu_product}` (has: {names})",
+            f"`gpuProduct: {target.gpu_product}` names no GPU product of cluster"
+            f" `{cluster.name}`: write one of its names, or its node label's value"
+            f" (has: {names})",
         )
         return
 

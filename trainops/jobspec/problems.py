@@ -84,7 +84,12 @@ def report_errors(
             value = json.dumps(err.instance)
             if len(value) > 60:
                 value = value[:57] + "..."
-            out.add(path, f"`{dotted(path)}` {_explain(err)}, got {value}")
+            hint = ""
+            if err.validator == "enum" and isinstance(err.instance, str):
+                choices = [str(v) for v in err.validator_value]
+                near = difflib.get_close_matches(err.instance, choices, n=1, cutoff=0.6)
+                hint = f"; did you mean {json.dumps(near[0])}?" if near else ""
+            out.add(path, f"`{dotted(path)}` {_explain(err)}, got {value}{hint}")
 
 
 def _explain(err: jsonschema.ValidationError) -> str:

@@ -71,11 +71,14 @@ class Failure:
     attempt: int
     output: list[str]
     """The attempt's last KEPT_LINES lines."""
+    killed: bool = False
+    """Killed on purpose (`--kill-replica`): not the job's failure, whatever follows it."""
 
     @property
     def error(self) -> list[str]:
-        """The program's last lines before the launcher's failure report (else the last lines)."""
-        lines = self.output
+        """The program's last lines before the launcher's failure report (else the last
+        lines); blank lines left out, so nothing printed is an empty list."""
+        lines = [line for line in self.output if line.strip()]
         for i in range(len(lines) - 1, -1, -1):
             if _LAUNCHER_REPORT.search(lines[i]):
                 return [*lines[max(0, i - ERROR_LINES) : i], lines[i]]
@@ -93,7 +96,15 @@ class Outcome:
 
     @property
     def first_failure(self) -> Failure | None:
-        return self.failures[0] if self.failures else None
+        """The first failure the job had on its own: a replica killed on purpose is not it
+        (the kill is the test; what broke after it is the finding); else the first exit."""
+        real = [f for f in self.failures if not f.killed]
+        return (real or self.failures or [None])[0]
+
+    @property
+    def killed(self) -> list[Failure]:
+        """The exits of the replicas killed on purpose (`--kill-replica`)."""
+        return [f for f in self.failures if f.killed]
 
 
 @dataclass
@@ -103,6 +114,8 @@ class _Running:
     reader: threading.Thread
     attempt: int
     tail: deque[str]
+    killed: bool = False
+    """`--kill-replica` killed it."""
 
 
 POD_MARKER = "TRAINOPS_RUN_LOCAL_POD"
@@ -273,7 +286,7 @@ class Supervisor:
     def _on_failure(self, run: _Running, code: int) -> str | None:
         """Restart the replica, or return why the job failed."""
         name, policy = run.launch.name, run.launch.restart_policy
-        self.failures.append(Failure(name, code, run.attempt, list(run.tail)))
+        self.failures.append(Failure(name, code, run.attempt, list(run.tail), run.killed))
         if policy == "Never":
             return f"{name} exited {code} and its restartPolicy is Never"
         if policy == "ExitCode":
@@ -320,6 +333,7 @@ class Supervisor:
                 target = self.running.get(self.kill.replica)
                 if target is not None:
                     self._say(f"killing {self.kill.replica} (SIGKILL to all its processes)")
+                    target.killed = True
                     self._kill_pod(target)
             if now >= self.timeout:
                 self.stop_all(f"--timeout {self.timeout:g}s reached")
