@@ -98,8 +98,8 @@ class Outcome:
     def first_failure(self) -> Failure | None:
         """The first failure the job had on its own: a replica killed on purpose is not it
         (the kill is the test; what broke after it is the finding); else the first exit."""
-        real = [f for f in self.failures if not f.killed]
-        return (real or self.failures or [None])[0]
+        real = [f for f in self.failures if not f.killed] or self.failures
+        return real[0] if real else None
 
     @property
     def killed(self) -> list[Failure]:
