@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.conftest import built, live, response, run_cli
-from tests.cluster.emulator import RunningEmulator
+from trainops.cluster.emulator import RunningEmulator
 
 
 def _deploy_all(api: RunningEmulator, repo: Path) -> None:

@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
     "preflight": "trainops.cli.preflight",
     "live-diff": "trainops.cli.live_diff",
     "run-local": "trainops.cli.run_local",
+    "sandbox": "trainops.cli.sandbox",
     "import": "trainops.cli.import_",
     "completion": "trainops.cli.completion",
 }
