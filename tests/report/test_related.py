@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from trainops.core.findings import Finding, Location, Severity
-from trainops.report import formats
+from trainops.report import formats, places
 
 RELATED = (
     Location("base/j/pytorchjob.yaml", 55, "PyTorchJob", "j", "ml", "cloud-h100", "Master"),
@@ -32,9 +32,9 @@ WHERE = (
 
 
 def test_where_names_the_clusters_and_replica_types_once() -> None:
-    assert formats.where(FINDING) == WHERE
+    assert places.where(FINDING) == WHERE
     one = Finding("r", Severity.WARNING, "m", file="jobs/j.yaml", line=3, related=RELATED[:1])
-    assert formats.where(one) == "PyTorchJob j on cloud-h100, Master"
+    assert places.where(one) == "PyTorchJob j on cloud-h100, Master"
 
 
 def test_text_and_github_point_at_the_spec_line() -> None:

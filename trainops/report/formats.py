@@ -21,8 +21,9 @@ from xml.sax.saxutils import quoteattr
 
 from trainops import __version__
 from trainops.core.errors import InputError, Problem
-from trainops.core.findings import Finding, Location, Severity
+from trainops.core.findings import Finding, Severity
 from trainops.core.text import one_line
+from trainops.report.places import related_from_json, sarif_related, where
 from trainops.rules import RULES_BY_SLUG
 
 FORMATS = ("text", "json", "junit", "sarif", "github")
@@ -112,36 +113,6 @@ def _sorted(findings: Sequence[Finding]) -> list[Finding]:
     return sorted(findings, key=Finding.sort_key)
 
 
-def _and(items: Sequence[str]) -> str:
-    """`a`, `a and b`, `a, b and c`."""
-    return " and ".join([", ".join(items[:-1]), items[-1]] if len(items) > 2 else items)
-
-
-def where(f: Finding) -> str:
-    """Where a finding moved to its spec line was found, in few words: `PyTorchJob
-    resnet50-ddp on cloud-h100 and onprem-a100, Master and Worker; TrainJob resnet50-ddp on
-    onprem-h200, node`."""
-    parts: dict[tuple[str, str], dict[str, set[str]]] = {}
-    for r in f.related:
-        on = parts.setdefault((r.kind or "?", r.name or "?"), {})
-        on.setdefault(r.cluster or "", set()).update([r.replica_type] if r.replica_type else [])
-    # The clusters where an object has the same replica types, then the objects alike.
-    alike: dict[tuple[str, tuple[str, ...], tuple[str, ...]], list[str]] = {}
-    for (kind, name), on in parts.items():
-        by_types: dict[tuple[str, ...], list[str]] = {}
-        for cluster, found in sorted(on.items()):
-            by_types.setdefault(tuple(sorted(found)), []).append(cluster)
-        for replica_types, clusters in by_types.items():
-            key = (kind, tuple(c for c in clusters if c), replica_types)
-            alike.setdefault(key, []).append(name)
-    texts = []
-    for (kind, on_clusters, replica_types), names in alike.items():
-        text = f"{kind} {_and(sorted(set(names)))}"
-        text += f" on {_and(list(on_clusters))}" if on_clusters else ""
-        texts.append(text + (f", {_and(list(replica_types))}" if replica_types else ""))
-    return "; ".join(texts)
-
-
 def _object(f: Finding) -> str:
     if f.related:
         return f"({where(f)})"
@@ -208,7 +179,7 @@ def from_json(path: Path) -> list[Finding]:
                 str(f["message"]),
                 **{k: f.get(k) for k in FINDING_KEYS},
                 switched_off=f.get("switchedOff") is True,
-                related=tuple(Location.from_dict(r) for r in f.get("relatedLocations") or ()),
+                related=related_from_json(f),
             )
             for f in data["findings"]
         ]
@@ -297,9 +268,7 @@ def to_sarif(findings: Sequence[Finding], resources: int) -> str:
             if f.line:
                 physical["region"] = {"startLine": f.line}
             result["locations"] = [{"physicalLocation": physical}]
-        if f.related:
-            # SARIF 2.1.0 3.27.22: where in the generated files it was found.
-            result["relatedLocations"] = [_sarif_related(i, r) for i, r in enumerate(f.related)]
+        result.update(sarif_related(f))
         if f.waived is not None:
             # SARIF 2.1.0 3.27.23 / 3.35: an in-source suppression with its justification;
             # GitHub code scanning shows a suppressed result as dismissed, not open.
@@ -326,15 +295,6 @@ def to_sarif(findings: Sequence[Finding], resources: int) -> str:
         ],
     }
     return json.dumps(log, indent=2, sort_keys=True) + "\n"
-
-
-def _sarif_related(index: int, r: Location) -> dict[str, Any]:
-    physical: dict[str, Any] = {"artifactLocation": {"uri": r.file}}
-    if r.line:
-        physical["region"] = {"startLine": r.line}
-    text = f"{r.kind}/{r.name}" + (f" @{r.cluster}" if r.cluster else "")
-    text += f" ({r.replica_type})" if r.replica_type else ""
-    return {"id": index, "message": {"text": text}, "physicalLocation": physical}
 
 
 def rules_off_markdown(off: Sequence[str]) -> str:

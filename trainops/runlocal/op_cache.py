@@ -27,6 +27,8 @@ LOCK_FILE = ".trainops-run-local.lock"
 BATON = "lock"
 PROGRESS_SECONDS = 15.0
 """How often a build still under way is said again."""
+BUILD_SECONDS = 3.0
+"""A baton held this long is a build (loading a built op holds it for a moment)."""
 
 
 def default_dir() -> Path:
@@ -75,8 +77,8 @@ class OpCache:
         return sorted(baton.parent.name for baton in self.path.glob(f"*/{BATON}"))
 
     def progress(self, clock: Callable[[], float] = time.monotonic) -> Callable[[], list[str]]:
-        """A function saying, when an op build starts and every PROGRESS_SECONDS while it
-        lasts, which ops are building and for how long (nothing otherwise)."""
+        """A function saying, once an op build has lasted BUILD_SECONDS and every
+        PROGRESS_SECONDS after, which ops are building and for how long (else nothing)."""
         state: dict[str, float] = {}
 
         def tick() -> list[str]:
@@ -86,7 +88,8 @@ class OpCache:
                 state.clear()
                 return []
             started = state.setdefault("started", now)
-            if now < state.get("next", now):
+            # Loading a built op takes the baton for a moment too: only a build lasts.
+            if now - started < BUILD_SECONDS or now < state.get("next", now):
                 return []
             state["next"] = now + PROGRESS_SECONDS
             return [
