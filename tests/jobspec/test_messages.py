@@ -63,3 +63,14 @@ def test_a_namespace_the_cluster_does_not_allow_gets_the_nearest(scratch: Path) 
         f"{JOB}:{line}:1: namespace `ml-visoin` is not allowed on cluster `cloud-h100`; did you"
         " mean `ml-vision`?" in result.stderr
     )
+
+
+def test_a_storage_class_the_cluster_does_not_offer_gets_the_nearest(scratch: Path) -> None:
+    size = "    size: 100Gi\n"
+    line = _edit(scratch, JOB, size, f"{size}    storageClass: local-nvm\n")
+    result = trainops(scratch, "render")
+    assert result.returncode == 2
+    assert (
+        f"{JOB}:{line + 1}:5: storage class `local-nvm` is not offered by cluster `onprem-a100`;"
+        " did you mean `local-nvme`?" in result.stderr
+    )

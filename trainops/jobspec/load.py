@@ -210,10 +210,13 @@ def _network_and_storage(
     allowed_classes = {cluster.storage.default_class, *cluster.storage.classes}
     for vol in job.volumes:
         if vol.storage_class and vol.storage_class not in allowed_classes:
+            near = difflib.get_close_matches(vol.storage_class, sorted(allowed_classes), n=1)
             out.add(
                 ["volumes", vol.name, "storageClass"],
                 f"storage class `{vol.storage_class}` is not offered by cluster"
-                f" `{cluster.name}` ({', '.join(sorted(allowed_classes))})",
+                f" `{cluster.name}`"
+                + (f"; did you mean `{near[0]}`?" if near else "")
+                + f" ({', '.join(sorted(allowed_classes))})",
             )
 
 
