@@ -63,6 +63,7 @@ def test_json_keeps_the_contract_and_adds_the_related_locations(tmp_path: Path) 
         "namespace": "ml",
         "cluster": "onprem-h200",
         "replicaType": "node",
+        "container": None,
     }
     path = tmp_path / "findings.json"
     path.write_text(formats.to_json([FINDING], 5))

@@ -4,6 +4,8 @@ with; anything else stays apart."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from trainops.core.findings import Finding, Location, Severity
 from trainops.validate.locate import merge
 
@@ -52,13 +54,32 @@ def test_a_single_place_keeps_its_message_and_cluster() -> None:
     assert kept.cluster == "a"
 
 
-def test_other_lines_messages_and_plain_findings_stay_apart() -> None:
+def test_other_lines_rules_and_plain_findings_stay_apart() -> None:
     plain = Finding("schema", Severity.ERROR, "bad", file="m.yaml", line=8)
-    found = [
-        _found("Master", "a"),
-        _found("Worker", "a", line=9),
-        _found("Worker", "b", message="worse"),
-        plain,
-        plain,
-    ]
+    other_rule = dataclasses.replace(_found("Master", "a"), rule="image-unpinned")
+    found = [_found("Master", "a"), _found("Worker", "a", line=9), other_rule, plain, plain]
     assert len(merge(found)) == 5
+
+
+def test_two_things_a_rule_says_about_one_line_are_one_finding() -> None:
+    [merged] = merge([_found("Master", "a"), _found("Worker", "b", message="worse")])
+    assert merged.message == (
+        "spec.pytorchReplicaSpecs.Master.template.spec.containers[0].image: bad; also:"
+        " spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].image: worse"
+    )
+    assert len(merged.related) == 2
+
+
+def test_the_container_a_message_names_is_where_it_was_found() -> None:
+    """`pytorch` in a PyTorchJob is `node` in a TrainJob: one mistake, one finding naming both."""
+    found = []
+    for kind, container in (("PyTorchJob", "pytorch"), ("TrainJob", "node")):
+        rendered = Location("base/j/x.yaml", 9, kind, "j", "ml", "c", None, container)
+        message = f"container `{container}` sets PASSWORD to a literal value"
+        found.append(
+            Finding("secret-in-plain-env", Severity.ERROR, message, file="jobs/j.yaml", line=4,
+                    related=(rendered,), path=("spec",))
+        )  # fmt: skip
+    [merged] = merge(found)
+    assert merged.message == "container `node`/`pytorch` sets PASSWORD to a literal value"
+    assert merged.kind is None

@@ -47,13 +47,14 @@ def _edit(path: Path, pattern: str, replacement: str) -> None:
 
 @pytest.fixture(scope="module")
 def broken(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[tuple[str, int, str]]]:
-    """Every shipped job with an unpinned image and an unknown NCCL variable, validated once."""
+    """Every shipped job with an unpinned image, an unknown NCCL variable and a secret in plain
+    env, validated once."""
     require_kustomize()
     root = copy_inputs(REPO, tmp_path_factory.mktemp("repo"))
     for name in JOBS:
         job = root / "jobs" / name
         _edit(job, r"^image: (\S+?):[^:\s]+$", r"image: \1:latest")
-        _edit(job, r"^env:\n", 'env:\n  NCCL_TIMEOUT: "1800"\n')
+        _edit(job, r"^env:\n", 'env:\n  NCCL_TIMEOUT: "1800"\n  WANDB_API_KEY: abc123\n')
     # Rendered, so that the related locations name files that are there.
     assert trainops(root, "render").returncode == 0
     return root, _annotations(root)
@@ -78,6 +79,19 @@ def test_an_unknown_nccl_variable_is_one_annotation_at_its_line(
     line = _line_of(root / "jobs" / name, "NCCL_TIMEOUT")
     assert [a for a in found if a[2] == "nccl-env-unknown" and a[0] == f"jobs/{name}"] == [
         (f"jobs/{name}", line, "nccl-env-unknown")
+    ]
+
+
+@pytest.mark.parametrize("name", JOBS)
+def test_a_secret_in_plain_env_is_one_annotation_at_its_line(
+    broken: tuple[Path, list[tuple[str, int, str]]], name: str
+) -> None:
+    """The message names the container, `pytorch` in a PyTorchJob and `node` in a TrainJob:
+    still one mistake, one annotation."""
+    root, found = broken
+    line = _line_of(root / "jobs" / name, "WANDB_API_KEY")
+    assert [a for a in found if a[2] == "secret-in-plain-env" and a[0] == f"jobs/{name}"] == [
+        (f"jobs/{name}", line, "secret-in-plain-env")
     ]
 
 

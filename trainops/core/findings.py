@@ -25,6 +25,8 @@ class Location:
     cluster: str | None = None
     replica_type: str | None = None
     """The replica type (`Master`, `Worker`, a TrainJob's `node`) the field belongs to."""
+    container: str | None = None
+    """The container the field belongs to, when it is a container's."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -35,12 +37,17 @@ class Location:
             "namespace": self.namespace,
             "cluster": self.cluster,
             "replicaType": self.replica_type,
+            "container": self.container,
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Location:
         keys = ("file", "line", "kind", "name", "namespace", "cluster")
-        return cls(**{k: d.get(k) for k in keys}, replica_type=d.get("replicaType"))
+        return cls(
+            **{k: d.get(k) for k in keys},
+            replica_type=d.get("replicaType"),
+            container=d.get("container"),
+        )
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from trainops.core.values import as_dict
 from trainops.core.yamlio import Document
 from trainops.facts.kubeflow import KUBEFLOW_REPLICA_KEYS
 from trainops.facts.schedulers import KUEUE_QUEUE_LABEL, VOLCANO_QUEUE_ANNOTATION
+from trainops.facts.trainer import NODE_CONTAINER
 from trainops.kube.trainjob import TRAINER_FIELDS
 from trainops.render.container_sources import (
     CLUSTER,
@@ -83,6 +84,22 @@ def replica_type(kind: str, obj: dict[str, Any], path: FieldPath) -> str | None:
             name = as_dict(at(obj, path[: i + 2])).get("name")
             return str(name) if name is not None else None
     return None
+
+
+def container_name(obj: dict[str, Any], path: FieldPath) -> str | None:
+    """The container a field belongs to (a TrainJob's `spec.trainer` is its node container),
+    None for a field outside any container."""
+    if tuple(path[:2]) == ("spec", "trainer"):
+        return NODE_CONTAINER
+    found = [
+        i
+        for i, part in enumerate(path[:-1])
+        if part in ("containers", "initContainers") and isinstance(path[i + 1], int)
+    ]
+    if not found:
+        return None
+    name = as_dict(at(obj, path[: found[-1] + 2])).get("name")
+    return str(name) if name is not None else None
 
 
 def _pod_start(kind: str, path: FieldPath) -> int | None:

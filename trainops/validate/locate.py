@@ -4,9 +4,9 @@ A finding on an object trainops rendered names the rendered file and line when t
 it. `SpecLines.to_specs` moves it to the job spec or cluster profile line that produced the
 field (`trainops.render.sources`: the source map), and keeps the rendered place as its related
 location; a platform object's finding goes to its file under `clusters/<name>/manifests/`.
-`merge` then makes one finding of the identical ones (same rule, severity and source line,
-the same message but for the rendered path it names): one mistake in a job that targets three
-clusters, in its Master and its Worker, is one finding that says where it applies. Findings
+`merge` then makes one finding of a rule's findings on one source line (the same message but
+for where it was found said once): one mistake in a job that targets three clusters, in its
+Master and its Worker, is one finding that says where it applies. Findings
 of `--manifests` never come here: a manifest's own lines are the author's.
 """
 
@@ -23,7 +23,7 @@ from trainops.core.manifest import Manifest
 from trainops.core.values import as_dict
 from trainops.jobspec.model import Repository
 from trainops.render import MONITORING_DIR, PLATFORM_DIR, RUNTIMES_DIR
-from trainops.render.sources import Specs, replica_type
+from trainops.render.sources import Specs, container_name, replica_type
 from trainops.validate.pipeline import path_text
 
 _CLUSTER_OWNED = frozenset({RUNTIMES_DIR, MONITORING_DIR})
@@ -65,8 +65,10 @@ class SpecLines:
         where = self._platform(m, path) or self._rendered(m, f.cluster, path)
         if where is None:
             return None
-        rtype = replica_type(m.kind, m.data, path)
-        rendered = Location(f.file, f.line, f.kind, f.name, f.namespace, f.cluster, rtype)
+        rtype, container = replica_type(m.kind, m.data, path), container_name(m.data, path)
+        rendered = Location(
+            f.file, f.line, f.kind, f.name, f.namespace, f.cluster, rtype, container
+        )
         return dataclasses.replace(f, file=where[0], line=where[1], related=(rendered,))
 
     def _rendered(
@@ -102,11 +104,20 @@ class SpecLines:
         return None
 
 
+# Where a merged message names the containers it was found in (`pytorch`/`node`).
+_CONTAINERS = "`\0containers\0`"
+
+
 def _bare(f: Finding) -> str:
-    """The message without the rendered path it may start with (`spec.pytorchReplicaSpecs.
-    Master.template...: `): what stays the same on every replica type and cluster."""
+    """The message without what names where it was found: the rendered path it may start
+    with (`spec.pytorchReplicaSpecs.Master.template...: `) and the container it names (a
+    PyTorchJob's `pytorch` is a TrainJob's `node`); what stays the same everywhere."""
     prefix = f"{path_text(f.path)}: " if f.path else None
-    return f.message[len(prefix) :] if prefix and f.message.startswith(prefix) else f.message
+    text = f.message[len(prefix) :] if prefix and f.message.startswith(prefix) else f.message
+    for r in f.related:
+        if r.container:
+            text = text.replace(f"`{r.container}`", _CONTAINERS)
+    return text
 
 
 def _common(values: Iterable[str | None]) -> str | None:
@@ -115,10 +126,13 @@ def _common(values: Iterable[str | None]) -> str | None:
 
 
 def merge(findings: Sequence[Finding]) -> list[Finding]:
-    """Identical findings on one spec line as one, with every rendered place it was found."""
+    """The findings of one rule on one spec line as one, with every rendered place it was
+    found: identical ones (the same message but for where it was found) say it once, and a
+    rule that says two things about one line (a secret in the env, and the mpirun argv that
+    exports it) says both in one finding: one mistake, one annotation."""
     groups: dict[tuple[object, ...], list[Finding]] = {}
     for index, f in enumerate(findings):
-        key = (f.rule, f.severity, f.waived, f.file, f.line, _bare(f)) if f.related else (index,)
+        key = (f.rule, f.severity, f.waived, f.file, f.line) if f.related else (index,)
         groups.setdefault(key, []).append(f)
     return sorted((_merged(group) for group in groups.values()), key=Finding.sort_key)
 
@@ -128,10 +142,10 @@ def _merged(group: list[Finding]) -> Finding:
     if len(group) == 1:
         return first
     related = tuple(sorted({r for f in group for r in f.related}, key=_location_key))
-    message = first.message
-    if any(f.message != message for f in group):
-        field = next((p for p in reversed(first.path or ()) if isinstance(p, str)), "")
-        message = f"{field}: {_bare(first)}" if field else _bare(first)
+    said: dict[str, list[Finding]] = {}
+    for f in sorted(group, key=lambda f: f.message):
+        said.setdefault(_bare(f), []).append(f)
+    message = "; also: ".join(_said(alike) for alike in said.values())
     return dataclasses.replace(
         first,
         message=message,
@@ -141,6 +155,19 @@ def _merged(group: list[Finding]) -> Finding:
         cluster=_common(r.cluster for r in related),
         related=related,
     )
+
+
+def _said(alike: list[Finding]) -> str:
+    """One message for findings that say the same but where: as it is when they say it in the
+    same words, else without the rendered path and naming every container."""
+    first = alike[0]
+    if all(f.message == first.message for f in alike):
+        return first.message
+    names = sorted({r.container for f in alike for r in f.related if r.container})
+    bare = _bare(first).replace(_CONTAINERS, "/".join(f"`{n}`" for n in names))
+    prefixed = first.path and first.message.startswith(f"{path_text(first.path)}: ")
+    field = next((p for p in reversed(first.path or ()) if isinstance(p, str)), "")
+    return f"{field}: {bare}" if prefixed and field else bare
 
 
 def _location_key(r: Location) -> tuple[str, ...]:
