@@ -59,9 +59,12 @@ def test_a_namespace_the_cluster_does_not_allow_gets_the_nearest(scratch: Path) 
     line = _edit(scratch, JOB, "namespace: ml-vision", "namespace: ml-visoin")
     result = trainops(scratch, "render")
     assert result.returncode == 2
+    # One mistake, one problem naming every target that refuses it.
+    assert result.stderr.count("is not allowed on") == 1, result.stderr
     assert (
-        f"{JOB}:{line}:1: namespace `ml-visoin` is not allowed on cluster `cloud-h100`; did you"
-        " mean `ml-vision`?" in result.stderr
+        f"{JOB}:{line}:1: namespace `ml-visoin` is not allowed on cluster `onprem-a100`; did you"
+        " mean `ml-vision`? (allowed: ml-vision, ai-training), nor on cluster `cloud-h100`; did"
+        " you mean `ml-vision`?" in result.stderr
     )
 
 

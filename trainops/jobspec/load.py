@@ -92,6 +92,7 @@ def _job_against_clusters(
             continue
         for check in TARGET_CHECKS:
             check(job, cluster, target, where, out)
+    _namespace_allowed(job, clusters, out)
     _gpus_per_node(job, clusters, out)
     return out.problems
 
@@ -152,21 +153,27 @@ def _operator_and_installed(
     installed.check_target(job, cluster, where, out)
 
 
-def _namespace(
-    job: model.TrainingJob,
-    cluster: model.ClusterProfile,
-    target: model.Target,
-    where: list[str | int],
-    out: Collector,
+def _namespace_allowed(
+    job: model.TrainingJob, clusters: dict[str, model.ClusterProfile], out: Collector
 ) -> None:
-    if job.namespace not in cluster.namespaces:
+    """The job's namespace is allowed on every target: one problem naming each that does not
+    allow it (one mistake, told once)."""
+    refused: dict[str, model.ClusterProfile] = {}
+    for target in job.targets:
+        cluster = clusters.get(target.cluster)
+        if cluster is not None and job.namespace not in cluster.namespaces:
+            refused.setdefault(cluster.name, cluster)
+    parts = []
+    for cluster in refused.values():
         near = difflib.get_close_matches(job.namespace, cluster.namespaces, n=1)
-        out.add(
-            ["namespace"],
-            f"namespace `{job.namespace}` is not allowed on cluster `{cluster.name}`"
+        parts.append(
+            f"cluster `{cluster.name}`"
             + (f"; did you mean `{near[0]}`?" if near else "")
-            + f" (allowed: {', '.join(cluster.namespaces)})",
+            + f" (allowed: {', '.join(cluster.namespaces)})"
         )
+    if parts:
+        where = ", nor on ".join(parts)
+        out.add(["namespace"], f"namespace `{job.namespace}` is not allowed on {where}")
 
 
 def _gpus_fit(
@@ -250,7 +257,6 @@ def _deepspeed_batch(
 
 TARGET_CHECKS: tuple[TargetCheck, ...] = (
     _operator_and_installed,
-    _namespace,
     _gpus_fit,
     _network_and_storage,
     _deepspeed_batch,
