@@ -17,7 +17,7 @@ MPI_PACKAGES := openmpi-bin libopenmpi-dev openssh-server openssh-client
 # alerts, and the real server the metrics tests scrape with.
 PROMETHEUS_PACKAGES := prometheus
 
-.PHONY: setup mpi prometheus browser-tools demo test test-fast lint format render check bench bench-suite bench-trainer mutation clean
+.PHONY: setup mpi prometheus browser-tools demo sandbox test test-fast lint format render check bench bench-suite bench-trainer mutation clean
 
 setup: $(VENV)/.installed mpi prometheus browser-tools
 
@@ -56,6 +56,12 @@ $(VENV)/.installed: pyproject.toml Makefile
 browser-tools:
 	command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } || echo "install chromium (apt-get install chromium) for the browser tests"
 	[ -f $(TOOLS)/mermaid/node_modules/mermaid/dist/mermaid.min.js ] || npm install --no-audit --no-fund --prefix $(TOOLS)/mermaid mermaid@$(MERMAID_VERSION)
+
+## sandbox: a local API server holding a recorded state of CLUSTER (default cloud-h100), to try
+## status, explain and live-diff without a cluster (docs/cluster.md, "Without a cluster").
+CLUSTER ?= cloud-h100
+sandbox: $(VENV)/.installed
+	$(TRAINOPS) sandbox --cluster $(CLUSTER) --kubeconfig .sandbox-kubeconfig
 
 ## demo: set up, render the shipped examples, build every overlay with kustomize, print jobs x clusters.
 demo: setup

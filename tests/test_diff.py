@@ -133,7 +133,11 @@ def test_removed_job_and_markdown(scratch: Path, capsys: pytest.CaptureFixture[s
     assert f"--- a/onprem-a100/PyTorchJob/ml-vision/{JOB}" in out
     assert f"--- a/onprem-a100/PersistentVolumeClaim/ml-vision/{JOB}-dataset" in out
     row = next(x for x in out.splitlines() if x.startswith("| `onprem-a100` |"))
-    assert "| 0 | 0 |" in row  # nothing added or changed, only removed
+    # Nothing added; changed only the namespace's alert rules, whose failed-job alert names
+    # the jobs it watches (render/alerts.py): the job's own objects are removed.
+    assert row.startswith("| `onprem-a100` | 0 | 1 |")
+    changed = [x for x in out.splitlines() if x.startswith("+++ b/onprem-a100/")]
+    assert changed == ["+++ b/onprem-a100/PrometheusRule/ml-vision/trainops-training"]
     assert "<details>" in out and "```diff" in out
 
 

@@ -1,7 +1,7 @@
 """Fixtures for the cluster-facing commands: an API emulator, a repository, a kubeconfig.
 
 These tests use an API emulator (kmock, a real HTTP server on 127.0.0.1), not a
-Kubernetes cluster: none can run on the build machines. See tests/cluster/emulator.py
+Kubernetes cluster: none can run on the build machines. See trainops/cluster/emulator.py
 for what it does like a real API server and where it had to be taught to. The steps to
 try the same commands on a real cluster (kind + Training Operator) are in docs/cluster.md.
 """
@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.cluster.emulator import CRD_KINDS, DECLARED, RunningEmulator, kinds_from_crds, serve
 from tests.tools import REPO, UPSTREAM, require_tool, require_upstream, shared_required
 from trainops.cli import main
+from trainops.cluster.emulator import CRD_KINDS, DECLARED, RunningEmulator, kinds_from_crds, serve
 from trainops.core.manifest import Manifest
 from trainops.jobspec.load import load_repository
 from trainops.validate.repo import build_overlay

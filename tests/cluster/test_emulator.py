@@ -10,8 +10,8 @@ import pykube
 import pytest
 
 from tests.cluster.conftest import CREATED, namespace
-from tests.cluster.emulator import CRD_KINDS, RunningEmulator, kinds_from_crds, selector_matches
 from tests.tools import require_upstream
+from trainops.cluster.emulator import CRD_KINDS, RunningEmulator, kinds_from_crds, selector_matches
 
 
 def _api(url: str) -> pykube.HTTPClient:

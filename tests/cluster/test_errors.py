@@ -20,8 +20,8 @@ import kmock
 import pytest
 
 from tests.cluster.conftest import response, run_cli, write_kubeconfig
-from tests.cluster.emulator import RunningEmulator, reply
 from tests.tools import require_tool
+from trainops.cluster.emulator import RunningEmulator, reply
 
 TRAINING = ("pytorchjobs", "tfjobs", "mpijobs", "trainjobs")
 

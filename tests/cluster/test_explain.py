@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.cluster.conftest import built, find, live, owned, pod, response, run_cli
-from tests.cluster.emulator import RunningEmulator
+from trainops.cluster.emulator import RunningEmulator
 
 JOB = "resnet50-ddp"
 

@@ -18,8 +18,8 @@ import kmock
 import pytest
 
 from tests.cluster.conftest import built, find, live, owned, pod, response, run_cli
-from tests.cluster.emulator import RunningEmulator, reply
 from tests.cluster.test_explain import JOB, _explain, _job
+from trainops.cluster.emulator import RunningEmulator, reply
 
 # What a rank prints when its peer died mid all-reduce (torch 2.x ProcessGroupNCCL):
 # torch.distributed.DistBackendError with NCCL's remote error.

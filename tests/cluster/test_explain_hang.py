@@ -21,8 +21,8 @@ import pytest
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
 from tests.cluster.conftest import built, find, live, pod, response, run_cli
-from tests.cluster.emulator import RunningEmulator, reply
 from tests.cluster.test_explain import JOB, _explain
+from trainops.cluster.emulator import RunningEmulator, reply
 
 
 def _stamped(lines: list[tuple[float, str]], now: dt.datetime) -> str:

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.conftest import pod, response
-from tests.cluster.emulator import RunningEmulator
 from tests.cluster.test_explain import JOB, _explain, _job
 from tests.tools import require_module
+from trainops.cluster.emulator import RunningEmulator
 from trainops.cluster.logs import first_failure
 
 CHILD = """

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.conftest import built, live, response, run_cli
-from tests.cluster.emulator import RunningEmulator
+from trainops.cluster.emulator import RunningEmulator
 
 
 def _deploy_all(api: RunningEmulator, repo: Path) -> None:
@@ -128,6 +128,7 @@ def test_trainjob_webhook_time_and_other_managers_patches_are_not_drift(
     code, out, err = run_cli(
         capsys, "--root", str(repo), "status", "--cluster", "onprem-h200",
         "--kubeconfig", str(kubeconfig),
+        "-o", "json",
     )  # fmt: skip
     assert code == 0, err
     row = next(j for j in json.loads(out)["jobs"] if j["name"] == "resnet50-ddp")

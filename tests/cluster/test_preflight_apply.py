@@ -1,4 +1,4 @@
-"""`trainops preflight --apply` against the API emulator (tests/cluster/emulator.py: kmock, a
+"""`trainops preflight --apply` against the API emulator (trainops/cluster/emulator.py: kmock, a
 real HTTP server speaking the Kubernetes API, reached by pykube-ng as a cluster is).
 
 The emulator runs no controller and no pod. What the MPI Operator and the kubelet would do is
@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 
 from tests.cluster.conftest import CREATED, run_cli, write_kubeconfig
-from tests.cluster.emulator import ApiEmulator, RunningEmulator, _resource
 from tests.tools import add_monitoring
 from trainops.cluster import preflight
+from trainops.cluster.emulator import ApiEmulator, RunningEmulator, _resource
 
 LOG = Path(__file__).parent.parent / "render" / "fixtures" / "preflight"
 LOG_FILE = LOG / "all_reduce_perf-4x8-h100.log"

@@ -15,8 +15,8 @@ import kmock
 import pytest
 
 from tests.cluster.conftest import built, response, run_cli
-from tests.cluster.emulator import RunningEmulator, reply
 from tests.tools import REPO
+from trainops.cluster.emulator import RunningEmulator, reply
 
 
 def _validate(

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.cluster.conftest import (
     CONTEXT,
@@ -21,7 +22,7 @@ from tests.cluster.conftest import (
     response,
     run_cli,
 )
-from tests.cluster.emulator import RunningEmulator
+from trainops.cluster.emulator import RunningEmulator
 
 
 def _cluster_with_jobs(api: RunningEmulator, repo: Path) -> None:
@@ -59,10 +60,10 @@ def test_status_json_reports_every_job_of_cluster_and_git(
     _cluster_with_jobs(api, repo)
     code, out, err = run_cli(
         capsys, "--root", str(repo), "status", "--cluster", "cloud-h100",
-        "--kubeconfig", str(kubeconfig),
+        "--kubeconfig", str(kubeconfig), "-o", "json",
     )  # fmt: skip
     assert code == 0, err
-    report = json.loads(out)  # not a TTY: JSON
+    report = json.loads(out)
     assert report["context"] == CONTEXT  # the profile's, not the kubeconfig's current-context
     jobs = {(j["namespace"], j["name"]): j for j in report["jobs"]}
     resnet = jobs[("ml-vision", "resnet50-ddp")]
@@ -85,6 +86,26 @@ def test_status_json_reports_every_job_of_cluster_and_git(
     assert pod_lists and all(
         r.params.get("labelSelector") == "training.kubeflow.org/job-name" for r in pod_lists
     )
+
+
+def test_status_prints_the_table_to_a_pipe_as_to_a_terminal(
+    api: RunningEmulator, repo: Path, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kubectl's habit (issue 34): what the command prints does not depend on where stdout
+    goes; JSON only with `-o json` (here stdout is captured: not a terminal)."""
+    _cluster_with_jobs(api, repo)
+    code, out, err = run_cli(
+        capsys, "--root", str(repo), "status", "--cluster", "cloud-h100",
+        "--kubeconfig", str(kubeconfig),
+    )  # fmt: skip
+    assert code == 0, err
+    assert out.splitlines()[0].split()[:4] == ["NAMESPACE", "NAME", "KIND", "PHASE"]
+    code, as_yaml, err = run_cli(
+        capsys, "--root", str(repo), "status", "--cluster", "cloud-h100",
+        "--kubeconfig", str(kubeconfig), "-o", "yaml",
+    )  # fmt: skip
+    assert code == 0, err
+    assert yaml.safe_load(as_yaml)["cluster"] == "cloud-h100"
 
 
 def test_status_lists_git_jobs_missing_on_the_cluster(
@@ -139,6 +160,7 @@ def test_status_on_a_volcano_cluster_shows_the_podgroup_phase(
     code, out, err = run_cli(
         capsys, "--root", str(repo), "status", "--cluster", "onprem-a100",
         "--kubeconfig", str(kubeconfig), "--context", CONTEXT,
+        "-o", "json",
     )  # fmt: skip
     assert code == 0, err
     jobs = {j["name"]: j for j in json.loads(out)["jobs"]}
@@ -168,6 +190,7 @@ def test_status_shows_trainjobs_too(
     code, out, err = run_cli(
         capsys, "--root", str(repo), "status", "--cluster", "cloud-h100",
         "--kubeconfig", str(kubeconfig),
+        "-o", "json",
     )  # fmt: skip
     assert code == 0, err
     row = next(j for j in json.loads(out)["jobs"] if j["name"] == "llama-sft")

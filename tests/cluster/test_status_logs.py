@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.conftest import run_cli
-from tests.cluster.emulator import RunningEmulator
 from tests.cluster.test_explain_hang import NCCL_IB, NCCL_SOCKET, _nccl, _running, _stamped, _step
+from trainops.cluster.emulator import RunningEmulator
 
 
 def _status(

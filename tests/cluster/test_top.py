@@ -29,9 +29,9 @@ import requests
 import yaml
 
 from tests.cluster.conftest import run_cli
-from tests.cluster.emulator import RunningEmulator, reply
 from tests.tools import REPO, add_monitoring, require_tool, trainops
 from trainops.cli import build_parser
+from trainops.cluster.emulator import RunningEmulator, reply
 
 NS = "ai-training"
 PODS = ("llm-finetune-master-0", "llm-finetune-worker-0")

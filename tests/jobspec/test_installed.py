@@ -35,7 +35,11 @@ def _line_of(path: Path, needle: str) -> int:
     return next(n for n, t in enumerate(path.read_text().splitlines(), 1) if needle in t)
 
 
-def test_a_pytorchjob_on_kueue_0_19_defaults_is_refused_at_its_target(scratch: Path) -> None:
+def test_a_profile_switched_to_kueue_0_19_defaults_is_refused_once_at_the_profile(
+    scratch: Path,
+) -> None:
+    """One mistake in the profile, told once at its line and naming every job it strands
+    (issue 34: it was one problem per job file)."""
     trainops(scratch, "render")
     before = _output(scratch)
     profile = scratch / "clusters" / "cloud-h100.yaml"
@@ -44,17 +48,18 @@ def test_a_pytorchjob_on_kueue_0_19_defaults_is_refused_at_its_target(scratch: P
     end = text.index("  mpiJobs:")
     profile.write_text(text[:start] + KUEUE_BLOCK + text[end:])
     err = _refused(scratch)
-    job = scratch / "jobs" / "resnet50-ddp.yaml"
-    line = _line_of(job, "cluster: cloud-h100")
+    line = _line_of(profile, "name: kueue")
     assert (
-        f"jobs/resnet50-ddp.yaml:{line}:5: job `resnet50-ddp` renders a PyTorchJob on cluster"
-        " `cloud-h100`, which queues with Kueue, and Kueue 0.19 there does not enable"
-        " `kubeflow.org/pytorchjob` by default" in err
+        f"clusters/cloud-h100.yaml:{line}:3: cluster `cloud-h100` queues with Kueue, and Kueue"
+        " 0.19 there does not enable `kubeflow.org/pytorchjob` by default: job(s)"
+        " `llm-finetune`, `resnet50-ddp` render a PyTorchJob here" in err
     )
+    assert err.count("does not enable `kubeflow.org/pytorchjob`") == 1, err
     assert "`installed.kueue.integrations`" in err
     # TFJobs too; the MPIJob (v2beta1) is in v0.19's defaults.
-    assert "renders a TFJob on cluster `cloud-h100`" in err
+    assert "render a TFJob here" in err
     assert "horovod-training" not in err
+    assert "jobs/" not in err
     assert _output(scratch) == before
 
 

@@ -71,8 +71,12 @@ def test_a_bad_platform_object_fails_validate_with_its_source(scratch: Path) -> 
     assert result.returncode == 1, result.stderr
     findings = json.loads(result.stdout)["findings"]
     bad = [f for f in findings if f["name"] == "other-net"]
-    assert {(f["rule"], f["file"]) for f in bad} == {
-        ("schema", "overlays/onprem-a100/platform/broken.yaml")
+    # Told in the file the author wrote (line 4: `spec`), found in its copy in the overlay.
+    assert {(f["rule"], f["file"], f["line"]) for f in bad} == {
+        ("schema", "clusters/onprem-a100/manifests/broken.yaml", 4)
+    }
+    assert {r["file"] for f in bad for r in f["relatedLocations"]} == {
+        "overlays/onprem-a100/platform/broken.yaml"
     }
     messages = " ".join(f["message"] for f in bad)
     assert "confg" in messages and "config" in messages

@@ -116,7 +116,8 @@ def test_namespace_gpu_product_and_host_network_checked_against_cluster(scratch:
     _edit(job, "metricsPort: 9090", "metricsPort: 9090\nhostNetwork: true")
     err = _fails(scratch)
     assert "namespace `default` is not allowed on cluster `onprem-a100`" in err
-    assert "cluster `onprem-a100` has no GPU product `v100` (has: a100-80gb, a100-40gb)" in err
+    assert "`gpuProduct: v100` names no GPU product of cluster `onprem-a100`" in err
+    assert "(has: a100-80gb (nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB), a100-40gb" in err
     assert "cluster `cloud-h100` does not allow hostNetwork" in err
 
 
@@ -279,6 +280,7 @@ def test_mpi_against_the_cluster(scratch: Path) -> None:
     _edit(horovod, "  sshAuthMountPath: /home/mpiuser/.ssh\n", "")
     err = _fails(scratch)
     line = _line_of(horovod, "gpus: 16")
-    assert f"horovod-training.yaml:{line}:5: 16 GPUs per pod, but a `h100-80gb` node" in err
+    assert f"horovod-training.yaml:{line}:5: 16 GPUs per pod, more than a node holds:" in err
+    assert "`h100-80gb` on `cloud-h100` has 8" in err
     assert "Kueue has no integration for `kubeflow.org/v1` MPIJob" in err
     assert "serves `mpijobs.kubeflow.org` as `kubeflow.org/v2beta1`" in err

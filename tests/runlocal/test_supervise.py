@@ -6,15 +6,19 @@ kill themselves or leave grandchildren in sessions of their own, as trainers and
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from trainops.cli.run_local import _summary
 from trainops.runlocal.operator_env import Replica
 from trainops.runlocal.plan import Launch, Plan
-from trainops.runlocal.supervise import Kill, Outcome, pod_processes, run
+from trainops.runlocal.supervise import Failure, Kill, Outcome, pod_processes, run
 
 
 def launch(tmp: Path, replica: Replica, code: str, policy: str = "OnFailure") -> Launch:
@@ -158,3 +162,43 @@ def test_kill_replica_kills_processes_in_other_sessions(tmp_path: Path) -> None:
     state = Path(f"/proc/{grandchild}/stat")
     assert not state.exists() or state.read_text().split()[2] == "Z"
     assert pod_processes("no-such-marker") == []
+
+
+def test_a_replica_killed_on_purpose_is_not_the_first_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 34: the summary named the deliberately killed worker, with an empty quote of its
+    error; the job's own first failure is the replica that broke after it (and a replica that
+    printed nothing is said to have, never quoted empty)."""
+    worker = launch(tmp_path, Replica("Worker", 1), "import time; time.sleep(600)", "Never")
+    master_code = (
+        "import time, sys\n"
+        "time.sleep(1.5)\n"
+        "print('RuntimeError: peer worker-1 is gone', file=sys.stderr)\n"
+        "sys.exit(1)\n"
+    )
+    master = launch(tmp_path, Replica("Master", 0), master_code, "Never")
+    # The worker's restartPolicy is Never: its kill would end the job first; OnFailure
+    # restarts it, and the Master's own failure decides.
+    worker = dataclasses.replace(worker, restart_policy="OnFailure")
+    p = plan(tmp_path, [master, worker], "master", backoff=5)
+    outcome, _ = go(p, kill=Kill("worker-1", 0.2))
+    first = outcome.first_failure
+    assert first is not None and first.replica == "master-0"
+    assert [f.replica for f in outcome.killed] == ["worker-1"]
+    assert _summary(outcome) == 1
+    out = capsys.readouterr().out
+    assert "run-local: worker-1 (attempt 1) was killed on purpose (--kill-replica)" in out
+    assert "first failure: master-0 (attempt 1) exited 1; its error:" in out
+    assert "  | RuntimeError: peer worker-1 is gone" in out
+
+
+def test_a_failure_that_printed_nothing_is_never_an_empty_quote(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    silent = Failure("worker-0", 2, 1, ["", "   "])
+    assert silent.error == []
+    assert _summary(Outcome(False, "worker-0 exited 2", [silent])) == 1
+    out = capsys.readouterr().out
+    assert "first failure: worker-0 (attempt 1) exited 2 without printing anything" in out
+    assert "its error:" not in out

@@ -74,8 +74,13 @@ def test_generated_configmap_points_at_its_generator(rendered: Path) -> None:
     assert {f.cluster for f in generated} == {"cloud-h100", "onprem-a100"}
     kustomization = rendered / "base/llm-finetune/kustomization.yaml"
     line = kustomization.read_text().splitlines().index("  name: llm-finetune-deepspeed") + 1
+    spec = (rendered / "jobs/llm-finetune.yaml").read_text().splitlines()
+    deepspeed = next(i for i, text in enumerate(spec, 1) if text.startswith("deepspeed:"))
     for finding in generated:
-        assert (finding.file, finding.line) == ("base/llm-finetune/kustomization.yaml", line)
+        # Told at the spec key the ConfigMap comes from; found at the generator's entry.
+        assert (finding.file, finding.line) == ("jobs/llm-finetune.yaml", deepspeed), finding
+        [found] = finding.related
+        assert (found.file, found.line) == ("base/llm-finetune/kustomization.yaml", line)
 
 
 def test_object_from_no_rendered_file_points_at_the_overlay(rendered: Path) -> None:

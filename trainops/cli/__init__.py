@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from trainops import __version__
+from trainops.cli import conventions
 from trainops.cluster.errors import ClusterError
 from trainops.core.errors import InputError
 from trainops.core.text import one_line
@@ -40,8 +41,10 @@ COMMANDS: dict[str, str] = {
     "preflight": "trainops.cli.preflight",
     "live-diff": "trainops.cli.live_diff",
     "run-local": "trainops.cli.run_local",
+    "sandbox": "trainops.cli.sandbox",
     "import": "trainops.cli.import_",
     "upgrade": "trainops.cli.upgrade",
+    "completion": "trainops.cli.completion",
 }
 
 
@@ -54,44 +57,73 @@ def _add_root(parser: argparse.ArgumentParser, default: object) -> None:
     )
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(
+    only: str | None = None, subparsers: dict[str, argparse.ArgumentParser] | None = None
+) -> argparse.ArgumentParser:
     """The parser of every command, or of command `only` alone (the same parser for it: what
-    `main` uses once it knows the command)."""
+    `main` uses once it knows the command); each command's parser also goes in `subparsers`."""
     parser = argparse.ArgumentParser(
         prog="trainops",
         description="Turn training-job specs into validated Kubernetes manifests.",
     )
     parser.add_argument("--version", action="version", version=f"trainops {__version__}")
     _add_root(parser, Path("."))
+    conventions.add_color(parser, "auto")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module_name in COMMANDS.items():
         if only is not None and name != only:
             continue
         module = importlib.import_module(module_name)
-        doc = (module.__doc__ or name).strip().splitlines()[0]
+        doc = conventions.summary(module.__doc__, name)
         sub_parser = sub.add_parser(name, help=doc, description=module.__doc__)
         # Also after the subcommand (`trainops render --root DIR`, as with git or kubectl);
         # SUPPRESS keeps a value given before the subcommand when none is given after it.
         _add_root(sub_parser, argparse.SUPPRESS)
+        conventions.add_color(sub_parser, argparse.SUPPRESS)
         module.add_arguments(sub_parser)
         sub_parser.set_defaults(run=module.run)
+        if subparsers is not None:
+            subparsers[name] = sub_parser
     return parser
+
+
+def _words_after_root(argv: Sequence[str]) -> list[str]:
+    words = list(argv)
+    while words[:1] == ["--root"] or (words and words[0].startswith("--root=")):
+        words = words[2:] if words[0] == "--root" else words[1:]
+    return words
 
 
 def _command(argv: Sequence[str]) -> str | None:
     """The command `argv` names when it comes first, after `--root` only; else None (help,
     `--version`, a typo: the whole parser answers, listing every command)."""
-    words = list(argv)
-    while words[:1] == ["--root"] or (words and words[0].startswith("--root=")):
-        words = words[2:] if words[0] == "--root" else words[1:]
+    words = _words_after_root(argv)
     return words[0] if words and words[0] in COMMANDS else None
 
 
+def _parse(words: Sequence[str]) -> argparse.Namespace:
+    """The arguments; usage errors exit 2 with the usage of the command they are about (a
+    misspelt command: the nearest one)."""
+    command = _command(words)
+    subparsers: dict[str, argparse.ArgumentParser] = {}
+    parser = build_parser(command, subparsers)
+    first = _words_after_root(words)[:1]
+    if command is None and first and not first[0].startswith("-"):
+        conventions.unknown_command(parser, first[0], list(COMMANDS))
+    args, extra = parser.parse_known_args(words)
+    own = subparsers.get(args.command)
+    if extra:
+        (own or parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    conventions.autocomplete(build_parser)
     words = sys.argv[1:] if argv is None else argv
-    args = build_parser(_command(words)).parse_args(words)
+    args = _parse(words)
     try:
-        code: int = args.run(args)
+        with conventions.as_yaml(args):
+            code: int = args.run(args)
     except InputError as err:
         for problem in err.problems:
             print(f"error: {one_line(str(problem))}", file=sys.stderr)

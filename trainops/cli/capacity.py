@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from trainops import diff
+from trainops.cli import conventions
 from trainops.cli.load import load
 from trainops.core.errors import InputError, Problem
 from trainops.core.git import GitError
@@ -30,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="REF",
         help="also show the change against the jobs and clusters committed at REF",
     )
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    conventions.add_format(parser, ("text", "json"), "text", "text (default), json or yaml")
 
 
 def repository_at(root: Path, ref: str, dest: Path) -> Repository:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from trainops import build, diff
-from trainops.cli import progress
+from trainops.cli import conventions, progress
 from trainops.cli.load import load
 from trainops.core.errors import InputError, Problem
 from trainops.core.git import GitError, default_base
@@ -32,11 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="REF",
         help="git ref to compare with (default: the merge base of HEAD with main)",
     )
-    parser.add_argument(
-        "--format",
-        choices=("text", "markdown"),
-        default="text",
-        help="text (default) or markdown for a pull-request comment",
+    conventions.add_format(
+        parser,
+        ("text", "markdown"),
+        "text",
+        "text (default) or markdown for a pull-request comment",
     )
     progress.add_argument(parser)
 

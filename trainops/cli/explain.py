@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 
-from trainops.cli import cluster_args
+from trainops.cli import cluster_args, conventions
 from trainops.cluster.explain import DEFAULT_TAIL_LINES, explain
 from trainops.cluster.hang import DEFAULT_STALL_SECONDS
 
@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f" (default: {DEFAULT_STALL_SECONDS}; keep it above the trainer's log interval"
         " times its step time)",
     )
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    conventions.add_format(parser, ("text", "json"), "text", "text (default), json or yaml")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trainops.cli import cluster_args
+from trainops.cli import cluster_args, conventions
 from trainops.cli.load import job_on_cluster, load
 from trainops.cluster import preflight as live
 from trainops.core.errors import InputError, Problem
@@ -62,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--keep", action="store_true", help="--apply: leave the MPIJob on the cluster afterwards"
     )
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    conventions.add_format(parser, ("text", "json"), "text", "text (default), json or yaml")
 
 
 def run(args: argparse.Namespace) -> int:

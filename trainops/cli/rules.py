@@ -8,15 +8,16 @@ from __future__ import annotations
 import argparse
 import sys
 
+from trainops.cli import conventions
 from trainops.rules.docs import FORMATS, render
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--format",
-        choices=FORMATS,
-        default="text",
-        help="text (default), json, or markdown (the content of docs/rules.md)",
+    conventions.add_format(
+        parser,
+        FORMATS,
+        "text",
+        "text (default), json, yaml, or markdown (the content of docs/rules.md)",
     )
 
 

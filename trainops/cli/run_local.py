@@ -18,11 +18,13 @@ import tempfile
 from pathlib import Path
 
 from trainops.core.errors import InputError, Problem
+from trainops.runlocal import op_cache, scrape, supervise
 from trainops.runlocal import plan as planning
-from trainops.runlocal import scrape, supervise
 from trainops.runlocal.mpi import make_mpi_plan
+from trainops.runlocal.op_cache import OpCache
 from trainops.runlocal.options import Options
 from trainops.runlocal.source import load_built_job
+from trainops.runlocal.warnings_filter import WarningFilter
 
 DEFAULT_TIMEOUT = 900.0
 DEFAULT_KILL_AFTER = 20.0
@@ -60,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="--FLAG=VALUE",
-        help="replace (or add) a flag in the rendered args; repeatable",
+        help="replace (or add) a flag in the rendered args; repeatable (a tiny model: --tiny)",
     )
     parser.add_argument(
         "--drop-arg",
@@ -68,6 +70,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="--FLAG",
         help="remove a flag (and its value) from the rendered args; repeatable",
+    )
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="our trainer only: a tiny random model and synthetic data of the job's kind"
+        " (gpt-tiny on tokens, resnet18 on images) in place of weights and data sets this"
+        " machine lacks; the rest of the job runs as built (docs/run-local.md)",
+    )
+    parser.add_argument(
+        "--op-cache",
+        type=Path,
+        metavar="DIR",
+        help="DeepSpeed's op cache, kept between runs (default: $TORCH_EXTENSIONS_DIR, else"
+        " ~/.cache/trainops/torch_extensions)",
+    )
+    parser.add_argument(
+        "--all-warnings",
+        action="store_true",
+        help="show every warning, also the FutureWarnings of installed packages (hidden and"
+        " counted by default) and each replica's copy",
     )
     parser.add_argument(
         "--volume",
@@ -167,15 +189,22 @@ def _summary(outcome: supervise.Outcome) -> int:
         _out(f"run-local: the job Succeeded: {outcome.reason} (restarts: {outcome.restarts})")
         return 0
     _out(f"run-local: the job Failed: {outcome.reason}")
-    first = outcome.first_failure
-    if first is not None:
+    for killed in outcome.killed:
         _out(
-            f"run-local: first failure: {first.replica} (attempt {first.attempt}) exited"
-            f" {first.code}; its error:"
+            f"run-local: {killed.replica} (attempt {killed.attempt}) was killed on purpose"
+            f" (--kill-replica) and exited {killed.code}"
         )
-        for line in first.error:
-            _out(f"  | {line}")
-        others = [f"{f.replica} exited {f.code}" for f in outcome.failures[1:]]
+    first = outcome.first_failure
+    if first is not None and not first.killed:
+        head = f"run-local: first failure: {first.replica} (attempt {first.attempt}) exited"
+        error = first.error
+        if error:
+            _out(f"{head} {first.code}; its error:")
+            for line in error:
+                _out(f"  | {line}")
+        else:
+            _out(f"{head} {first.code} without printing anything")
+        others = [f"{f.replica} exited {f.code}" for f in outcome.failures if f is not first]
         if others:
             _out(f"run-local: then: {', '.join(others)}")
     return 1
@@ -188,6 +217,9 @@ def run(args: argparse.Namespace) -> int:
         steps=args.steps,
         set_args=tuple(args.set_arg),
         drop_args=tuple(args.drop_arg),
+        tiny=args.tiny,
+        op_cache=args.op_cache,
+        all_warnings=args.all_warnings,
         volumes=_volumes(args.volume),
         backoff_limit=args.backoff_limit,
         max_restarts=args.max_restarts,
@@ -211,13 +243,25 @@ def run(args: argparse.Namespace) -> int:
             namespace = str(built.job["metadata"].get("namespace", "default"))
             scrape.write_targets(args.prometheus_targets, scrape.targets(plan, namespace))
             _out(f"run-local: Prometheus targets written to {args.prometheus_targets}")
+        kill_at = supervise.Kill(kill, args.after, _pattern(args.after_output)) if kill else None
+        return _supervise(plan, options, args.timeout, kill_at)
+
+
+def _supervise(
+    plan: planning.Plan, options: Options, timeout: float, kill: supervise.Kill | None
+) -> int:
+    """Run the plan with the shared op cache held, the warnings filtered; the summary."""
+    shown = WarningFilter()
+    with OpCache(options.op_cache or op_cache.default_dir()) as cache:
+        if cache.cleared:
+            _out(f"run-local: removed the stale build lock(s) of {', '.join(cache.cleared)}")
+        keep = (lambda replica, line: True) if options.all_warnings else shown.keep
+        watch = supervise.Watch(keep=keep, tick=cache.progress())
         try:
-            outcome = supervise.run(
-                plan,
-                _out,
-                args.timeout,
-                supervise.Kill(kill, args.after, _pattern(args.after_output)) if kill else None,
-            )
+            outcome = supervise.run(plan, _out, timeout, kill, watch)
         finally:
             sys.stdout.flush()
-        return _summary(outcome)
+    hidden = shown.summary()
+    if hidden:
+        _out(f"run-local: {hidden}")
+    return _summary(outcome)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from trainops.cli import cluster_args
+from trainops.cli import cluster_args, conventions
 from trainops.cluster.dryrun import dry_run
 from trainops.core.errors import InputError, Problem
 from trainops.core.findings import Severity
@@ -23,6 +23,6 @@ def run(args: argparse.Namespace) -> int:
     profile, built = cluster_args.built_for(args.root, args.cluster)
     client = cluster_args.connect(args, profile)
     findings = dry_run(client, built)
-    color = args.format == "text" and sys.stdout.isatty()
+    color = args.format == "text" and conventions.color(args)
     sys.stdout.write(report.render(args.format, findings, len(built), color=color))
     return 1 if any(f.severity is Severity.ERROR for f in findings) else 0

@@ -13,17 +13,18 @@ import datetime as dt
 import json
 import sys
 
-from trainops.cli import cluster_args
+from trainops.cli import cluster_args, conventions
 from trainops.cluster import status
 from trainops.cluster.hang import DEFAULT_STALL_SECONDS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     cluster_args.add_arguments(parser)
-    parser.add_argument(
-        "--format",
-        choices=("table", "json"),
-        help="table (default on a terminal) or json (default otherwise)",
+    conventions.add_format(
+        parser,
+        ("table", "json"),
+        "table",
+        "table (the default, to a terminal and a pipe alike), json or yaml",
     )
     parser.add_argument(
         "--stall-after",
@@ -40,8 +41,7 @@ def run(args: argparse.Namespace) -> int:
     client = cluster_args.connect(args, profile)
     now = dt.datetime.now(dt.UTC)
     rows = status.collect(client, profile, built, now, max(1, args.stall_after))
-    fmt = args.format or ("table" if sys.stdout.isatty() else "json")
-    if fmt == "table":
+    if args.format == "table":
         sys.stdout.write(status.table(rows))
     else:
         out = {

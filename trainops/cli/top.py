@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from trainops.cli import cluster_args
+from trainops.cli import cluster_args, conventions
 from trainops.cli.load import job_on_cluster, load
 from trainops.cluster import top
 from trainops.cluster.client import Client
@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="Prometheus to query (default: the profile's `monitoring.prometheusUrl`)",
     )
-    parser.add_argument("--format", choices=("table", "json"), default="table")
+    conventions.add_format(parser, ("table", "json"), "table", "table (default), json or yaml")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from trainops import build
-from trainops.cli import cluster_args, progress, server_side
+from trainops.cli import cluster_args, conventions, progress, server_side
 from trainops.cli.load import load
 from trainops.core.errors import InputError, Problem
 from trainops.core.findings import Finding
@@ -38,8 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="validate these YAML files or directories instead of the rendered repository",
     )
     parser.add_argument("--cluster", help="only this cluster (its profile's Kubernetes version)")
-    parser.add_argument(
-        "--format", choices=report.FORMATS, default="text", help="output format (default: text)"
+    conventions.add_format(
+        parser, report.FORMATS, "text", "output format (default: text; yaml: the json document)"
     )
     parser.add_argument(
         "--crds",
@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
             # the caller (exit 2); a machine reading stdout gets the same as findings.
             sys.stdout.write(report.render(args.format, command.spec_findings(err), 0))
         raise
-    color = args.format == "text" and sys.stdout.isatty()
+    color = args.format == "text" and conventions.color(args)
     sys.stdout.write(report.render(args.format, findings, resources, color=color))
     return 1 if report.failed(findings) else 0
 

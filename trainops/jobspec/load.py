@@ -101,9 +101,31 @@ def _job_against_clusters(
             continue
         for check in TARGET_CHECKS:
             check(job, cluster, target, where, out)
+    _namespace_allowed(job, clusters, out)
+    _gpus_per_node(job, clusters, out)
     valid = [(clusters[t.cluster], t) for t in job.targets if t.cluster in clusters]
     consumer_names.check_job(job, valid, out)
     return out.problems
+
+
+def _gpus_per_node(
+    job: model.TrainingJob, clusters: dict[str, model.ClusterProfile], out: Collector
+) -> None:
+    """Each pod fits a node of its GPU product: one problem per spec key, naming every
+    target where it does not (one mistake, told once)."""
+    for path, gpus in [(["gpusPerReplica"], job.gpus_per_replica)] + [
+        (p, role.gpus) for p, role in _roles(job)
+    ]:
+        small = []
+        for target in job.targets:
+            cluster = clusters.get(target.cluster)
+            if cluster is None:
+                continue
+            gpu = cluster.gpu(target.gpu_product) if target.gpu_product else cluster.gpus[0]
+            if gpu is not None and gpus > gpu.per_node:
+                small.append(f"`{gpu.name}` on `{cluster.name}` has {gpu.per_node}")
+        if small:
+            out.add(path, f"{gpus} GPUs per pod, more than a node holds: {', '.join(small)}")
 
 
 def _pods_on_clusters(
@@ -142,19 +164,27 @@ def _operator_and_installed(
     installed.check_target(job, cluster, where, out)
 
 
-def _namespace(
-    job: model.TrainingJob,
-    cluster: model.ClusterProfile,
-    target: model.Target,
-    where: list[str | int],
-    out: Collector,
+def _namespace_allowed(
+    job: model.TrainingJob, clusters: dict[str, model.ClusterProfile], out: Collector
 ) -> None:
-    if job.namespace not in cluster.namespaces:
-        out.add(
-            ["namespace"],
-            f"namespace `{job.namespace}` is not allowed on cluster `{cluster.name}`"
-            f" (allowed: {', '.join(cluster.namespaces)})",
+    """The job's namespace is allowed on every target: one problem naming each that does not
+    allow it (one mistake, told once)."""
+    refused: dict[str, model.ClusterProfile] = {}
+    for target in job.targets:
+        cluster = clusters.get(target.cluster)
+        if cluster is not None and job.namespace not in cluster.namespaces:
+            refused.setdefault(cluster.name, cluster)
+    parts = []
+    for cluster in refused.values():
+        near = difflib.get_close_matches(job.namespace, cluster.namespaces, n=1)
+        parts.append(
+            f"cluster `{cluster.name}`"
+            + (f"; did you mean `{near[0]}`?" if near else "")
+            + f" (allowed: {', '.join(cluster.namespaces)})"
         )
+    if parts:
+        where = ", nor on ".join(parts)
+        out.add(["namespace"], f"namespace `{job.namespace}` is not allowed on {where}")
 
 
 def _gpus_fit(
@@ -173,25 +203,17 @@ def _gpus_fit(
         )
     gpu = cluster.gpu(target.gpu_product) if target.gpu_product else cluster.gpus[0]
     if gpu is None:
-        names = ", ".join(g.name for g in cluster.gpus)
+        names = ", ".join(
+            f"{g.name} ({', '.join(f'{k}={v}' for k, v in sorted(g.node_selector.items()))})"
+            for g in cluster.gpus
+        )
         out.add(
             [*where, "gpuProduct"],
-            f"cluster `{cluster.name}` has no GPU product `{target.gpu_product}` (has: {names})",
+            f"`gpuProduct: {target.gpu_product}` names no GPU product of cluster"
+            f" `{cluster.name}`: write one of its names, or its node label's value"
+            f" (has: {names})",
         )
         return
-    if job.gpus_per_replica > gpu.per_node:
-        out.add(
-            ["gpusPerReplica"],
-            f"{job.gpus_per_replica} GPUs per pod, but a"
-            f" `{gpu.name}` node of `{cluster.name}` has {gpu.per_node}",
-        )
-    for path, role in _roles(job):
-        if role.gpus > gpu.per_node:
-            out.add(
-                path,
-                f"{role.gpus} GPUs per pod, but a `{gpu.name}` node of `{cluster.name}`"
-                f" has {gpu.per_node}",
-            )
 
 
 def _network_and_storage(
@@ -206,10 +228,13 @@ def _network_and_storage(
     allowed_classes = {cluster.storage.default_class, *cluster.storage.classes}
     for vol in job.volumes:
         if vol.storage_class and vol.storage_class not in allowed_classes:
+            near = difflib.get_close_matches(vol.storage_class, sorted(allowed_classes), n=1)
             out.add(
                 ["volumes", vol.name, "storageClass"],
                 f"storage class `{vol.storage_class}` is not offered by cluster"
-                f" `{cluster.name}` ({', '.join(sorted(allowed_classes))})",
+                f" `{cluster.name}`"
+                + (f"; did you mean `{near[0]}`?" if near else "")
+                + f" ({', '.join(sorted(allowed_classes))})",
             )
 
 
@@ -243,7 +268,6 @@ def _deepspeed_batch(
 
 TARGET_CHECKS: tuple[TargetCheck, ...] = (
     _operator_and_installed,
-    _namespace,
     _gpus_fit,
     _network_and_storage,
     _deepspeed_batch,
@@ -278,7 +302,10 @@ def job_against_cluster(
 ) -> list[Problem]:
     """A job's checks against one cluster profile, as the loader runs them (`trainops
     import` checks what it writes with these, so that the render that follows cannot fail)."""
-    return _job_against_clusters(job, doc, {cluster.name: cluster}, set())
+    out = Collector(doc)
+    index = next((i for i, t in enumerate(job.targets) if t.cluster == cluster.name), 0)
+    installed.check_kueue(cluster, [job], out, ["targets", index, "cluster"])
+    return _job_against_clusters(job, doc, {cluster.name: cluster}, set()) + out.problems
 
 
 def _settings(root: Path) -> tuple[model.RepoSettings, list[Problem]]:
@@ -327,6 +354,11 @@ def load_repository(root: Path, rule_slugs: Collection[str] = ()) -> model.Repos
 
     for job, doc in jobs:
         problems += _job_against_clusters(job, doc, clusters, invalid)
+    for cluster, doc in loaded:
+        out = Collector(doc)
+        on = [job for job, _ in jobs if any(t.cluster == cluster.name for t in job.targets)]
+        installed.check_kueue(cluster, on, out)
+        problems += out.problems
     platform, platform_problems = load_platform(root, clusters, invalid)
     problems += platform_problems
     if not platform_problems:

@@ -259,7 +259,8 @@ class Target:
     cluster: str
     """Name of a cluster profile (`clusters/<name>.yaml`)."""
     gpu_product: str | None = None
-    """GPU product name from the cluster profile; defaults to its only product."""
+    """GPU product name from the cluster profile, or its node label's value; defaults to its
+    only product."""
     replicas: int | None = None
     """Pods on this cluster (default: the job's `replicas`)."""
     env: dict[str, str] = field(default_factory=dict)

@@ -86,7 +86,16 @@ def report_errors(
             value = json.dumps(err.instance)
             if len(value) > 60:
                 value = value[:57] + "..."
-            out.add(path, f"`{dotted(path)}` {_explain(err)}, got {value}")
+            out.add(path, f"`{dotted(path)}` {_explain(err)}, got {value}{_nearest(err)}")
+
+
+def _nearest(err: jsonschema.ValidationError) -> str:
+    """`; did you mean "pytorch"?` for a string not one of an enum's values, else nothing."""
+    if err.validator != "enum" or not isinstance(err.instance, str):
+        return ""
+    choices = [str(v) for v in err.validator_value]
+    near = difflib.get_close_matches(err.instance, choices, n=1, cutoff=0.6)
+    return f"; did you mean {json.dumps(near[0])}?" if near else ""
 
 
 def _explain(err: jsonschema.ValidationError) -> str:

@@ -272,7 +272,12 @@ class ClusterProfile:
         return self.monitoring or Monitoring(dashboard_namespace=self.namespaces[0])
 
     def gpu(self, name: str) -> GpuProduct | None:
-        return next((g for g in self.gpus if g.name == name), None)
+        """The product `name` names: its short name, or (what `trainops build` and
+        `kubectl get nodes` show) the one value of its node labels, e.g.
+        `NVIDIA-H100-80GB-HBM3`; None when it names none, or several."""
+        found = next((g for g in self.gpus if g.name == name), None)
+        labelled = [g for g in self.gpus if name in g.node_selector.values()]
+        return found or (labelled[0] if len(labelled) == 1 else None)
 
     def capacity_products(self) -> tuple[capacity_facts.Product, ...]:
         """The GPU products with their declared nodes (None where not declared)."""

@@ -23,6 +23,7 @@ from trainops import __version__
 from trainops.core.errors import InputError, Problem
 from trainops.core.findings import Finding, Severity
 from trainops.core.text import one_line
+from trainops.report.places import related_from_json, sarif_related, where
 from trainops.rules import RULES_BY_SLUG
 
 FORMATS = ("text", "json", "junit", "sarif", "github")
@@ -113,6 +114,8 @@ def _sorted(findings: Sequence[Finding]) -> list[Finding]:
 
 
 def _object(f: Finding) -> str:
+    if f.related:
+        return f"({where(f)})"
     if not f.kind:
         return ""
     text = f"{f.kind}/{f.name or '?'}"
@@ -176,6 +179,7 @@ def from_json(path: Path) -> list[Finding]:
                 str(f["message"]),
                 **{k: f.get(k) for k in FINDING_KEYS},
                 switched_off=f.get("switchedOff") is True,
+                related=related_from_json(f),
             )
             for f in data["findings"]
         ]
@@ -264,6 +268,7 @@ def to_sarif(findings: Sequence[Finding], resources: int) -> str:
             if f.line:
                 physical["region"] = {"startLine": f.line}
             result["locations"] = [{"physicalLocation": physical}]
+        result.update(sarif_related(f))
         if f.waived is not None:
             # SARIF 2.1.0 3.27.23 / 3.35: an in-source suppression with its justification;
             # GitHub code scanning shows a suppressed result as dismissed, not open.

@@ -90,6 +90,7 @@ def check(
         waived = {**off, **_waived(obj)}
         for rule in with_pods if obj.pods else without_pods:
             for violation in rule.check(obj, ctx):
+                path = obj.source_path(violation.path)
                 default = violation.severity or rule.severity
                 severity = _severity(rule, default, cluster)
                 if severity is None and rule.slug not in off:
@@ -100,13 +101,14 @@ def check(
                         severity=severity or default,
                         message=violation.message,
                         file=obj.manifest.file,
-                        line=obj.manifest.line_of(obj.source_path(violation.path)),
+                        line=obj.manifest.line_of(path),
                         kind=obj.kind or None,
                         name=obj.manifest.name,
                         namespace=obj.namespace,
                         cluster=obj.manifest.cluster
                         or (cluster.name if cluster is not None else None),
                         waived=waived.get(rule.slug),
+                        path=path,
                     )
                 )
     if cluster is not None:

@@ -19,6 +19,7 @@ from typing import Any
 from trainops import __version__
 from trainops.core.errors import InputError, Problem
 from trainops.facts.kubeflow import elastic_range, set_elastic_range
+from trainops.runlocal import tiny
 from trainops.runlocal.operator_env import container, nproc_per_node, replica_count, replica_specs
 from trainops.runlocal.options import Options
 
@@ -101,6 +102,19 @@ def host_rewriter(pod_names: list[str]) -> Callable[[str], str]:
 
 def apply_arg_edits(args: list[str], options: Options, ours: bool, changes: list[str]) -> None:
     edits = list(options.set_args)
+    drops = list(options.drop_args)
+    if options.tiny:
+        if not ours:
+            raise InputError(
+                Problem.about(
+                    "--tiny",
+                    "--tiny swaps our trainer's model and data; this job runs another program:"
+                    " use --set-arg/--drop-arg with its own flags",
+                )
+            )
+        sets, optional = tiny.edits(args)
+        edits = [*sets, *edits]
+        drops += [flag for flag in optional if _has_flag(args, flag) and flag not in drops]
     if options.steps is not None:
         if not ours:
             raise InputError(
@@ -111,9 +125,10 @@ def apply_arg_edits(args: list[str], options: Options, ours: bool, changes: list
                 )
             )
         edits.append(f"--steps={options.steps}")
-    for flag in options.drop_args:
+    for flag in drops:
+        why = "--drop-arg" if flag in options.drop_args else "--tiny"
         if _remove_flag(args, flag):
-            changes.append(f"args: {flag} removed (--drop-arg)")
+            changes.append(f"args: {flag} removed ({why})")
         else:
             raise InputError(Problem.about("--drop-arg", f"the args have no {flag}"))
     for edit in edits:
@@ -124,6 +139,10 @@ def apply_arg_edits(args: list[str], options: Options, ours: bool, changes: list
         args.append(edit)
         verb = "replaced by" if replaced else "added:"
         changes.append(f"args: {flag} {verb} {edit}")
+
+
+def _has_flag(args: list[str], flag: str) -> bool:
+    return any(arg == flag or arg.startswith(flag + "=") for arg in args)
 
 
 def _remove_flag(args: list[str], flag: str) -> bool:

@@ -21,6 +21,12 @@ class Options:
     """`--flag=value` replacing the same flag in the rendered args, or appended."""
     drop_args: tuple[str, ...] = ()
     """`--flag`s removed from the rendered args (with their value)."""
+    tiny: bool = False
+    """Our trainer with a tiny model and synthetic data of the job's kind (runlocal/tiny.py)."""
+    op_cache: Path | None = None
+    """DeepSpeed's op cache (TORCH_EXTENSIONS_DIR), kept between runs (runlocal/op_cache.py)."""
+    all_warnings: bool = False
+    """Show every warning the replicas print, the installed packages' too."""
     volumes: Mapping[str, Path] = field(default_factory=dict)
     """Pod volume name -> local directory to use instead of an empty one (data sets)."""
     backoff_limit: int | None = None

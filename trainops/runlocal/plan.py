@@ -20,7 +20,7 @@ from typing import Any
 
 from trainops.core.errors import InputError, Problem
 from trainops.facts.kubeflow import default_clean_pod_policy, elastic_range
-from trainops.runlocal import kube
+from trainops.runlocal import kube, op_cache
 from trainops.runlocal.adapt import (
     LOCAL_HOST,
     apply_arg_edits,
@@ -252,6 +252,7 @@ class _Planner:
         proc_env.update(pod_env)
         proc_env["CUDA_VISIBLE_DEVICES"] = ""
         proc_env["DS_ACCELERATOR"] = "cpu"
+        proc_env[op_cache.ENV] = str(self.options.op_cache or op_cache.default_dir())
         if ours:
             proc_env["PYTHONPATH"] = os.pathsep.join(
                 p for p in (str(trainer_root()), os.environ.get("PYTHONPATH", "")) if p
@@ -324,6 +325,10 @@ def make_plan(built: BuiltJob, options: Options, workdir: Path) -> Plan:
             " worker-0's host name matches the endpoint, here 127.0.0.1 matches every replica"
         )
     changes.append("CUDA_VISIBLE_DEVICES='' and DS_ACCELERATOR=cpu in every replica (no GPU)")
+    changes.append(
+        f"{op_cache.ENV}={options.op_cache or op_cache.default_dir()} in every replica: DeepSpeed"
+        " builds its ops once there and every later run reuses them (--op-cache)"
+    )
     backoff = backoff_limit(job, options, changes)
     launches = [planner.launch(pod, i == 0) for i, pod in enumerate(replicas(scaled))]
     specs, span = replica_specs(scaled), elastic_range(scaled["spec"])

@@ -53,6 +53,15 @@ RETRYABLE_EXIT_CODE = 128
 
 
 @dataclass(frozen=True)
+class Watch:
+    """Whether a replica's line is shown (`keep`: warnings_filter.py); what to say between
+    polls (`tick`: op_cache.py, the ops being built)."""
+
+    keep: Callable[[str, str], bool] = lambda replica, line: True
+    tick: Callable[[], list[str]] = list
+
+
+@dataclass(frozen=True)
 class Kill:
     """`--kill-replica NAME --after S`: SIGKILL one replica's group, like a lost pod."""
 
@@ -71,11 +80,14 @@ class Failure:
     attempt: int
     output: list[str]
     """The attempt's last KEPT_LINES lines."""
+    killed: bool = False
+    """Killed on purpose (`--kill-replica`): not the job's failure, whatever follows it."""
 
     @property
     def error(self) -> list[str]:
-        """The program's last lines before the launcher's failure report (else the last lines)."""
-        lines = self.output
+        """The program's last lines before the launcher's failure report (else the last
+        lines); blank lines left out, so nothing printed is an empty list."""
+        lines = [line for line in self.output if line.strip()]
         for i in range(len(lines) - 1, -1, -1):
             if _LAUNCHER_REPORT.search(lines[i]):
                 return [*lines[max(0, i - ERROR_LINES) : i], lines[i]]
@@ -93,7 +105,13 @@ class Outcome:
 
     @property
     def first_failure(self) -> Failure | None:
-        return self.failures[0] if self.failures else None
+        """The first failure of the job's own (not a replica killed on purpose), else the first."""
+        real = [f for f in self.failures if not f.killed] or self.failures
+        return real[0] if real else None
+
+    @property
+    def killed(self) -> list[Failure]:  # by `--kill-replica`
+        return [f for f in self.failures if f.killed]
 
 
 @dataclass
@@ -103,6 +121,7 @@ class _Running:
     reader: threading.Thread
     attempt: int
     tail: deque[str]
+    killed: bool = False  # by `--kill-replica`
 
 
 POD_MARKER = "TRAINOPS_RUN_LOCAL_POD"
@@ -138,11 +157,19 @@ def exit_code(returncode: int) -> int:
 class Supervisor:
     """Owns the replicas' processes for one run; `run` returns when the job has an outcome."""
 
-    def __init__(self, plan: Plan, sink: Sink, timeout: float, kill: Kill | None = None) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        sink: Sink,
+        timeout: float,
+        kill: Kill | None = None,
+        watch: Watch | None = None,
+    ) -> None:
         self.plan = plan
         self.sink = sink
         self.timeout = timeout
         self.kill = kill
+        self.watch = watch or Watch()
         self.lines: queue.Queue[tuple[str, str] | None] = queue.Queue()
         self.running: dict[str, _Running] = {}
         self.done: dict[str, int] = {}
@@ -190,7 +217,7 @@ class Supervisor:
                 item = self.lines.get_nowait()
             except queue.Empty:
                 return
-            if item is None:
+            if item is None or not self.watch.keep(*item):
                 continue
             self.sink(f"[{item[0]}] {item[1]}")
             if (
@@ -273,7 +300,7 @@ class Supervisor:
     def _on_failure(self, run: _Running, code: int) -> str | None:
         """Restart the replica, or return why the job failed."""
         name, policy = run.launch.name, run.launch.restart_policy
-        self.failures.append(Failure(name, code, run.attempt, list(run.tail)))
+        self.failures.append(Failure(name, code, run.attempt, list(run.tail), run.killed))
         if policy == "Never":
             return f"{name} exited {code} and its restartPolicy is Never"
         if policy == "ExitCode":
@@ -303,24 +330,28 @@ class Supervisor:
         finally:
             self.stop_all("run-local is exiting")
 
+    def _kill_when_due(self) -> bool:
+        """`--kill-replica` once its time has come; whether it has."""
+        kill, start = self.kill, self.kill_from
+        if kill is None or start is None or time.monotonic() - start < kill.after:
+            return False
+        target = self.running.get(kill.replica)
+        if target is not None:
+            self._say(f"killing {kill.replica} (SIGKILL to all its processes)")
+            target.killed = True
+            self._kill_pod(target)
+        return True
+
     def _loop(self, start: float) -> Outcome:
         killed = False
         if self.kill is not None and self.kill.output is None:
             self.kill_from = start
         while True:
             self._drain()
+            for line in self.watch.tick():
+                self._say(line)
             now = time.monotonic() - start
-            if (
-                self.kill is not None
-                and not killed
-                and self.kill_from is not None
-                and time.monotonic() - self.kill_from >= self.kill.after
-            ):
-                killed = True
-                target = self.running.get(self.kill.replica)
-                if target is not None:
-                    self._say(f"killing {self.kill.replica} (SIGKILL to all its processes)")
-                    self._kill_pod(target)
+            killed = killed or self._kill_when_due()
             if now >= self.timeout:
                 self.stop_all(f"--timeout {self.timeout:g}s reached")
                 return Outcome(
@@ -362,6 +393,8 @@ class Supervisor:
             time.sleep(POLL_SECONDS)
 
 
-def run(plan: Plan, sink: Sink, timeout: float, kill: Kill | None = None) -> Outcome:
+def run(
+    plan: Plan, sink: Sink, timeout: float, kill: Kill | None = None, watch: Watch | None = None
+) -> Outcome:
     """Start every replica, stream their output to `sink`, return the job's outcome."""
-    return Supervisor(plan, sink, timeout, kill).run()
+    return Supervisor(plan, sink, timeout, kill, watch).run()

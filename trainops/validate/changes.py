@@ -90,7 +90,8 @@ class Scope:
 
     def keeps(self, finding: Finding) -> bool:
         """A finding about what this scope checks (not about a context-only job)."""
-        job = job_of(finding.file)
+        # A finding moved to its spec line was found in the rendered file it names first.
+        job = job_of(finding.related[0].file if finding.related else finding.file)
         cluster = finding.cluster or ""
         return job is None or job not in self.context.get(cluster, set())
 

@@ -18,7 +18,7 @@ from trainops.core.errors import InputError, Problem
 from trainops.core.findings import Finding, Severity
 from trainops.core.limits import read_bounded
 from trainops.jobspec.model import ClusterProfile, Repository
-from trainops.validate import changes, kubeconform
+from trainops.validate import changes, kubeconform, locate
 from trainops.validate.crd import load_crd_dir
 from trainops.validate.load import load_manifests
 from trainops.validate.pipeline import validate_manifests
@@ -117,7 +117,8 @@ def validate_repo(
             unknown_kind=options.unknown_kind,
             run=run,
         )
-    findings = result.findings
+    # One finding per mistake: the same finding on every replica type and cluster is one.
+    findings = locate.merge(result.findings)
     if options.kubeconform:
         for name, text in result.built.items():
             findings += kubeconform.findings(

@@ -40,10 +40,11 @@ def _where(manifest: Manifest, path: Sequence[str | int] = ()) -> dict[str, Any]
         "name": manifest.name,
         "namespace": manifest.namespace,
         "cluster": manifest.cluster,
+        "path": tuple(path),
     }
 
 
-def _path_text(path: Sequence[str | int]) -> str:
+def path_text(path: Sequence[str | int]) -> str:
     text = ""
     for part in path:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
@@ -114,20 +115,20 @@ def _schema_findings(
         if isinstance(unexpected, list) and len(unexpected) == 1:
             # Point at the unknown key itself, not at its parent.
             path.append(str(unexpected[0]))
-            message = f"{_path_text(path)}: unknown field (not in the schema)"
+            message = f"{path_text(path)}: unknown field (not in the schema)"
         elif type(error.kind).__name__ == "Contains":
             at = list(error.schema_path)
             message = _contains_message(
-                _path_text(path),
+                path_text(path),
                 error.instance,
                 _subschema(schema, at),
                 _subschema(schema, at[:-1]),
             )
         elif type(error.kind).__name__ == "Required":
             missing = getattr(error.kind, "property", None)
-            message = f"{_path_text(path)}: required field `{missing}` is missing"
+            message = f"{path_text(path)}: required field `{missing}` is missing"
         else:
-            message = f"{_path_text(path)}: {error.message}"
+            message = f"{path_text(path)}: {error.message}"
         findings.append(Finding(RULE_SCHEMA, Severity.ERROR, message, **_where(manifest, path)))
     return findings
 

@@ -25,6 +25,7 @@ from trainops.jobspec.model import ClusterProfile, Repository
 from trainops.render import TRAINER_V2_BASE, render_part, render_repository
 from trainops.validate.crd import load_crd_dir
 from trainops.validate.load import documents_to_manifests
+from trainops.validate.locate import SpecLines
 from trainops.validate.pipeline import validate_manifests
 from trainops.validate.schemas import SchemaStore
 
@@ -75,10 +76,12 @@ def _source_index(files: dict[str, str]) -> _Sources:
         for doc in documents:
             if isinstance(doc.data, dict):
                 meta = doc.data.get("metadata") or {}
-                key = (str(doc.data.get("kind")), str(meta.get("name")))
-                sources.objects.setdefault(key, doc)
-                if f"/{TRAINER_V2_BASE}/" in rel:
-                    sources.trainer_v2.setdefault(key, doc)
+                kind, name = str(doc.data.get("kind")), str(meta.get("name"))
+                # By namespace too: two LocalQueues of one name in two namespaces.
+                for key in ((kind, name), (kind, f"{meta.get('namespace')}/{name}")):
+                    sources.objects.setdefault(key, doc)
+                    if f"/{TRAINER_V2_BASE}/" in rel:
+                        sources.trainer_v2.setdefault(key, doc)
     return sources
 
 
@@ -104,9 +107,10 @@ def _attach_sources(
     """
     for m in manifests:
         name = m.name or ""
-        doc = (sources.trainer_v2.get((m.kind, name)) if trainer_v2 else None) or (
-            sources.objects.get((m.kind, name))
-        )
+        doc = None
+        for key in ((m.kind, f"{m.namespace}/{name}"), (m.kind, name)):
+            doc = doc or (sources.trainer_v2.get(key) if trainer_v2 else None)
+            doc = doc or sources.objects.get(key)
         if doc is not None:
             m.file, m.document = doc.file, doc
             continue
@@ -195,6 +199,8 @@ def _validate(
         for note in job.notes
     ]
     stores: dict[tuple[str, str], SchemaStore] = {}
+    # Findings on rendered objects go to the spec lines that produced them.
+    specs = SpecLines(root, repo)
     with tempfile.TemporaryDirectory(prefix="trainops-validate-") as tmp:
         work = Path(tmp)
         build.write_tree(files, work)
@@ -222,8 +228,11 @@ def _validate(
             _attach_sources(manifests, index, overlay, repo.clusters[name].operator.trainer_v2)
             result.resources += len(manifests)
             store = _store_for(repo.clusters[name], root, crds, stores)
-            result.findings += validate_manifests(
-                manifests, repo.clusters[name], store, unknown_kind=unknown_kind
+            result.findings += specs.to_specs(
+                validate_manifests(
+                    manifests, repo.clusters[name], store, unknown_kind=unknown_kind
+                ),
+                manifests,
             )
     gitops = {
         rel: text

@@ -1,6 +1,7 @@
-"""A Kubernetes API emulator on loopback for the cluster-facing commands' tests.
+"""A Kubernetes API emulator on loopback: the cluster-facing commands' tests, and `trainops
+sandbox` (try status, explain and live-diff without a cluster; `pip install 'trainops[sandbox]'`).
 
-NO real Kubernetes API server runs in these tests: none can run on the build machines.
+NO real Kubernetes API server runs here: none can run on the build machines.
 What runs is kmock's KubernetesEmulator (PyPI `kmock`), a real aiohttp HTTP server on
 127.0.0.1 that speaks the Kubernetes REST API (discovery, list, get, create, patch) and
 keeps objects in memory. pykube-ng talks to it over real HTTP, exactly as it talks to a
@@ -225,7 +226,7 @@ class ApiEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         return response
 
     async def _serve_list(self, request: rendering.Request) -> Any:
-        listing: dict[str, Any] = await super()._serve_list(request)
+        listing: Any = await super()._serve_list(request)
         selector = request.params.get("labelSelector")
         if selector:
             listing["items"] = [
@@ -263,7 +264,7 @@ class ApiEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
                 "details": {"name": ns, "kind": "namespaces"},
             }
             return reply(404, status)
-        key = (request.resource, ns, request.name)
+        key: Any = (request.resource, ns, request.name)
         existing = key in self.objects and not self.objects[key].deleted
         stored = copy.deepcopy(self.objects[key].raw) if existing else {}
         meta = {**(stored.get("metadata") or {}), **obj.get("metadata", {})}
