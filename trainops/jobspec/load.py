@@ -21,7 +21,16 @@ from trainops.core.errors import InputError, Problem
 from trainops.core.yamlio import Document
 from trainops.facts import deepspeed as ds_facts
 from trainops.facts.kubernetes_schemas import parse_version
-from trainops.jobspec import installed, model, pod_fence, podtemplate, schemas, trainer_v2
+from trainops.jobspec import (
+    fits,
+    installed,
+    model,
+    model_size,
+    pod_fence,
+    podtemplate,
+    schemas,
+    trainer_v2,
+)
 from trainops.jobspec.cluster import build_cluster
 from trainops.jobspec.job import build_job
 from trainops.jobspec.platform import load_platform
@@ -236,6 +245,7 @@ TARGET_CHECKS: tuple[TargetCheck, ...] = (
     _gpus_fit,
     _network_and_storage,
     _deepspeed_batch,
+    fits.check,
 )
 """A job against one cluster it targets, in the order the problems are reported."""
 
@@ -285,6 +295,16 @@ def _settings(root: Path) -> tuple[model.RepoSettings, list[Problem]]:
     return model.RepoSettings(**{field: d[key] for key, field in SETTINGS_KEYS.items()}), []
 
 
+def _job_builder(root: Path) -> Callable[[Document, Collector], model.TrainingJob | None]:
+    """`build_job`, then the job's `model.config` read from the repository."""
+
+    def build(doc: Document, out: Collector) -> model.TrainingJob | None:
+        job = build_job(doc, out)
+        return model_size.resolve(job, root, out) if job is not None else None
+
+    return build
+
+
 def load_repository(root: Path, rule_slugs: Collection[str] = ()) -> model.Repository:
     """Load and check every input under `root`; raise InputError listing all problems.
 
@@ -311,7 +331,7 @@ def load_repository(root: Path, rule_slugs: Collection[str] = ()) -> model.Repos
     for cluster, doc in loaded:
         problems += _delivery_namespaces_apart(cluster, doc, settings)
     invalid = {p.stem for p in yaml_files(root / paths.CLUSTERS_DIR)} - set(clusters)
-    jobs = load_all(root / paths.JOBS_DIR, root, build_job, problems)
+    jobs = load_all(root / paths.JOBS_DIR, root, _job_builder(root), problems)
     problems += duplicates("job", jobs)
 
     for job, doc in jobs:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from trainops.core.errors import Problem
 from trainops.facts import deepspeed as ds_facts
+from trainops.facts import zero_tuning
 from trainops.jobspec.profile import (
     Capacity,
     ClusterProfile,
@@ -42,6 +43,7 @@ __all__ = [
     "Elastic",
     "GpuProduct",
     "Installed",
+    "ModelSize",
     "Monitoring",
     "Mpi",
     "Network",
@@ -115,6 +117,30 @@ class DeepSpeed:
     """A full DeepSpeed config given by the user; batch keys are checked, not trusted."""
     config_flag: str
     """Flag the training program takes the config path with (ours: `--deepspeed-config`)."""
+
+
+@dataclass(frozen=True)
+class ModelSize:
+    """What the job trains (`model:`), as stated or read from its Hugging Face config."""
+
+    parameters: int | None
+    """Total parameters; None only while `config` is still to be read (the loader reads it)."""
+    config: str | None = None
+    """A Hugging Face `config.json` in the repository, path from its root."""
+    largest_layer: int | None = None
+    """Parameters of the largest single module (ZeRO-3 gathers one at a time)."""
+    hidden_size: int | None = None
+    """Model width: activations, and DeepSpeed's bucket sizes."""
+    layers: int | None = None
+    """Transformer layers."""
+    vocab_size: int | None = None
+    """Vocabulary: the output layer's logits."""
+    sequence_length: int | None = None
+    """Tokens per sample (None: the trainer's `--seq-len`, if it runs ours)."""
+    micro_batch: int | None = None
+    """Samples per GPU per pass (None: DeepSpeed's micro batch, or the trainer's flag)."""
+    gradient_checkpointing: bool | None = None
+    """None: the trainer's `--gradient-checkpointing`."""
 
 
 @dataclass(frozen=True)
@@ -327,6 +353,8 @@ class TrainingJob:
     """MPIJob settings; set exactly when `framework` is `mpi`."""
     pod: PodOverrides = field(default_factory=PodOverrides)
     """What the job adds to its pods: first-class pod fields and the escape hatch."""
+    model: ModelSize | None = None
+    """What the job trains (`model:`): the memory estimate and DeepSpeed's sizes."""
     notes: tuple[Problem, ...] = ()
     """What the loader changed and says so (file:line): a YAML 1.1 string such as `5e8` read
     as the number DeepSpeed wants (`spec/deepspeed_config.py`). `render` prints them, `validate`
@@ -368,6 +396,12 @@ class TrainingJob:
         ds = self.deepspeed
         if ds is None:
             return None
+        hidden = self.model.hidden_size if self.model else None
         return ds_facts.build_config(
-            ds.zero_stage, ds.precision, ds.micro_batch_per_gpu, ds.gradient_accumulation, ds.config
+            ds.zero_stage,
+            ds.precision,
+            ds.micro_batch_per_gpu,
+            ds.gradient_accumulation,
+            ds.config,
+            tuned=zero_tuning.generated(ds.zero_stage, hidden),
         )
