@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from PIL import Image
 from torch.nn import functional as F
 from torch.utils.data import DataLoader, Dataset
 
@@ -88,8 +89,6 @@ class Fp32ImageFolder(ImageFolder):
 
 def make_jpegs(root: Path, count: int, side: int) -> None:
     """`count` photo-like JPEGs (smooth gradients and noise, quality 90) in 10 classes."""
-    from PIL import Image
-
     gen = np.random.default_rng(0)
     yy, xx = np.mgrid[0:side, 0:side].astype(np.float32) / side
     for i in range(count):

@@ -39,9 +39,7 @@ LEVEL = 1 / 255 / min(IMAGENET_STD)
 def fp32_reference(path: Path, side: int) -> torch.Tensor:
     """The trainer's float32 image-folder path before issue 36, (3, side, side)."""
     pixels = torch.from_numpy(read_pixels(path).copy()).permute(2, 0, 1).float() / 255.0
-    pixels = F.interpolate(
-        pixels[None], size=(side, side), mode="bilinear", align_corners=False
-    )[0]
+    pixels = F.interpolate(pixels[None], size=(side, side), mode="bilinear", align_corners=False)[0]
     mean = torch.tensor(IMAGENET_MEAN).view(3, 1, 1)
     std = torch.tensor(IMAGENET_STD).view(3, 1, 1)
     return (pixels - mean) / std

@@ -135,7 +135,7 @@ def _basis(w: memory.Workload) -> str:
     shape = (
         f", micro batch {w.micro_batch} x {w.sequence_length} tokens"
         + (", gradient checkpointing" if w.gradient_checkpointing else "")
-        if w.micro_batch and w.sequence_length
+        if memory.activation_bytes(w) is not None
         else ""
     )
     return f"{w.parameters / 1e9:.2f}B parameters, {engine}{offload}, {w.precision}{shape}"
