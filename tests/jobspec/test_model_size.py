@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from tests.tools import require_module
-from trainops.jobspec.model_size import count, llama_sizes
+from trainops.facts.hf_config import llama_sizes
+from trainops.jobspec.model_size import count
 
 BASE = {"hidden_size": 64, "intermediate_size": 176, "num_hidden_layers": 3,
         "num_attention_heads": 8, "vocab_size": 1000}  # fmt: skip
