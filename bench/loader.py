@@ -38,7 +38,7 @@ from PIL import Image
 from torch.nn import functional as F
 from torch.utils.data import DataLoader, Dataset
 
-from trainer.images import IMAGENET_MEAN, IMAGENET_STD, ImageFolder, SyntheticImages, read_pixels
+from trainer.images import IMAGENET_MEAN, IMAGENET_STD, ImageFolder, SyntheticImages
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results" / "loader.json"
@@ -76,7 +76,9 @@ class Fp32ImageFolder(ImageFolder):
 
     def __getitem__(self, index: int) -> Sample:
         path, label = self.items[index]
-        pixels = torch.from_numpy(read_pixels(path).copy()).permute(2, 0, 1).float() / 255.0
+        with Image.open(path) as img:
+            decoded = np.asarray(img.convert("RGB"), dtype=np.uint8)
+        pixels = torch.from_numpy(decoded.copy()).permute(2, 0, 1).float() / 255.0
         pixels = F.interpolate(
             pixels[None], size=(self.side, self.side), mode="bilinear", align_corners=False
         )[0]

@@ -107,13 +107,14 @@ class SyntheticImages(Dataset[Sample]):
 def read_pixels(path: Path) -> np.ndarray:
     """An image file as uint8 (H, W, 3): `.npy` always, other formats with Pillow."""
     if path.suffix == ".npy":
-        return np.asarray(np.load(path), dtype=np.uint8)
+        return np.array(np.load(path), dtype=np.uint8)  # writable, for torch.from_numpy
     try:
         from PIL import Image
     except ImportError as exc:
         raise ConfigError(f"{path}: only .npy images can be read without Pillow") from exc
     with Image.open(path) as img:
-        return np.asarray(img.convert("RGB"), dtype=np.uint8)
+        # One copy out of Pillow (np.array), none for RGB files: decoding is most of the cost.
+        return np.array(img if img.mode == "RGB" else img.convert("RGB"), dtype=np.uint8)
 
 
 def resize_levels(pixels: torch.Tensor, side: int) -> torch.Tensor:
@@ -167,7 +168,7 @@ class ImageFolder(Dataset[Sample]):
         if self.encoded:
             data = np.fromfile(path, dtype=np.uint8)
             return torch.from_numpy(data), torch.tensor(label)
-        chw = torch.from_numpy(read_pixels(path).copy()).permute(2, 0, 1)
+        chw = torch.from_numpy(read_pixels(path)).permute(2, 0, 1)
         pixels = resize_levels(chw, self.side).permute(1, 2, 0).contiguous()
         return pixels, torch.tensor(label)
 

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from trainops.core.errors import Problem
 from trainops.facts import deepspeed as ds_facts
 from trainops.facts import zero_tuning
+from trainops.jobspec.model_shape import ModelSize
 from trainops.jobspec.profile import (
     Capacity,
     ClusterProfile,
@@ -117,30 +118,6 @@ class DeepSpeed:
     """A full DeepSpeed config given by the user; batch keys are checked, not trusted."""
     config_flag: str
     """Flag the training program takes the config path with (ours: `--deepspeed-config`)."""
-
-
-@dataclass(frozen=True)
-class ModelSize:
-    """What the job trains (`model:`), as stated or read from its Hugging Face config."""
-
-    parameters: int | None
-    """Total parameters; None only while `config` is still to be read (the loader reads it)."""
-    config: str | None = None
-    """A Hugging Face `config.json` in the repository, path from its root."""
-    largest_layer: int | None = None
-    """Parameters of the largest single module (ZeRO-3 gathers one at a time)."""
-    hidden_size: int | None = None
-    """Model width: activations, and DeepSpeed's bucket sizes."""
-    layers: int | None = None
-    """Transformer layers."""
-    vocab_size: int | None = None
-    """Vocabulary: the output layer's logits."""
-    sequence_length: int | None = None
-    """Tokens per sample (None: the trainer's `--seq-len`, if it runs ours)."""
-    micro_batch: int | None = None
-    """Samples per GPU per pass (None: DeepSpeed's micro batch, or the trainer's flag)."""
-    gradient_checkpointing: bool | None = None
-    """None: the trainer's `--gradient-checkpointing`."""
 
 
 @dataclass(frozen=True)
