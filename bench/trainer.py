@@ -121,6 +121,7 @@ def plain_worker(argv: list[str]) -> None:
 
     from trainer.config import parse_args
     from trainer.data import build_dataset
+    from trainer.images import device_transform
     from trainer.models import build_model
 
     cfg = parse_args(argv, env={})
@@ -128,6 +129,7 @@ def plain_worker(argv: list[str]) -> None:
     rank = dist.get_rank()
     torch.manual_seed(cfg.seed)
     dataset, classes = build_dataset(cfg)
+    to_float = device_transform(dataset, False, None)  # uint8 images, as the seed's float
     model = DistributedDataParallel(build_model(cfg, classes))
     sampler: DistributedSampler[Any] = DistributedSampler(dataset)
     loader = DataLoader(dataset, batch_size=cfg.batch_size, sampler=sampler, num_workers=0)
@@ -141,6 +143,7 @@ def plain_worker(argv: list[str]) -> None:
     while step < cfg.steps:
         start = time.perf_counter()
         data, target = next(it)
+        data = to_float(data) if to_float is not None else data
         optimizer.zero_grad()
         output = model(data)
         loss = criterion(output.reshape(-1, output.shape[-1]), target.reshape(-1))

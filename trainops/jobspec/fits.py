@@ -56,7 +56,10 @@ def workload(job: model.TrainingJob, gpus: int) -> memory.Workload | None:
         return None
     config = job.deepspeed_config()
     zero = (config or {}).get("zero_optimization") or {}
-    stage = _int(zero.get("stage")) if config is not None else None
+    stage = None
+    if job.deepspeed is not None:  # the config's stage as DeepSpeed reads it, else the spec's
+        stage = _int(zero.get("stage"))
+        stage = job.deepspeed.zero_stage if stage is None else stage
     if config is not None:
         precision = (ds_facts.enabled_precisions(config) or ("fp32",))[0]
         micro = _int(config.get(ds_facts.MICRO_BATCH))
@@ -73,7 +76,7 @@ def workload(job: model.TrainingJob, gpus: int) -> memory.Workload | None:
         or (size.vocab_size * size.hidden_size if size.vocab_size and size.hidden_size else 0)
         or size.parameters // 50,
         gpus=gpus,
-        zero_stage=stage if config is not None else None,
+        zero_stage=stage,
         precision=precision,
         offload_optimizer=_offloaded(zero.get("offload_optimizer")),
         offload_params=_offloaded(zero.get("offload_param")),
@@ -100,10 +103,12 @@ def check(
     out: Collector,
 ) -> None:
     """The job's estimate at its smallest size on `target` against one GPU's memory."""
+    if not job.gpus_per_replica or not cluster.gpus:
+        return
     gpu = cluster.gpu(target.gpu_product) if target.gpu_product else cluster.gpus[0]
     capacity = product_memory(gpu.node_selector) if gpu is not None else None
     sizes = job.world_sizes(target)
-    if gpu is None or capacity is None or not job.gpus_per_replica or not sizes:
+    if gpu is None or capacity is None or not sizes:
         return
     w = workload(job, sizes[0])
     if w is None:
