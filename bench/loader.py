@@ -27,6 +27,7 @@ import os
 import platform
 import resource
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -172,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--batches", type=int, default=12)
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--write-docs", action="store_true", help="the table into docs/trainer.md")
     opts = parser.parse_args(argv)
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory(prefix="bench-loader-") as tmp:
@@ -179,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         cases = run(opts.repeats, opts.batches, Path(tmp))
     result = {
         "benchmark": "loader",
-        "command": "python -m bench.loader " + " ".join(argv or []),
+        "command": "python -m bench.loader " + " ".join(sys.argv[1:] if argv is None else argv),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                     "torch": torch.__version__, "load_average": os.getloadavg()},
         "batch_size": BATCH, "side": SIDE, "workers": 1, "repeats": opts.repeats,
@@ -195,7 +197,45 @@ def main(argv: list[str] | None = None) -> int:
                 f"{row['ratio_uint8_over_fp32_per_core']}"
             )
     print(f"written {opts.output}")
+    if opts.write_docs:
+        write_docs(markdown_table(result))
     return 0
+
+
+def markdown_table(result: dict[str, Any]) -> str:
+    """The measurement as docs/trainer.md shows it."""
+    machine = result["machine"]
+    lines = [
+        f"`{result['command'].strip()}` on the shared {machine['cpus']}-core machine (load"
+        f" average {machine['load_average'][0]:.1f} at the end, torch {machine['torch']}), one"
+        f" worker, batch {result['batch_size']}, median of {result['repeats']} alternating runs"
+        f" of {result['batches']} batches:",
+        "",
+        "| case | float32 path (before) | uint8 path | per core |",
+        "| --- | --- | --- | --- |",
+    ]
+    for name, row in result["cases"].items():
+        if not isinstance(row, dict):
+            continue
+        cells = [
+            f"{row[p]['samples_per_cpu_second']:,.0f} samples/CPU-s"
+            f" ({row[p]['bytes_per_sample'] // 1024} KB/sample)"
+            for p in ("fp32", "uint8")
+        ]
+        lines.append(
+            f"| {name} | {cells[0]} | {cells[1]} | **{row['ratio_uint8_over_fp32_per_core']}x** |"
+        )
+    met = "met" if result["cases"]["goal_met"] else "not met"
+    lines += ["", f"Goal (synthetic images, >= {GOAL:g}x per core): {met}."]
+    return "\n".join(lines)
+
+
+def write_docs(table: str, doc: Path = REPO / "docs" / "trainer.md") -> None:
+    """Replace the table between the markers of docs/trainer.md."""
+    start, end = "<!-- bench-loader:start -->", "<!-- bench-loader:end -->"
+    head, rest = doc.read_text().split(start, 1)
+    _, tail = rest.split(end, 1)
+    doc.write_text(f"{head}{start}\n{table}\n{end}{tail}")
 
 
 if __name__ == "__main__":
