@@ -50,6 +50,22 @@ def test_zero3_states_are_deepspeeds(params: int, largest: int) -> None:
 
 
 @pytest.mark.parametrize(("params", "largest"), SIZES)
+def test_zero3_host_memory_is_deepspeeds(params: int, largest: int) -> None:
+    zero3, _ = deepspeed_estimators()
+    for (per_node, nodes), offload, offload_params in itertools.product(
+        LAYOUTS, (False, True), (False, True)
+    ):
+        cpu, _, _ = zero3(params, largest, per_node, nodes, offload, offload_params, True)
+        assert cpu == memory.zero3_host_bytes(
+            params, largest, per_node, nodes, offload=offload, offload_params=offload_params
+        )
+        w = Workload(params, largest, per_node * nodes, 3, "bf16", offload, offload and
+                     offload_params, gpus_per_pod=per_node)  # fmt: skip
+        assert memory.host_bytes(w) == (cpu if offload else None)  # judged only when offloading
+    assert memory.host_bytes(Workload(params, largest, 8, 2, "bf16", True)) is None
+
+
+@pytest.mark.parametrize(("params", "largest"), SIZES)
 def test_zero2_states_are_deepspeeds(params: int, largest: int) -> None:
     _, zero2 = deepspeed_estimators()
     for (per_node, nodes), offload in itertools.product(LAYOUTS, (False, True)):
@@ -105,5 +121,10 @@ def test_fixes_name_the_smallest_change_per_knob_and_each_fits() -> None:
     found = {f.kind: f.value for f in memory.fixes(big, 40 * GIB, 8, 1024)}
     assert found == {"zero_stage": 3, "offload_optimizer": 1, "gpus": 16}
     assert memory.estimate(replace(big, gpus=8 + 8)).total <= 40 * GIB
+    # Offloading ZeRO-3's states needs host memory a 64 GiB pod does not have for 13B at 8 GPUs.
+    stage3 = replace(big, zero_stage=3, gpus=8, gpus_per_pod=8, micro_batch=None)
+    small_host = {f.kind for f in memory.fixes(stage3, 20 * GIB, 8, 1024, host=64 * GIB)}
+    roomy_host = {f.kind for f in memory.fixes(stage3, 20 * GIB, 8, 1024, host=512 * GIB)}
+    assert "offload_optimizer" in roomy_host and "offload_optimizer" not in small_host
     ddp = Workload(7_000_000_000, 0, 8, None, "bf16")
     assert [f.kind for f in memory.fixes(ddp, capacity, 8, 64)] == ["zero_stage"]

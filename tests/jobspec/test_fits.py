@@ -111,3 +111,15 @@ def test_flags_read_as_argparse_reads_them() -> None:
     assert flag(args, "--gradient-checkpointing") == "true"
     assert flag([*args, "--no-gradient-checkpointing"], "--gradient-checkpointing") == "false"
     assert flag(args, "--precision") is None
+
+
+def test_offloaded_states_must_fit_the_pods_memory(scratch: Path) -> None:
+    job = scratch / JOB
+    _edit(job, "offload_optimizer: {device: none}", "offload_optimizer: {device: cpu}")
+    assert trainops(scratch, "render").returncode == 0  # 145.5 GiB per pod of its 256 Gi
+    _edit(job, "  memory: 256Gi", "  memory: 64Gi")
+    err = _refused(scratch)
+    line = _line_of(job, "  memory: 64Gi")
+    assert err.count("its offloaded ZeRO-3 states") == 1, err  # one mistake, two targets
+    assert f"{JOB}:{line}:3: its offloaded ZeRO-3 states need 145.5 GiB of host memory" in err
+    assert "per pod at 16 GPUs" in err and "`resources.memory` 64.0 GiB" in err

@@ -39,6 +39,8 @@ CHECKPOINTED_BYTES_PER_LAYER = 2  # the 16-bit input each checkpointed layer kee
 LOGIT_BYTES = 2 + 4 + 4  # 16-bit logits, their fp32 copy and fp32 log-softmax
 # Optimizer state per parameter of the DDP engine (fp32): AdamW's two moments, SGD's momentum.
 OPTIMIZER_STATE_BYTES = {"adamw": 8, "sgd": 4}
+# DeepSpeed's estimators' default `additional_buffer_factor` for host memory.
+HOST_BUFFER_FACTOR = 1.5
 # Most pod-count steps tried when looking for the world size that fits.
 MAX_GPU_STEPS = 4096
 
@@ -65,6 +67,8 @@ class Workload:
     layers: int | None = None
     vocab_size: int | None = None
     gradient_checkpointing: bool = False
+    gpus_per_pod: int = 1
+    """GPUs (processes) per pod: DeepSpeed's `num_gpus_per_node` for the host-memory side."""
 
 
 def zero3_gpu_bytes(
@@ -77,6 +81,44 @@ def zero3_gpu_bytes(
     if offload:
         return largest_layer_memory + int(2 * params / gpus)
     return largest_layer_memory + int(18 * params / gpus)
+
+
+def zero3_host_bytes(
+    params: int,
+    largest: int,
+    gpus_per_node: int,
+    nodes: int,
+    *,
+    offload: bool,
+    offload_params: bool,
+) -> int:
+    """`estimate_zero3_model_states_mem_needs(..., zero_init=True)[0]` (DeepSpeed 0.19.8): one
+    node's host memory, with DeepSpeed's default `additional_buffer_factor` of 1.5."""
+    factor = 1 / nodes
+    if offload and offload_params:
+        return int(params * 18 * factor * HOST_BUFFER_FACTOR)
+    if offload:
+        return int(params * 16 * factor * HOST_BUFFER_FACTOR)
+    return int(largest * 4 * gpus_per_node * HOST_BUFFER_FACTOR)
+
+
+def host_bytes(w: Workload) -> int | None:
+    """One pod's host memory for ZeRO-3's offloaded states (DeepSpeed's estimate, the model
+    created under `zero.Init` as the trainer does); None where nothing is offloaded or for other
+    stages (DeepSpeed's ZeRO-2 host estimate assumes an fp32 copy of the model on every rank)."""
+    if w.zero_stage != 3 or not (w.offload_optimizer or w.offload_params):
+        return None
+    per_pod = max(w.gpus_per_pod, 1)
+    nodes = max(1, w.gpus // per_pod)
+    offload = w.offload_optimizer or w.offload_params
+    return zero3_host_bytes(
+        w.parameters,
+        w.largest_layer,
+        per_pod,
+        nodes,
+        offload=offload,
+        offload_params=w.offload_params,
+    )
 
 
 def zero2_gpu_bytes(params: int, gpus: int, offload: bool) -> int:
@@ -161,15 +203,21 @@ class Fix:
     estimate: Estimate
 
 
-def fixes(w: Workload, capacity: int, gpus_step: int, max_gpus: int) -> list[Fix]:
+def fixes(
+    w: Workload, capacity: int, gpus_step: int, max_gpus: int, host: float | None = None
+) -> list[Fix]:
     """For each knob, the smallest single change that brings `w` within `capacity` bytes,
     least disruptive first: gradient checkpointing, the largest smaller micro batch, the
-    lowest higher ZeRO stage, offloading the optimizer (then the weights), and the fewest GPUs
-    (in steps of one pod's, up to `max_gpus`) that partition the states enough."""
+    lowest higher ZeRO stage, offloading the optimizer (then the weights) where the pod's
+    `host` memory (bytes) holds what is offloaded, and the fewest GPUs (in steps of one pod's,
+    up to `max_gpus`) that partition the states enough."""
     out = []
     for kind, options in _candidates(w, gpus_step, max_gpus):
         for value, changed in options:
             est = estimate(changed)
+            offloaded = host_bytes(changed)
+            if host is not None and offloaded is not None and offloaded > host:
+                continue
             if est.total <= capacity:
                 out.append(Fix(kind, value, changed, est))
                 break

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from trainops.facts import deepspeed as ds_facts
 from trainops.facts import memory
 from trainops.facts.gpus import product_memory
+from trainops.facts.quantity import parse_quantity
 from trainops.jobspec import model
 from trainops.jobspec.problems import Collector
 
@@ -87,6 +88,7 @@ def workload(job: model.TrainingJob, gpus: int) -> memory.Workload | None:
         layers=size.layers,
         vocab_size=size.vocab_size,
         gradient_checkpointing=checkpointing,
+        gpus_per_pod=max(job.gpus_per_replica, 1),
     )
 
 
@@ -113,13 +115,15 @@ def check(
     w = workload(job, sizes[0])
     if w is None:
         return
+    host = parse_quantity(job.memory) if job.memory else None
+    _host_fits(w, host, out)
     est = memory.estimate(w)
     if est.total <= capacity:
         return
     per_pod = max(job.gpus_per_replica, 1)
     declared = cluster.capacity.nodes.get(gpu.name)
     most = declared * gpu.per_node if declared else per_pod * memory.MAX_GPU_STEPS
-    found = memory.fixes(w, capacity, per_pod, most)
+    found = memory.fixes(w, capacity, per_pod, most, host)
     advice = (
         "; it fits with " + ", or ".join(_wording(job, f) for f in found)
         if found
@@ -131,6 +135,21 @@ def check(
         f" estimated {memory.gib(est.total)} per GPU at {w.gpus} GPUs, its smallest size"
         f" ({est.describe()}; {_basis(w)}){advice} (docs/memory.md)",
     )
+
+
+def _host_fits(w: memory.Workload, host: float | None, out: Collector) -> None:
+    """What ZeRO-3 offloads must fit the pod's memory (DeepSpeed's host-side estimate)."""
+    needed = memory.host_bytes(w)
+    if host is None or needed is None or needed <= host:
+        return
+    message = (
+        f"its offloaded ZeRO-3 states need {memory.gib(needed)} of host memory per pod at"
+        f" {w.gpus} GPUs (DeepSpeed's estimate, `estimate_zero3_model_states_mem_needs`), but a"
+        f" pod has `resources.memory` {memory.gib(host)}: raise it, or run at more pods"
+        " (docs/memory.md)"
+    )
+    if not any(p.message == message for p in out.problems):  # once, not once per target
+        out.add(["resources", "memory"], message)
 
 
 def _basis(w: memory.Workload) -> str:
