@@ -19,6 +19,7 @@ torch has a matching torchvision (`nvjpeg_decoder`).
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -182,9 +183,19 @@ class ImageFolder(Dataset[Sample]):
         return torch.stack([x for x, _ in batch]), labels
 
 
+def decode_bytes(data: torch.Tensor) -> torch.Tensor:
+    """One encoded image (a uint8 tensor of the file's bytes) decoded by Pillow, (3, H, W)."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data.numpy().tobytes())) as img:
+        pixels = np.array(img if img.mode == "RGB" else img.convert("RGB"), dtype=np.uint8)
+    return torch.from_numpy(pixels).permute(2, 0, 1)
+
+
 def nvjpeg_decoder(device: torch.device) -> Decoder | None:
     """torchvision's batched `decode_jpeg` on `device` (nvJPEG) when it can run here, else None
-    (CPU decoding in the workers)."""
+    (CPU decoding in the workers). A batch nvJPEG refuses (ImageNet holds a few CMYK JPEGs and
+    a PNG named `.JPEG`) is decoded file by file, and a file it refuses by Pillow."""
     if device.type != "cuda":
         return None
     try:
@@ -192,9 +203,18 @@ def nvjpeg_decoder(device: torch.device) -> Decoder | None:
     except Exception:  # a torchvision built for another torch fails in several ways
         return None
 
+    def one(data: torch.Tensor) -> torch.Tensor:
+        try:
+            image: torch.Tensor = decode_jpeg(data, mode=ImageReadMode.RGB, device=device)
+        except RuntimeError:
+            image = decode_bytes(data).to(device)
+        return image
+
     def decode(files: list[torch.Tensor]) -> list[torch.Tensor]:
-        out = decode_jpeg(files, mode=ImageReadMode.RGB, device=device)
-        return list(out) if isinstance(out, list | tuple) else [out]
+        try:
+            return list(decode_jpeg(files, mode=ImageReadMode.RGB, device=device))
+        except RuntimeError:
+            return [one(data) for data in files]
 
     return decode
 

@@ -9,7 +9,6 @@ the stream path runs in bench/gpu_check.py on the GPU machine.
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +25,7 @@ from trainer.images import (
     DeviceImages,
     ImageFolder,
     SyntheticImages,
+    decode_bytes,
     device_transform,
     nvjpeg_decoder,
     read_pixels,
@@ -61,14 +61,9 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def pil_decode(files: list[torch.Tensor]) -> list[torch.Tensor]:
-    """Stands in for nvJPEG: encoded files in, (3, H, W) uint8 out."""
-    image = require_module("PIL.Image")
-    out = []
-    for data in files:
-        with image.open(io.BytesIO(data.numpy().tobytes())) as img:
-            pixels = np.asarray(img.convert("RGB"), dtype=np.uint8)
-        out.append(torch.from_numpy(pixels.copy()).permute(2, 0, 1))
-    return out
+    """Stands in for nvJPEG: encoded files in, (3, H, W) uint8 out (the Pillow decoder nvJPEG
+    falls back to for a file it refuses)."""
+    return [decode_bytes(data) for data in files]
 
 
 def test_workers_hand_over_uint8_and_the_device_half_matches_the_fp32_path(folder: Path) -> None:
@@ -149,3 +144,18 @@ def test_prefetcher_on_cpu_is_a_plain_iterator_over_transformed_batches(folder: 
         assert x.is_contiguous(memory_format=torch.channels_last)
         assert (x - expected).abs().max().item() <= LEVEL * 1.01
         assert y.tolist() == [data.items[i][1] for i in idx]
+
+
+def test_the_fallback_decoder_reads_what_nvjpeg_refuses(tmp_path: Path) -> None:
+    """ImageNet's train set holds CMYK JPEGs and a PNG named `.JPEG`: nvJPEG refuses a batch
+    with one of them; each such file is decoded by Pillow (`decode_bytes`) instead."""
+    image = require_module("PIL.Image")
+    rgb = np.random.default_rng(1).integers(0, 256, (8, 12, 3)).astype(np.uint8)
+    image.fromarray(rgb).convert("CMYK").save(tmp_path / "cmyk.JPEG", quality=95)
+    image.fromarray(rgb).save(tmp_path / "png-inside.JPEG", format="PNG")
+    for name in ("cmyk.JPEG", "png-inside.JPEG"):
+        data = torch.from_numpy(np.fromfile(tmp_path / name, dtype=np.uint8))
+        out = decode_bytes(data)
+        assert out.shape == (3, 8, 12) and out.dtype == torch.uint8
+    png = decode_bytes(torch.from_numpy(np.fromfile(tmp_path / "png-inside.JPEG", np.uint8)))
+    assert torch.equal(png, torch.from_numpy(rgb).permute(2, 0, 1))  # lossless
