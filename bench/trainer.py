@@ -6,8 +6,9 @@ DistributedSampler, a DataLoader and a bare loop with no checkpoints, metrics or
 bookkeeping. Each side reports the median seconds per optimizer step after a warm-up; the ratio
 `ours / plain` of samples per second says what the production features cost (1.0 = nothing).
 
-With a GPU (the `device` machine) it also runs ResNet-50 (bf16, channels-last, synthetic 224 px
-images) and GPT-small through our trainer on one GPU, for images/s and tokens/s with MFU.
+With a GPU it runs `bench.gpu`'s cases instead (`--gpu-only`): each one ours and its ceiling
+side by side (ResNet-50 on synthetic images and on JPEGs, GPT-medium, ZeRO-3 against DDP), and
+with `--write-docs` puts the table into docs/trainer.md.
 
 Results: bench/results/trainer.json, rewritten as each section finishes (`"complete": true` once
 all have), so a run cut short still leaves what it measured.
@@ -26,6 +27,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from bench import gpu
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results" / "trainer.json"
@@ -47,26 +50,6 @@ CPU_CASES: dict[str, dict[str, Any]] = {
         "seq_len": 64,
         "steps": 60,
     },
-}
-# Published references for the GPU section (issue 5): NVIDIA DeepLearningExamples ResNet-50 AMP
-# on one A100 (https://github.com/NVIDIA/DeepLearningExamples/tree/master/PyTorch/Classification/ConvNets/resnet50v1.5)
-# and our goals on one H100.
-RESNET50_A100_AMP_IMG_S = 2470
-RESNET50_H100_GOAL_IMG_S = 3500
-GPT_MFU_GOAL = 0.40
-# Dense bf16 peak FLOP/s by the full name torch.cuda.get_device_name() reports (NVIDIA data
-# sheets, dense = half the "with sparsity" figure): the H100 variants differ (SXM 989, NVL 835,
-# PCIe 756 TFLOPS), so a substring such as "H100" would overstate the PCIe card's MFU by 30 %.
-# A name not listed gets no MFU (null) rather than a guess; add it here.
-PEAK_BF16 = {
-    "NVIDIA H100 80GB HBM3": 989e12,  # H100 SXM5
-    "NVIDIA H100 NVL": 835e12,
-    "NVIDIA H100 PCIe": 756e12,
-    "NVIDIA H200": 989e12,  # H200 SXM: the H100 SXM tensor cores
-    "NVIDIA A100-SXM4-40GB": 312e12,
-    "NVIDIA A100-SXM4-80GB": 312e12,
-    "NVIDIA A100-PCIE-40GB": 312e12,
-    "NVIDIA A100 80GB PCIe": 312e12,
 }
 
 
@@ -138,6 +121,7 @@ def plain_worker(argv: list[str]) -> None:
 
     from trainer.config import parse_args
     from trainer.data import build_dataset
+    from trainer.images import device_transform
     from trainer.models import build_model
 
     cfg = parse_args(argv, env={})
@@ -145,6 +129,7 @@ def plain_worker(argv: list[str]) -> None:
     rank = dist.get_rank()
     torch.manual_seed(cfg.seed)
     dataset, classes = build_dataset(cfg)
+    to_float = device_transform(dataset, False, None)  # uint8 images, as the seed's float
     model = DistributedDataParallel(build_model(cfg, classes))
     sampler: DistributedSampler[Any] = DistributedSampler(dataset)
     loader = DataLoader(dataset, batch_size=cfg.batch_size, sampler=sampler, num_workers=0)
@@ -158,6 +143,7 @@ def plain_worker(argv: list[str]) -> None:
     while step < cfg.steps:
         start = time.perf_counter()
         data, target = next(it)
+        data = to_float(data) if to_float is not None else data
         optimizer.zero_grad()
         output = model(data)
         loss = criterion(output.reshape(-1, output.shape[-1]), target.reshape(-1))
@@ -203,92 +189,6 @@ def cpu_comparison(repeats: int, out: dict[str, Any], publish: Callable[[], None
         publish()
 
 
-GPU_RESNET50: dict[str, Any] = {
-    "model": "resnet50",
-    "data": "synthetic-image",
-    "batch_size": 256,
-    "image_size": 224,
-    "num_classes": 1000,
-    "dataset_size": 256 * 60,
-    "steps": 50,
-}
-GPU_GPT: dict[str, Any] = {
-    "data": "synthetic-tokens",
-    "seq_len": 1024,
-    "vocab_size": 50304,
-    "steps": 40,
-}
-IMAGE_ARGS = ["--precision", "bf16", "--channels-last", "--num-workers", "12"]
-TOKEN_ARGS = ["--precision", "bf16", "--num-workers", "4"]
-# (result key, GPT size, micro batch, --compile): eager against compiled shows what TorchInductor
-# buys; GPT-medium (350M) at micro batch 32 is the MFU case (GPT-small's 124M parameters give
-# matrix products too small to keep a Hopper GPU's tensor cores busy: ~32-36% there, measured).
-GPT_CASES = [
-    ("gpt_small_eager", "gpt-small", 16, False),
-    ("gpt_small_compiled", "gpt-small", 16, True),
-    ("gpt_medium_compiled", "gpt-medium", 32, True),
-]
-
-
-def _gpu_case(
-    label: str,
-    case: dict[str, Any],
-    extra: list[str],
-    out: dict[str, Any],
-    publish: Callable[[], None],
-) -> float | None:
-    """Median step seconds of one case on one GPU; a failure is recorded (not raised) so the
-    other cases still run."""
-    try:
-        seconds = statistics.median(run_ours(case, 1, extra))
-    except RuntimeError as exc:
-        out.setdefault("errors", {})[label] = str(exc)[-2000:]
-        publish()
-        return None
-    return seconds
-
-
-def gpu_throughput(out: dict[str, Any], publish: Callable[[], None]) -> None:
-    """Fills `out` case by case (empty without a GPU), calling `publish` after each."""
-    import torch
-
-    if not torch.cuda.is_available():
-        return
-    name = torch.cuda.get_device_name(0)
-    peak = PEAK_BF16.get(name)
-    out.update({"device": name, "peak_bf16_flops": peak, "gpt_mfu_goal": GPT_MFU_GOAL})
-    for variant, extra in {"eager": [], "compiled": ["--compile"]}.items():
-        seconds = _gpu_case(f"resnet50_{variant}", GPU_RESNET50, IMAGE_ARGS + extra, out, publish)
-        if seconds is not None:
-            images = GPU_RESNET50["batch_size"] / seconds
-            out[f"resnet50_{variant}"] = {
-                "batch_size": GPU_RESNET50["batch_size"],
-                "images_per_second": round(images, 1),
-                "vs_nvidia_a100_amp": round(images / RESNET50_A100_AMP_IMG_S, 3),
-                "goal_images_per_second": RESNET50_H100_GOAL_IMG_S,
-                "goal_met": images >= RESNET50_H100_GOAL_IMG_S,
-            }
-            publish()
-    from trainer.models.gpt import GPT
-
-    for key, model, batch, compiled in GPT_CASES:
-        case = {**GPU_GPT, "model": model, "batch_size": batch, "dataset_size": batch * 60}
-        extra = TOKEN_ARGS + (["--compile"] if compiled else [])
-        seconds = _gpu_case(key, case, extra, out, publish)
-        if seconds is None:
-            continue
-        tokens = batch * case["seq_len"] / seconds
-        flops = GPT(model, case["vocab_size"], case["seq_len"]).flops_per_token(case["seq_len"])
-        mfu = tokens * flops / peak if peak else None
-        out[key] = {
-            "batch_size": batch,
-            "tokens_per_second": round(tokens, 1),
-            "mfu": round(mfu, 4) if mfu is not None else None,
-            "goal_met": mfu >= GPT_MFU_GOAL if mfu is not None else None,
-        }
-        publish()
-
-
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "--plain-worker":
@@ -300,11 +200,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--gpu-only", action="store_true", help="skip the CPU comparison (the GPU machine's run)"
     )
+    parser.add_argument(
+        "--cases",
+        default=",".join(gpu.CASES),
+        help=f"GPU cases, comma-separated (default: all of {', '.join(gpu.CASES)})",
+    )
+    parser.add_argument(
+        "--write-docs", action="store_true", help="put the GPU table into docs/trainer.md"
+    )
     opts = parser.parse_args(args)
+    cases = [c for c in opts.cases.split(",") if c]
+    unknown = sorted(set(cases) - set(gpu.CASES))
+    if unknown:
+        parser.error(f"unknown GPU case(s): {', '.join(unknown)}")
     import torch
 
     result: dict[str, Any] = {
         "benchmark": "trainer",
+        "command": "python -m bench.trainer " + " ".join(args),
         "complete": False,
         "machine": {
             "cpus": os.cpu_count(),
@@ -325,7 +238,10 @@ def main(argv: list[str] | None = None) -> int:
 
     if not opts.gpu_only:
         cpu_comparison(opts.repeats, result["cpu"], publish)
-    gpu_throughput(result["gpu"], publish)
+    gpu.gpu_section(result["gpu"], publish, cases)
+    if result["gpu"] and opts.write_docs:
+        command = "python -m bench.trainer " + " ".join(args)
+        gpu.write_docs(gpu.markdown_table(result["gpu"], command))
     if not result["gpu"]:
         result["gpu"] = None
     result["complete"] = True

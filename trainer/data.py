@@ -2,7 +2,8 @@
 
 Synthetic sets derive every sample from its index and the seed alone (no shared RNG state), so
 any rank, worker or restarted process produces the same sample for the same index, and both are
-learnable (a falling loss proves the training step works, not merely that it runs).
+learnable (a falling loss proves the training step works, not merely that it runs). The image
+sets live in `trainer.images` (uint8 out of the workers, float on the device).
 """
 
 from __future__ import annotations
@@ -18,12 +19,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from trainer.config import ConfigError, TrainConfig
-
-# Per-channel ImageNet statistics (torchvision's reference recipes) for image-folder inputs.
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
-# Noise around each class prototype: large enough that the task is not trivial in one step.
-SYNTHETIC_NOISE = 0.5
+from trainer.images import ImageFolder, SyntheticImages
 
 # The signals that ask the trainer to checkpoint and stop (Kubernetes eviction, Ctrl-C).
 STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})
@@ -35,26 +31,6 @@ Sample = tuple[torch.Tensor, torch.Tensor]
 
 def _generator(seed: int, index: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed * 1_000_003 + index)
-
-
-class SyntheticImages(Dataset[Sample]):
-    """Class prototypes plus per-sample noise: image i has label hash(i) % classes."""
-
-    def __init__(self, size: int, num_classes: int, side: int, seed: int) -> None:
-        self.size = size
-        self.num_classes = num_classes
-        self.seed = seed
-        gen = torch.Generator().manual_seed(seed)
-        self.prototypes = torch.randn(num_classes, 3, side, side, generator=gen)
-
-    def __len__(self) -> int:
-        return self.size
-
-    def __getitem__(self, index: int) -> Sample:
-        gen = _generator(self.seed, index)
-        label = int(torch.randint(self.num_classes, (1,), generator=gen))
-        noise = torch.randn(self.prototypes.shape[1:], generator=gen) * SYNTHETIC_NOISE
-        return self.prototypes[label] + noise, torch.tensor(label)
 
 
 class SyntheticTokens(Dataset[Sample]):
@@ -115,57 +91,11 @@ class TokenFile(Dataset[Sample]):
         return window[:-1], window[1:]
 
 
-class ImageFolder(Dataset[Sample]):
-    """`root/<class>/<image>`: classes are the sorted sub-directory names.
+def build_dataset(cfg: TrainConfig, jpeg_on_device: bool = False) -> tuple[Dataset[Sample], int]:
+    """The data set named by the config and its number of classes (vocab for LMs).
 
-    `.npy` files (H x W x 3 uint8) always work; other formats need Pillow in the image.
-    Images are resized (bilinear) to `side` and normalised with ImageNet statistics.
-    """
-
-    def __init__(self, root: str, side: int) -> None:
-        base = Path(root)
-        if not base.is_dir():
-            raise ConfigError(f"--data-path {root}: not a directory of class folders")
-        classes = sorted(p.name for p in base.iterdir() if p.is_dir())
-        if not classes:
-            raise ConfigError(f"--data-path {root}: no class sub-directories")
-        self.items = [
-            (path, label)
-            for label, name in enumerate(classes)
-            for path in sorted((base / name).iterdir())
-            if path.is_file()
-        ]
-        if not self.items:
-            raise ConfigError(f"--data-path {root}: class folders hold no files")
-        self.num_classes = len(classes)
-        self.side = side
-        self.mean = torch.tensor(IMAGENET_MEAN).view(3, 1, 1)
-        self.std = torch.tensor(IMAGENET_STD).view(3, 1, 1)
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-    def _read(self, path: Path) -> np.ndarray:
-        if path.suffix == ".npy":
-            return np.asarray(np.load(path), dtype=np.uint8)
-        try:
-            from PIL import Image  # type: ignore[import-not-found]
-        except ImportError as exc:
-            raise ConfigError(f"{path}: only .npy images can be read without Pillow") from exc
-        with Image.open(path) as img:
-            return np.asarray(img.convert("RGB"), dtype=np.uint8)
-
-    def __getitem__(self, index: int) -> Sample:
-        path, label = self.items[index]
-        pixels = torch.from_numpy(self._read(path).copy()).permute(2, 0, 1).float() / 255.0
-        pixels = torch.nn.functional.interpolate(
-            pixels[None], size=(self.side, self.side), mode="bilinear", align_corners=False
-        )[0]
-        return (pixels - self.mean) / self.std, torch.tensor(label)
-
-
-def build_dataset(cfg: TrainConfig) -> tuple[Dataset[Sample], int]:
-    """The data set named by the config and its number of classes (vocab for LMs)."""
+    Image sets yield uint8 pixels (`trainer.images`); an image folder of JPEGs yields the
+    files' bytes instead when `jpeg_on_device` (the device decodes them: nvJPEG)."""
     if cfg.data == "synthetic-image":
         return SyntheticImages(cfg.dataset_size, cfg.num_classes, cfg.image_size, cfg.seed), (
             cfg.num_classes
@@ -177,6 +107,7 @@ def build_dataset(cfg: TrainConfig) -> tuple[Dataset[Sample], int]:
     assert cfg.data_path is not None  # validate() guarantees it
     if cfg.data == "image-folder":
         folder = ImageFolder(cfg.data_path, cfg.image_size)
+        folder.encoded = jpeg_on_device and folder.all_jpeg()
         return folder, folder.num_classes
     return TokenFile(cfg.data_path, cfg.seq_len, cfg.token_dtype, cfg.vocab_size), cfg.vocab_size
 
@@ -283,6 +214,7 @@ class EpochLoader:
             pin_memory=pin_memory,
             drop_last=True,
             generator=self.generator,
+            collate_fn=getattr(dataset, "collate", None),
             worker_init_fn=ignore_stop_signals if num_workers else None,
         )
         self._it: Iterator[Any] | None = None
@@ -304,10 +236,11 @@ class EpochLoader:
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
-    def next(self) -> Sample:
+    def next(self) -> Any:
+        """The next collated batch: (inputs, labels); image inputs are uint8 pixels or, for
+        device decoding, a list of encoded files (`trainer.images`)."""
         assert self._it is not None, "start() first"
-        batch: Sample = next(self._it)
-        return batch
+        return next(self._it)
 
     def close(self) -> None:
         """Stop the worker processes of the current epoch, if any."""

@@ -12,6 +12,7 @@ import datetime
 import os
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -150,11 +151,22 @@ def barrier(env: DistEnv) -> None:
         dist.barrier()
 
 
-def all_reduce_sum(env: DistEnv, values: list[float]) -> list[float]:
-    """Sum a few floats over all ranks in one collective (float64 on the CPU side)."""
-    tensor = torch.tensor(values, dtype=torch.float64)
+def all_reduce_sum(env: DistEnv, values: Sequence[float | torch.Tensor]) -> list[float]:
+    """Sum a few numbers over all ranks in one collective (float64) and read them on the host.
+
+    A value may be a 0-dim tensor on the device (a step's loss): it joins the collective where
+    it is, so the one host sync is the final read. That read waits for every queued kernel: the
+    loop calls this only at its sync points (`trainer.cadence`).
+    """
+    device = env.device if env.distributed and env.backend == "nccl" else torch.device("cpu")
+    parts = [
+        v.detach().reshape(1).to(device=device, dtype=torch.float64)
+        if isinstance(v, torch.Tensor)
+        else torch.tensor([v], dtype=torch.float64, device=device)
+        for v in values
+    ]
+    tensor = torch.cat(parts)
     if env.distributed:
-        tensor = tensor.to(env.device) if env.backend == "nccl" else tensor
         dist.all_reduce(tensor)
     return [float(v) for v in tensor.cpu().tolist()]
 

@@ -109,8 +109,10 @@ class Engine(abc.ABC):
     """Class of the optimizer that steps the weights (logged at start)."""
 
     @abc.abstractmethod
-    def train_step(self, batches: list[Batch]) -> float:
-        """Forward/backward every micro batch, step once; returns this rank's mean loss."""
+    def train_step(self, batches: list[Batch]) -> torch.Tensor:
+        """Forward/backward every micro batch, step once; returns this rank's mean loss as a
+        0-dim tensor on the device, unread: reading it would wait for the step to finish (the
+        loop reads losses only at its sync points, `trainer.cadence`)."""
 
     @abc.abstractmethod
     def lr(self) -> float: ...
@@ -159,7 +161,7 @@ class DDPEngine(Engine):
         self.dtype = DTYPES[cfg.precision]
         self.scaler = torch.amp.GradScaler(env.device.type, enabled=cfg.precision == "fp16")
 
-    def train_step(self, batches: list[Batch]) -> float:
+    def train_step(self, batches: list[Batch]) -> torch.Tensor:
         total = torch.zeros((), device=self.env.device)
         n = len(batches)
         for i, (x, y) in enumerate(batches):
@@ -179,7 +181,7 @@ class DDPEngine(Engine):
         self.scaler.update()
         self.optimizer.zero_grad(set_to_none=True)
         self.scheduler.step()
-        return float(total.item())
+        return total
 
     def lr(self) -> float:
         return float(self.scheduler.get_last_lr()[0])
@@ -283,14 +285,14 @@ class DeepSpeedEngine(Engine):
         self.input_dtype = DTYPES[cfg.precision] if cfg.is_image else None
         self.optimizer_name = type(self.engine.basic_optimizer).__name__
 
-    def train_step(self, batches: list[Batch]) -> float:
-        total = 0.0
+    def train_step(self, batches: list[Batch]) -> torch.Tensor:
+        total = torch.zeros((), device=self.env.device)
         for inputs, y in batches:
             x = inputs.to(self.input_dtype) if self.input_dtype is not None else inputs
             loss = compute_loss(self.engine, x, y)
             self.engine.backward(loss)
             self.engine.step()  # DeepSpeed steps the optimizer at accumulation boundaries
-            total += float(loss.item())
+            total += loss.detach().float()
         return total / len(batches)
 
     def lr(self) -> float:

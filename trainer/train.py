@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 
+from trainer.cadence import SyncCadence
 from trainer.checkpoint import CheckpointManager
 from trainer.config import ConfigError, TrainConfig
 from trainer.data import EpochLoader, ResumableDistributedSampler, build_dataset, steps_per_epoch
@@ -39,8 +40,10 @@ from trainer.dist import DistEnv, all_gather_str, all_reduce_sum, setup, teardow
 from trainer.dsconfig import load_deepspeed_config
 from trainer.engine import Engine, ScheduleClock, build_engine
 from trainer.export import export_pretrained
+from trainer.images import device_transform, nvjpeg_decoder
 from trainer.metrics import TrainerMetrics
 from trainer.models import build_model
+from trainer.prefetch import DevicePrefetcher
 from trainer.rng import rng_state, seed_everything, set_rng_state
 from trainer.safeload import weights_only_loads
 from trainer.watchdog import Watchdog
@@ -85,7 +88,8 @@ class Trainer:
         self.metrics = TrainerMetrics() if env.local_rank == 0 else None
         self._serve_metrics()
         seed_everything(cfg.seed)
-        self.dataset, num_classes = build_dataset(cfg)
+        self.decoder = nvjpeg_decoder(env.device) if cfg.data == "image-folder" else None
+        self.dataset, num_classes = build_dataset(cfg, jpeg_on_device=self.decoder is not None)
         self.global_batch = cfg.batch_size * cfg.grad_accum * env.world_size
         self.steps_per_epoch = steps_per_epoch(len(self.dataset), self.global_batch)  # type: ignore[arg-type]
         if self.steps_per_epoch < 1:
@@ -245,29 +249,22 @@ class Trainer:
         if self.env.is_main:
             log_event("checkpoint", step=self.step, path=str(folder), seconds=round(seconds, 4))
 
-    def _batches(self, loader: EpochLoader) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        out = []
-        non_blocking = self.env.device.type == "cuda"
-        for _ in range(self.cfg.grad_accum):
-            x, y = loader.next()
-            x = x.to(self.env.device, non_blocking=non_blocking)
-            if self.cfg.channels_last and self.cfg.is_image:
-                x = x.contiguous(memory_format=torch.channels_last)
-            out.append((x, y.to(self.env.device, non_blocking=non_blocking)))
-        return out
-
     def run(self) -> int:
         """Train to `total_steps`; returns the process exit code."""
         cfg, env = self.cfg, self.env
         length = len(self.dataset)  # type: ignore[arg-type]
         sampler = ResumableDistributedSampler(length, env.rank, env.world_size, cfg.seed)
-        loader = EpochLoader(
-            self.dataset,
-            sampler,
-            batch_size=cfg.batch_size,
-            num_workers=cfg.num_workers,
-            pin_memory=cfg.pin_memory and env.device.type == "cuda",
-            seed=cfg.seed,
+        loader = DevicePrefetcher(
+            EpochLoader(
+                self.dataset,
+                sampler,
+                batch_size=cfg.batch_size,
+                num_workers=cfg.num_workers,
+                pin_memory=cfg.pin_memory and env.device.type == "cuda",
+                seed=cfg.seed,
+            ),
+            env.device,
+            device_transform(self.dataset, cfg.channels_last, self.decoder),
         )
         tokens_per_sample = 1 if cfg.is_image else cfg.seq_len
         if env.is_main:
@@ -281,6 +278,7 @@ class Trainer:
                 total_steps=self.total_steps,
                 steps_per_epoch=self.steps_per_epoch,
                 restart_count=env.restart_count,
+                jpeg_on_device=bool(getattr(self.dataset, "encoded", False)),
                 config=cfg.to_dict(),
             )
         self.watchdog.start()
@@ -291,25 +289,35 @@ class Trainer:
             loader.close()  # joins the DataLoader workers before the rank reports and exits
         return self._finish(stopped)
 
-    def _loop(self, loader: EpochLoader, length: int, tokens_per_sample: int) -> bool:
-        """Steps until the end of the run or an agreed stop; returns whether it stopped early."""
+    def _loop(self, loader: DevicePrefetcher, length: int, tokens_per_sample: int) -> bool:
+        """Steps until the end of the run or an agreed stop; returns whether it stopped early.
+
+        Loss, stop vote and step time are read only at the sync points of `SyncCadence`: in
+        between, the host queues step after step without waiting for the device."""
         cfg, env = self.cfg, self.env
+        cadence = SyncCadence(cfg.log_interval, cfg.checkpoint_interval, self.total_steps)
         stopped = False
+        window = time.perf_counter()  # start of the steps since the last sync
         while self.step < self.total_steps and not stopped:
             if length - self.consumed < self.global_batch:  # epoch exhausted
                 self.epoch += 1
                 self.consumed = 0
             loader.start(self.epoch, self.consumed)
             for _ in range(loader.sampler.per_rank() // (cfg.batch_size * cfg.grad_accum)):
-                start = time.perf_counter()
-                loss = self.engine.train_step(self._batches(loader))
+                batches = [loader.next() for _ in range(cfg.grad_accum)]
+                loss = self.engine.train_step(batches)
                 self.step += 1
                 self.consumed += self.global_batch
                 self.samples_total += self.global_batch
-                loss_sum, votes = all_reduce_sum(env, [loss, self._stop_vote()])
                 self.watchdog.step_done(self.step)
-                seconds = time.perf_counter() - start
-                self._observe(loss_sum / env.world_size, seconds, tokens_per_sample)
+                if not cadence.due(self.step):
+                    continue
+                steps = self.step - cadence.last
+                elapsed = time.perf_counter() - window
+                loss_sum, votes, seconds = all_reduce_sum(env, [loss, self._stop_vote(), elapsed])
+                mean_seconds = seconds / env.world_size / steps
+                cadence.synced(self.step, mean_seconds)
+                self._observe(loss_sum / env.world_size, mean_seconds, steps, tokens_per_sample)
                 stopped = votes > 0
                 last = self.step >= self.total_steps
                 if stopped or last or self.step % cfg.checkpoint_interval == 0:
@@ -318,6 +326,7 @@ class Trainer:
                         # A signal that arrived during the save: this checkpoint is the one to
                         # stop on, not another step and another save inside the grace period.
                         stopped = all_reduce_sum(env, [self._stop_vote()])[0] > 0
+                window = time.perf_counter()  # a save is not step time
                 if stopped or last:
                     break
         return stopped
@@ -325,19 +334,22 @@ class Trainer:
     def _stop_vote(self) -> float:
         return 1.0 if self.stop.received is not None else 0.0
 
-    def _observe(self, loss: float, seconds: float, tokens_per_sample: int) -> None:
+    def _observe(self, loss: float, seconds: float, steps: int, tokens_per_sample: int) -> None:
+        """Metrics and the log line at a sync point: `seconds` is the mean step time of the
+        `steps` steps since the previous one (the host did not wait for each)."""
         rate = self.global_batch / seconds if seconds > 0 else 0.0
         lr = self.engine.lr()
         if self.metrics is not None:
             m = self.metrics
             m.samples_per_second.set(rate)
             m.tokens_per_second.set(rate * tokens_per_sample if not self.cfg.is_image else 0.0)
-            m.step_seconds.observe(seconds)
+            for _ in range(steps):
+                m.step_seconds.observe(seconds)
             m.loss.set(loss)
             m.learning_rate.set(lr)
             m.step.set(self.step)
             m.last_step_timestamp.set(time.time())
-            m.samples.inc(self.global_batch)
+            m.samples.inc(self.global_batch * steps)
         if self.env.is_main and (
             self.step % self.cfg.log_interval == 0
             or self.step == 1

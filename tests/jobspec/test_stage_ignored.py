@@ -17,7 +17,7 @@ SEED_KEY = "      allgather_bucket_size: 500000000\n"
 def _with_seed_key(root: Path) -> int:
     path = root / "jobs" / "llm-finetune.yaml"
     lines = path.read_text().splitlines(keepends=True)
-    at = next(i for i, line in enumerate(lines) if "reduce_bucket_size" in line) + 1
+    at = next(i for i, line in enumerate(lines) if "reduce_scatter:" in line) + 1
     lines.insert(at, SEED_KEY)
     path.write_text("".join(lines))
     return at + 1

@@ -50,7 +50,7 @@ replicaPodTemplates:
     spec:
       containers:
         - name: pytorch
-          resources: {requests: {cpu: "6"}}
+          resources: {requests: {cpu: "8"}}
 """
 
 
@@ -132,7 +132,7 @@ def test_first_class_fields_and_overrides_reach_the_built_overlay(scratch: Path)
         assert "example.com/role" not in worker["metadata"]["annotations"]
         master_cpu = master["spec"]["containers"][0]["resources"]["requests"]["cpu"]
         worker_cpu = worker["spec"]["containers"][0]["resources"]["requests"]["cpu"]
-        assert (master_cpu, worker_cpu) == ("6", "4")
+        assert (master_cpu, worker_cpu) == ("8", "6")
 
 
 def test_merge_keys_come_from_the_core_schema() -> None:

@@ -71,7 +71,7 @@ def test_the_training_containers_fields_map_to_the_job_and_the_profile() -> None
         (*container, "resources", "limits", "nvidia.com/gpu"): (
             spec, _line(spec, "gpusPerReplica")
         ),
-        (*container, "resources", "requests", "cpu"): (spec, _line(spec, 'cpu: "4"')),
+        (*container, "resources", "requests", "cpu"): (spec, _line(spec, 'cpu: "6"')),
         (*container, "args", 3): (spec, _line(spec, "--batch-size=32")),
         (*WORKER, "nodeSelector", "nvidia.com/gpu.product"): (
             profile, _line(profile, "nvidia.com/gpu.product:")

@@ -17,6 +17,7 @@ PUBLISHED = {
     "TO102": "resources-unbounded",
     "TO103": "nproc-gpu-mismatch",
     "TO104": "shm-missing",
+    "TO120": "cpu-oversubscribed",
     "TO201": "elastic-range-invalid",
     "TO202": "elastic-nnodes-conflict",
     "TO203": "rdzv-backend-unsupported",

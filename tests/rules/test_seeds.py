@@ -52,11 +52,16 @@ def test_seed001_elastic_pytorchjob() -> None:
     # RDMA device and Multus network are there; IPC_LOCK is not.
     assert [f.severity for f in found["rdma-incomplete"]] == ["warning"]
     assert "IPC_LOCK" in found["rdma-incomplete"][0].message
+    # 8 ranks x OMP_NUM_THREADS=8 on the 32 CPUs it requests.
+    (cpu,) = found["cpu-oversubscribed"]
+    assert "8 processes x OMP_NUM_THREADS=8 = 64 compute threads on a 32-CPU" in cpu.message
+    assert "set OMP_NUM_THREADS=4" in cpu.message
     assert set(found) == {
         "elastic-nnodes-conflict",
         "env-reference-undefined",
         "resources-unbounded",
         "rdma-incomplete",
+        "cpu-oversubscribed",
     }
 
 

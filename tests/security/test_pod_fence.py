@@ -243,7 +243,8 @@ def test_a_shared_claim_is_read_only_unless_the_profile_says_writable(scratch: P
     claim = "    claimName: nfsordma-datasets\n"
     job.write_text(text.replace(claim, claim + "    readOnly: false\n"))
     err = _refused(scratch)
-    assert "jobs/llm-finetune.yaml:57:" in err and "is read-only for jobs" in err
+    line = text.splitlines().index(claim.rstrip("\n")) + 1  # the claim's line
+    assert f"jobs/llm-finetune.yaml:{line}:" in err and "is read-only for jobs" in err
 
 
 CLAIMS = """\

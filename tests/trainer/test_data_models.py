@@ -11,12 +11,8 @@ import torch
 
 from tests.tools import require_module
 from trainer.config import ConfigError, parse_args
-from trainer.data import (
-    EpochLoader,
-    ResumableDistributedSampler,
-    SyntheticImages,
-    SyntheticTokens,
-)
+from trainer.data import EpochLoader, ResumableDistributedSampler, SyntheticTokens
+from trainer.images import SyntheticImages
 from trainer.models import build_model
 
 

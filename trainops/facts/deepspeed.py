@@ -51,11 +51,14 @@ def build_config(
     micro_batch_per_gpu: int | None,
     gradient_accumulation: int | None,
     user: dict[str, Any] | None,
+    *,
+    tuned: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The config the job runs with: generated settings, then the user's config over them,
-    then the job's own micro batch and accumulation over both."""
+    """The config the job runs with: generated settings (with `tuned` ZeRO settings sized to
+    the model, `trainops.facts.zero_tuning`), then the user's config over them, then the job's
+    own micro batch and accumulation over both."""
     generated: dict[str, Any] = {
-        "zero_optimization": {"stage": zero_stage},
+        "zero_optimization": {"stage": zero_stage, **(tuned or {})},
         "bf16": {"enabled": precision == "bf16"},
         "fp16": {"enabled": precision == "fp16"},
         "gradient_clipping": DEFAULT_GRADIENT_CLIPPING,

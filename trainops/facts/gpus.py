@@ -119,3 +119,33 @@ def job_min_gpus(obj: Mapping[str, Any], products: Collection[str] = ()) -> int:
     return sum(
         min_replicas(obj, rtype, n) * gpus for rtype, n, gpus, _ in replica_gpus(obj, products)
     )
+
+
+# GPU memory by the product label NVIDIA's GPU Feature Discovery puts on nodes
+# (`nvidia.com/gpu.product`, the name nvidia-smi reports with spaces as dashes), in MiB as
+# nvidia-smi's "Total" shows it: what the memory estimate (`trainops.facts.memory`) measures a
+# job against. A product not listed is not judged; add it here.
+PRODUCT_LABEL = "nvidia.com/gpu.product"
+GPU_MEMORY_MIB = {
+    "NVIDIA-A100-PCIE-40GB": 40960,
+    "NVIDIA-A100-SXM4-40GB": 40960,
+    "NVIDIA-A100-80GB-PCIe": 81920,
+    "NVIDIA-A100-SXM4-80GB": 81920,
+    "NVIDIA-A10G": 23028,
+    "NVIDIA-H100-80GB-HBM3": 81559,
+    "NVIDIA-H100-PCIe": 81559,
+    "NVIDIA-H100-NVL": 95830,
+    "NVIDIA-H200": 143771,
+    "NVIDIA-H200-NVL": 143771,
+    "NVIDIA-L4": 23034,
+    "NVIDIA-L40S": 46068,
+    "Tesla-T4": 15360,
+    "Tesla-V100-SXM2-16GB": 16160,
+    "Tesla-V100-SXM2-32GB": 32510,
+}
+
+
+def product_memory(node_selector: Mapping[str, str]) -> int | None:
+    """Bytes of memory of one GPU of the product a node selector picks; None: not known."""
+    mib = GPU_MEMORY_MIB.get(str(node_selector.get(PRODUCT_LABEL, "")))
+    return None if mib is None else mib * 1024 * 1024

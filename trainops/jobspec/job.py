@@ -10,7 +10,7 @@ from typing import Any
 
 from trainops.core.errors import Problem
 from trainops.core.yamlio import Document
-from trainops.jobspec import model, schemas
+from trainops.jobspec import model, model_size, schemas
 from trainops.jobspec.deepspeed_config import check_config, stage_ignored_notes
 from trainops.jobspec.job_checks import check_job
 from trainops.jobspec.problems import Collector, schema_problems
@@ -58,6 +58,9 @@ def build_job(doc: Document, out: Collector) -> model.TrainingJob | None:
     notes: list[Problem] = []
     if config is not None:
         config, notes = check_config(config, out)
+    size = doc.data.get("model")
+    if isinstance(size, dict) and not {"parameters", "config"} & size.keys():
+        out.add(["model"], "`model` needs `parameters` (e.g. 13B) or `config` (a config.json)")
     if out.problems:
         return None
     d = schemas.with_defaults(schemas.JOB, doc.data)
@@ -157,6 +160,7 @@ def build_job(doc: Document, out: Collector) -> model.TrainingJob | None:
             by_replica=dict(d["replicaPodTemplates"]),
         ),
         notes=tuple(notes),
+        model=model_size.build(d.get("model")),
     )
     ignored = stage_ignored_notes(job.deepspeed_config(), doc)
     return replace(job, notes=(*job.notes, *ignored)) if ignored else job

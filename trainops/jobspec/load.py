@@ -23,8 +23,10 @@ from trainops.facts import deepspeed as ds_facts
 from trainops.facts.kubernetes_schemas import parse_version
 from trainops.jobspec import (
     consumer_names,
+    fits,
     installed,
     model,
+    model_size,
     pod_fence,
     podtemplate,
     schemas,
@@ -271,6 +273,7 @@ TARGET_CHECKS: tuple[TargetCheck, ...] = (
     _gpus_fit,
     _network_and_storage,
     _deepspeed_batch,
+    fits.check,
 )
 """A job against one cluster it targets, in the order the problems are reported."""
 
@@ -323,6 +326,16 @@ def _settings(root: Path) -> tuple[model.RepoSettings, list[Problem]]:
     return model.RepoSettings(**{field: d[key] for key, field in SETTINGS_KEYS.items()}), []
 
 
+def _job_builder(root: Path) -> Callable[[Document, Collector], model.TrainingJob | None]:
+    """`build_job`, then the job's `model.config` read from the repository."""
+
+    def build(doc: Document, out: Collector) -> model.TrainingJob | None:
+        job = build_job(doc, out)
+        return model_size.resolve(job, root, out) if job is not None else None
+
+    return build
+
+
 def load_repository(root: Path, rule_slugs: Collection[str] = ()) -> model.Repository:
     """Load and check every input under `root`; raise InputError listing all problems.
 
@@ -349,7 +362,7 @@ def load_repository(root: Path, rule_slugs: Collection[str] = ()) -> model.Repos
     for cluster, doc in loaded:
         problems += _delivery_namespaces_apart(cluster, doc, settings)
     invalid = {p.stem for p in yaml_files(root / paths.CLUSTERS_DIR)} - set(clusters)
-    jobs = load_all(root / paths.JOBS_DIR, root, build_job, problems)
+    jobs = load_all(root / paths.JOBS_DIR, root, _job_builder(root), problems)
     problems += duplicates("job", jobs)
 
     for job, doc in jobs:

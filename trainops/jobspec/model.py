@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 from trainops.core.errors import Problem
 from trainops.facts import deepspeed as ds_facts
+from trainops.facts import zero_tuning
+from trainops.jobspec.model_shape import ModelSize
 from trainops.jobspec.profile import (
     Capacity,
     ClusterProfile,
@@ -42,6 +44,7 @@ __all__ = [
     "Elastic",
     "GpuProduct",
     "Installed",
+    "ModelSize",
     "Monitoring",
     "Mpi",
     "Network",
@@ -328,6 +331,8 @@ class TrainingJob:
     """MPIJob settings; set exactly when `framework` is `mpi`."""
     pod: PodOverrides = field(default_factory=PodOverrides)
     """What the job adds to its pods: first-class pod fields and the escape hatch."""
+    model: ModelSize | None = None
+    """What the job trains (`model:`): the memory estimate and DeepSpeed's sizes."""
     notes: tuple[Problem, ...] = ()
     """What the loader changed and says so (file:line): a YAML 1.1 string such as `5e8` read
     as the number DeepSpeed wants (`spec/deepspeed_config.py`). `render` prints them, `validate`
@@ -390,6 +395,12 @@ class TrainingJob:
         ds = self.deepspeed
         if ds is None:
             return None
+        hidden = self.model.hidden_size if self.model else None
         return ds_facts.build_config(
-            ds.zero_stage, ds.precision, ds.micro_batch_per_gpu, ds.gradient_accumulation, ds.config
+            ds.zero_stage,
+            ds.precision,
+            ds.micro_batch_per_gpu,
+            ds.gradient_accumulation,
+            ds.config,
+            tuned=zero_tuning.generated(ds.zero_stage, hidden),
         )

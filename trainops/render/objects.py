@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainops.facts import argocd
+from trainops.facts import argocd, zero_tuning
 from trainops.facts import deepspeed as ds_config
 from trainops.facts.gpus import gang_minimum
 from trainops.facts.kubeflow import JOB_NAME_LABEL
@@ -148,12 +148,15 @@ def deepspeed_configmap(job: TrainingJob) -> dict[str, Any] | None:
     """The ConfigMap as the model expects it (kustomize generates it, adding a hash suffix)."""
     if job.deepspeed is None:
         return None
+    annotations = {SYNC_WAVE: SYNC_WAVE_BEFORE_JOBS}
+    hidden = job.model.hidden_size if job.model else None
+    tuning = zero_tuning.explain(job.deepspeed.zero_stage, hidden, job.deepspeed.config)
+    if tuning:
+        annotations[zero_tuning.ANNOTATION] = tuning
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": _metadata(
-            job, deepspeed_configmap_name(job), {SYNC_WAVE: SYNC_WAVE_BEFORE_JOBS}
-        ),
+        "metadata": _metadata(job, deepspeed_configmap_name(job), annotations),
         "data": {ds_config.CONFIG_FILE: ds_config.config_json(job.deepspeed_config() or {})},
     }
 
