@@ -27,6 +27,7 @@ PUBLISHED = {
     "TO302": "secret-in-plain-env",
     "TO303": "rendezvous-unresolvable",
     "TO304": "rendezvous-missing",
+    "TO308": "torch-env-unknown",
     "TO401": "gang-scheduling-inconsistent",
     "TO402": "restart-policy-unsafe",
     "TO403": "ttl-missing",

@@ -88,6 +88,11 @@ DEEPSPEED = "deepspeed"
 MPI = "mpi"
 PYTHON = "python"
 OTHER = "other"
+DISTRIBUTED_LAUNCHERS = frozenset({TORCHRUN, LEGACY_LAUNCH, DEEPSPEED, MPI})
+# Trainers that launch their own distributed processes, beside the launchers `classify`
+# parses: Hugging Face `accelerate launch`, MosaicML `composer`, torchtune's `tune run`,
+# LLaMA-Factory's `llamafactory-cli train`.
+TRAINERS = frozenset({"accelerate", "composer", "tune", "llamafactory-cli"})
 
 
 def option_key(word: str) -> str:
@@ -258,6 +263,14 @@ def classify(words: list[tuple[str, Path]]) -> Launch:
             return Launch(PYTHON, words, program=rest[i + 1 :])
         return Launch(PYTHON, words, program=rest[i:])
     return Launch(OTHER, words, program=words)
+
+
+def trains(launch: Launch) -> bool:
+    """Whether the command starts distributed training: a launcher (torchrun, deepspeed,
+    mpirun, horovodrun) or a known trainer."""
+    if launch.tool in DISTRIBUTED_LAUNCHERS:
+        return True
+    return bool(launch.words) and posixpath.basename(launch.words[0][0]) in TRAINERS
 
 
 def _split_commands(words: list[tuple[str, Path]]) -> list[list[tuple[str, Path]]]:

@@ -14,13 +14,13 @@ import shlex
 from dataclasses import dataclass
 
 from trainops.core.manifest import FieldPath as Path
-from trainops.kube.launch import OTHER, classify, shell_script
+from trainops.kube.launch import OTHER, TRAINERS, classify, shell_script
 from trainops.kube.pods import Container
 
 # Programs that train when a script runs them, beside what `launch.classify` recognises
-# (torchrun, python, deepspeed, mpirun, horovodrun): Hugging Face accelerate, and a script
-# file the image carries (`./train.sh`, `bash run_pretrain.sh`).
-TRAINING_PROGRAMS = frozenset({"accelerate", "srun", "composer", "tune", "llamafactory-cli"})
+# (torchrun, python, deepspeed, mpirun, horovodrun): the known trainers (`launch.TRAINERS`),
+# Slurm's srun, and a script file the image carries (`./train.sh`, `bash run_pretrain.sh`).
+TRAINING_PROGRAMS = TRAINERS | {"srun"}
 _SCRIPT_FILE = re.compile(r".*\.(sh|py)$")
 # Redirections that hold `&` (`2>&1`, `>&2`, `&> log`): not operators, and irrelevant here.
 _FD_REDIRECT = re.compile(r"\d*[<>]&\d*-?|&>>?")
