@@ -11,16 +11,23 @@ from __future__ import annotations
 
 import posixpath
 import re
-import shlex
 from dataclasses import dataclass, field
 
 from trainops.core.manifest import FieldPath as Path
 from trainops.kube.pods import Container
+from trainops.kube.words import (
+    assignments,
+    commands,
+    expand_kubelet,
+    expand_shell,
+    kubelet_env,
+    line_words,
+    script_lines,
+)
 
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash"})
 PYTHONS = re.compile(r"^python(\d+(\.\d+)?)?$")
 MPI_LAUNCHERS = frozenset({"mpirun", "mpiexec", "orterun", "mpiexec.hydra", "horovodrun"})
-SHELL_SEPARATORS = frozenset({"&&", "||", ";", "|", "&"})
 
 # torchrun options that take no value (everything else does, as `--opt v` or `--opt=v`).
 # https://pytorch.org/docs/stable/elastic/run.html
@@ -273,16 +280,6 @@ def trains(launch: Launch) -> bool:
     return bool(launch.words) and posixpath.basename(launch.words[0][0]) in TRAINERS
 
 
-def _split_commands(words: list[tuple[str, Path]]) -> list[list[tuple[str, Path]]]:
-    commands: list[list[tuple[str, Path]]] = [[]]
-    for word in words:
-        if word[0] in SHELL_SEPARATORS:
-            commands.append([])
-        else:
-            commands[-1].append(word)
-    return [c for c in commands if c]
-
-
 def shell_script(argv: list[tuple[str, Path]]) -> tuple[str, Path] | None:
     """The script of `sh -c "..."` (also `bash -lc`, `/bin/sh -ec`)."""
     if len(argv) < 3 or posixpath.basename(argv[0][0]) not in SHELLS:
@@ -304,41 +301,36 @@ def launches(container: Container) -> list[Launch]:
 
 
 def _launches(container: Container) -> list[Launch]:
-    argv = container.argv
+    """Each command of the argv as the kubelet and the shell hand it over: `$(VAR)` expanded
+    from the container's env, and in an `sh -c` script `$VAR`/`${VAR}` from the shell's
+    variables at that line (the env, then the script's assignments and exports)."""
+    env = kubelet_env([(name, var.value) for name, var in container.env.items()])
+    argv = [(expand_kubelet(word, env), path) for word, path in container.argv]
     if not argv:
         return []
     script = shell_script(argv)
     if script is None:
-        return _resolve_inherited(container, [classify(list(argv))])
+        launch = classify(list(argv))
+        _inherit(launch, env)
+        return [launch]
     text, path = script
+    shell = dict(env)
     result = []
-    for line in re.split(r"\n|(?<!\\)\\\n", text.replace("\\\n", " ")):
-        try:
-            lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
-            lexer.whitespace_split = True
-            lexer.commenters = "#"
-            tokens = list(lexer)
-        except ValueError:
-            tokens = line.split()
-        for command in _split_commands([(t, path) for t in tokens]):
-            result.append(classify(command))
-    return _resolve_inherited(container, result)
+    for line in script_lines(text):
+        for words, _ in commands(line_words(expand_shell(line, shell))):
+            launch = classify([(w, path) for w in words])
+            _inherit(launch, shell)
+            result.append(launch)
+            shell.update(assignments(words))
+    return result
 
 
-def _resolve_inherited(container: Container, commands: list[Launch]) -> list[Launch]:
-    """Give `mpirun -x NAME` the value the launching shell has: the container's literal env,
-    overridden by `export NAME=VALUE` earlier in the script. Unknown values stay unexported."""
-    shell = {name: var.value for name, var in container.env.items() if var.value is not None}
-    for launch in commands:
-        if launch.tool == OTHER and launch.words and launch.words[0][0] == "export":
-            for word, _ in launch.words[1:]:
-                name, eq, value = word.partition("=")
-                if eq:
-                    shell[name] = value
-        for name, path in launch.mpi_inherited.items():
-            if name in shell and name not in launch.mpi_exports:
-                launch.mpi_exports[name] = (shell[name], path)
-    return commands
+def _inherit(launch: Launch, shell: dict[str, str]) -> None:
+    """Give `mpirun -x NAME` the value the launching shell has: the container's env, overridden
+    by the script's assignments before it. Unknown values stay unexported."""
+    for name, path in launch.mpi_inherited.items():
+        if name in shell and name not in launch.mpi_exports:
+            launch.mpi_exports[name] = (shell[name], path)
 
 
 def is_shell_script(container: Container, index: int) -> bool:
