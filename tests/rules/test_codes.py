@@ -22,6 +22,7 @@ PUBLISHED = {
     "TO203": "rdzv-backend-unsupported",
     "TO204": "nnodes-pod-mismatch",
     "TO205": "elastic-needs-torchrun",
+    "TO208": "elastic-store-shared",
     "TO206": "checkpoint-ephemeral",
     "TO301": "env-reference-undefined",
     "TO302": "secret-in-plain-env",

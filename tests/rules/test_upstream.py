@@ -37,6 +37,7 @@ RERUN: Kept = ("gitops-rerun-risk", E)
 POD_SECURITY: Kept = ("pod-security", E)
 POD_FENCE: Kept = ("pod-fence", E)
 SUSPEND: Kept = ("trainjob-foreign-fields", W)
+STORE: Kept = ("elastic-store-shared", W)
 
 # (rule, severity) -> why it is right on the upstream demos, not a false positive.
 REASONS: dict[Kept, str] = {
@@ -60,6 +61,9 @@ REASONS: dict[Kept, str] = {
     " filesystem under restartPolicy OnFailure: a restarted container starts from scratch",
     SUSPEND: "the Kueue TrainJob demo keeps `suspend: true` in the manifest: applied by a"
     " GitOps sync after Kueue admitted it, that suspends the running job",
+    STORE: "the elastic demos run c10d rendezvous without TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1:"
+    " on torch 2.5 and later a pod that replaces a lost one never rejoins (their `:latest`"
+    " images may predate 2.5; the manifest cannot say which torch it runs)",
     # With a cluster profile:
     NAMESPACE: "these demos name the `kubeflow` namespace, which neither shipped profile lists"
     " among its training namespaces",
@@ -89,7 +93,7 @@ KEPT: dict[str, set[Kept]] = {
         UNBOUNDED,
         UNPINNED,
     },
-    "training-operator/examples__pytorch__elastic__imagenet__imagenet.yaml": {UNPINNED},
+    "training-operator/examples__pytorch__elastic__imagenet__imagenet.yaml": {UNPINNED, STORE},
     "training-operator/examples__pytorch__simple.yaml": {BEST_EFFORT},
     "training-operator/examples__tensorflow__dist-mnist__tf_job_mnist.yaml": {
         BEST_EFFORT,
@@ -123,6 +127,7 @@ for _name in (
     "examples__xgboost__xgboostjob.yaml",
 ):
     KEPT[f"training-operator/{_name}"] = {BEST_EFFORT, UNPINNED}
+KEPT["training-operator/examples__pytorch__elastic__echo__echo.yaml"].add(STORE)
 for _name in (
     "examples__pytorch__mnist__v1__pytorch_job_mnist_gloo.yaml",
     "examples__pytorch__mnist__v1__pytorch_job_mnist_mpi.yaml",

@@ -41,6 +41,22 @@ DEVICE_FAMILIES = (
 )
 
 
+# An elastic job's agents must not share the rendezvous round's TCPStore with their workers.
+# torch 2.13 `torch/distributed/elastic/rendezvous/dynamic_rendezvous.py`,
+# `DynamicRendezvousHandler.next_rendezvous`: with sharing on (the default), rank 0's agent
+# starts a TCPStore server the first time it is rank 0 (`_create_tcp_store_server`) and every
+# agent caches the round's bootstrap info (`_bootstrap_store_info`, MASTER_ADDR/MASTER_PORT
+# under the round's `/torch.rendezvous.<run_id>.<round>/` prefix) and rebuilds it only when it
+# has none or becomes rank 0 without a server. When a pod is lost and a replacement joins a
+# later round, the surviving rank 0 keeps its cached info and never writes the new round's
+# keys; the newcomer waits for them until `DistStoreError: wait timeout` (seen with
+# `trainops run-local --kill-replica`, docs/run-local.md). With the variable set to "1"
+# (`use_agent_store` is false) each round builds its bootstrap info from the round's own
+# store, and the job survives the loss of a pod (checked the same way). Sharing is the default
+# since torch 2.5 (pytorch/pytorch#128096; the restart failure: pytorch/pytorch#135712).
+SHARED_STORE_OFF = ("TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "1")
+
+
 @cache
 def known() -> frozenset[str]:
     """Every `TORCH_*` / `PYTORCH_*` name torch holds."""

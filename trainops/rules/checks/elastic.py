@@ -6,11 +6,14 @@ from collections.abc import Iterator
 
 from trainops.core.findings import Severity
 from trainops.facts.kubeflow import RDZV_BACKENDS
-from trainops.kube.launch import DEEPSPEED, LEGACY_LAUNCH, TORCHRUN, launches
+from trainops.facts.torch_env import SHARED_STORE_OFF
+from trainops.kube.launch import DEEPSPEED, LEGACY_LAUNCH, TORCHRUN, Launch, launches
 from trainops.kube.objects import Object
+from trainops.kube.pods import Container
 from trainops.kube.torchrun import nnodes_range, torchrun_nnodes
+from trainops.kube.words import assignments
 from trainops.rules.context import Context
-from trainops.rules.model import Rule, Violation
+from trainops.rules.model import Path, Rule, Violation
 
 
 def _range_invalid(obj: Object, ctx: Context) -> Iterator[Violation]:
@@ -112,6 +115,59 @@ def _needs_torchrun(obj: Object, ctx: Context) -> Iterator[Violation]:
         )
 
 
+# The rendezvous backends whose handler (DynamicRendezvousHandler) shares its store with the
+# workers; torch's `etcd` (EtcdRendezvousHandler) and `static` do not (`use_agent_store`).
+SHARING_BACKENDS = frozenset({"c10d", "etcd-v2"})
+
+
+def _backend(obj: Object, c: Container, launch: Launch) -> str:
+    """torchrun's rendezvous backend: its option, else PET_RDZV_BACKEND (an elastic
+    PyTorchJob's operator sets it from rdzvBackend, defaulted to c10d), else `static`."""
+    option = launch.option("rdzv_backend")
+    if option is not None:
+        return option[0]
+    if obj.elastic_policy is not None:
+        return str(obj.elastic_policy.get("rdzvBackend", "c10d"))
+    var = c.env.get("PET_RDZV_BACKEND")
+    return var.value if var is not None and var.value else "static"
+
+
+def _elastic_launches(obj: Object) -> Iterator[tuple[Container, Path]]:
+    """Each container whose torchrun runs elastic rendezvous (a dynamic backend and a node
+    range, or an elastic PyTorchJob's PET_* settings), with where it is launched."""
+    elastic_job = obj.elastic_policy is not None
+    for pod in obj.training_pods:
+        for c in pod.containers():
+            for launch in launches(c):
+                if launch.tool != TORCHRUN or _backend(obj, c, launch) not in SHARING_BACKENDS:
+                    continue
+                nnodes = launch.option("nnodes")
+                span = nnodes_range(nnodes[0]) if nnodes is not None else None
+                ranged = span is not None and span[0] < span[1]
+                if ranged or (elastic_job and (nnodes is None or ":" in nnodes[0])):
+                    yield c, launch.words[0][1]
+                    break
+
+
+def _store_shared(obj: Object, ctx: Context) -> Iterator[Violation]:
+    name, value = SHARED_STORE_OFF
+    for c, path in _elastic_launches(obj):
+        var = c.env.get(name)
+        if var is not None and var.value == value:
+            continue
+        if any(name in assignments([w for w, _ in launch.words]) for launch in launches(c)):
+            continue
+        yield Violation(
+            f"container `{c.name}` runs elastic torchrun without {name}={value}: with torch"
+            " 2.5 and later its agents share the rendezvous round's TCPStore with their"
+            " workers, and when a pod is lost the replacement waits for bootstrap keys the"
+            " surviving rank 0 never writes again (`DistStoreError: wait timeout`): the job"
+            " dies with the pod it was meant"
+            f' to survive; set {name}: "{value}" in its env',
+            var.path if var is not None else path,
+        )
+
+
 RULES = (
     Rule(
         slug="elastic-range-invalid",
@@ -179,5 +235,27 @@ RULES = (
         example="elasticPolicy: {minReplicas: 1, maxReplicas: 4}\n"
         "command: [python, -m, torch.distributed.launch, train.py]",
         check=_needs_torchrun,
+    ),
+    Rule(
+        slug="elastic-store-shared",
+        code="TO208",
+        severity=Severity.WARNING,
+        summary="Elastic torchrun (an elastic PyTorchJob, or `--nnodes=MIN:MAX`) without"
+        " `TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1`: it dies when one pod is lost.",
+        why="Since torch 2.5 the elastic agent shares the rendezvous TCPStore with its workers"
+        " and caches the first round's bootstrap info (torch 2.13"
+        " `torch/distributed/elastic/rendezvous/dynamic_rendezvous.py`, next_rendezvous): a"
+        " replacement pod joining a later round waits for keys the surviving rank 0 never"
+        " writes again, and every agent times out (`DistStoreError: wait timeout ..."
+        " /torch.rendezvous...`). The setting makes each round build its own.",
+        fix='Set `TORCH_DISABLE_SHARE_RDZV_TCP_STORE: "1"` in the training container\'s env'
+        " (trainops renders it on every elastic job).",
+        example="elasticPolicy: {minReplicas: 1, maxReplicas: 4}\n"
+        "command: [torchrun, train.py]  # no TORCH_DISABLE_SHARE_RDZV_TCP_STORE",
+        check=_store_shared,
+        references=(
+            "https://github.com/pytorch/pytorch/blob/main/torch/distributed/elastic/rendezvous/dynamic_rendezvous.py",
+            "https://github.com/pytorch/pytorch/issues/135712",
+        ),
     ),
 )
