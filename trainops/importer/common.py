@@ -165,6 +165,7 @@ def pod_fields(
     main: dict[str, Any],
     *,
     beside: dict[str, dict[str, Any]],
+    secrets: dict[str, dict[str, Any]],
     cluster: ClusterProfile,
     notes: Notes,
     where: list[str | int],
@@ -174,7 +175,8 @@ def pod_fields(
     map_volumes(job, pod, main=main, beside=beside, cluster=cluster, notes=notes, where=where)
     index = next((i for i, c in enumerate(pod.get("containers") or []) if c is main), 0)
     at: list[str | int] = [*where, "containers", index]
-    map_env(job, main, cluster=cluster, nccl=nccl_env(cluster), notes=notes, where=at)
+    nccl = nccl_env(cluster)
+    map_env(job, main, secrets=secrets, cluster=cluster, nccl=nccl, notes=notes, where=at)
     for key in (
         "serviceAccountName",
         "priorityClassName",

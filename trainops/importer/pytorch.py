@@ -26,6 +26,8 @@ def import_pytorchjob(  # noqa: C901, PLR0912, PLR0915
     beside: dict[str, dict[str, Any]],
     cluster: ClusterProfile,
     notes: Notes,
+    *,
+    secrets: dict[str, dict[str, Any]],
 ) -> dict[str, Any] | None:
     """The job spec for `obj` (before the escape hatch: `importer.build` adds it)."""
     spec = obj.get("spec") or {}
@@ -111,7 +113,16 @@ def import_pytorchjob(  # noqa: C901, PLR0912, PLR0915
                 f"elasticPolicy.{key} is not carried:"
                 " trainops renders the c10d rendezvous and no HPA metrics",
             )
-    common.pod_fields(job, template, main, beside=beside, cluster=cluster, notes=notes, where=where)
+    common.pod_fields(
+        job,
+        template,
+        main,
+        beside=beside,
+        secrets=secrets,
+        cluster=cluster,
+        notes=notes,
+        where=where,
+    )
     common.run_policy(
         job,
         obj,

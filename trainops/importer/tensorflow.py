@@ -31,6 +31,8 @@ def import_tfjob(
     beside: dict[str, dict[str, Any]],
     cluster: ClusterProfile,
     notes: Notes,
+    *,
+    secrets: dict[str, dict[str, Any]],
 ) -> dict[str, Any] | None:
     """The job spec for `obj` (before the escape hatch: `importer.build` adds it)."""
     spec = obj.get("spec") or {}
@@ -85,7 +87,16 @@ def import_tfjob(
             f"successPolicy {policy!r} is not a TFJob policy: the default (Chief) is rendered",
         )
     job["tensorflow"] = tf
-    common.pod_fields(job, template, main, beside=beside, cluster=cluster, notes=notes, where=where)
+    common.pod_fields(
+        job,
+        template,
+        main,
+        beside=beside,
+        secrets=secrets,
+        cluster=cluster,
+        notes=notes,
+        where=where,
+    )
     common.run_policy(
         job,
         obj,

@@ -124,6 +124,8 @@ class Launch:
     `-x NAME` with the value the launching shell has (container env or an earlier `export`)."""
     mpi_inherited: dict[str, Path] = field(default_factory=dict)
     """`-x NAME` without a value: the rank gets the launcher's own value of NAME."""
+    mpi_options: list[tuple[str, list[str], Path]] = field(default_factory=list)
+    """mpirun's options in order, as written: (the option word, its values, its path)."""
 
     def option(self, *keys: str) -> tuple[str, Path] | None:
         for key in keys:
@@ -180,9 +182,22 @@ def _parse_launcher(
     return options, words[i:]
 
 
+def mpi_arity(word: str, following: str | None) -> int:
+    """How many words after `word` (an mpirun/mpiexec/horovodrun option) are its values: two
+    for MCA parameters and Hydra's `-genv`/`-env`, none for a flag (`MPI_FLAGS`), an
+    `--opt=value` word or an option followed by another option, else one."""
+    key = option_key(word)
+    if key in MPI_TWO_VALUES:
+        return 2
+    if "=" in word or key in MPI_FLAGS or following is None or following.startswith("-"):
+        return 0
+    return 1
+
+
 def _parse_mpi(launch: Launch) -> None:
-    """mpirun/mpiexec options up to the program: `-np`, the env it exports to the ranks
-    (`-x`, `-genv`, `-env`), MCA parameters, and every other option with its value."""
+    """mpirun/mpiexec/horovodrun options up to the program, in order (`mpi_options`): `-np`,
+    the env it exports to the ranks (`-x`, `-genv`, `-env`), MCA parameters, and every other
+    option with its value."""
     words = launch.words[1:]
     i = 0
     while i < len(words):
@@ -190,36 +205,36 @@ def _parse_mpi(launch: Launch) -> None:
         if not word.startswith("-") or word == "-":
             launch.program = words[i:]
             return
-        raw = word.lstrip("-")
-        key = option_key(raw)
-        rest = words[i + 1 :]
-        if key in MPI_TWO_VALUES and len(rest) >= 2:
-            name, (value, value_path) = rest[0][0], rest[1]
-            if key in MPI_ENV_OPTIONS:
-                launch.mpi_exports[name] = (value, value_path)
-            else:
-                launch.options[f"{key}:{name}"] = (value, value_path)
-            i += 3
-            continue
-        if key in {"np", "n", "c", "num_proc"} and rest:  # num_proc: horovodrun
-            launch.options["np"] = rest[0]
-            i += 1
-        elif key == "x" and rest:
-            name, eq, value = rest[0][0].partition("=")
-            if eq:
-                launch.mpi_exports[name] = (value, rest[0][1])
-            else:
-                launch.mpi_inherited[name] = rest[0][1]
-            i += 1
-        elif "=" in raw:
-            k, _, v = raw.partition("=")
-            launch.options[option_key(k)] = (v, path)
-        elif key in MPI_FLAGS or not rest or rest[0][0].startswith("-"):
-            launch.options[key] = ("", path)
+        arity = mpi_arity(word, words[i + 1][0] if i + 1 < len(words) else None)
+        values = words[i + 1 : i + 1 + arity]
+        launch.mpi_options.append((word, [v for v, _ in values], path))
+        _read_mpi_option(launch, word, values, path)
+        i += 1 + len(values)
+
+
+def _read_mpi_option(launch: Launch, word: str, values: list[tuple[str, Path]], path: Path) -> None:
+    """One option into `options` (normalised keys), `mpi_exports` and `mpi_inherited`."""
+    raw = word.lstrip("-")
+    key = option_key(raw)
+    if key in MPI_TWO_VALUES and len(values) == 2:
+        name, (value, value_path) = values[0][0], values[1]
+        if key in MPI_ENV_OPTIONS:
+            launch.mpi_exports[name] = (value, value_path)
         else:
-            launch.options[key] = rest[0]
-            i += 1
-        i += 1
+            launch.options[f"{key}:{name}"] = (value, value_path)
+    elif key in {"np", "n", "c", "num_proc"} and values:  # num_proc: horovodrun
+        launch.options["np"] = values[0]
+    elif key == "x" and values:
+        name, eq, value = values[0][0].partition("=")
+        if eq:
+            launch.mpi_exports[name] = (value, values[0][1])
+        else:
+            launch.mpi_inherited[name] = values[0][1]
+    elif "=" in raw:
+        k, _, v = raw.partition("=")
+        launch.options[option_key(k)] = (v, path)
+    else:
+        launch.options[key] = values[0] if values else ("", path)
 
 
 # Launchers, by executable or `python -m` module, and the flag table each one parses with.
