@@ -216,7 +216,7 @@ def import_files(  # noqa: C901, PLR0915
         listed = {str(v.get("secret")) for v in (job.get("secretEnv") or {}).values()}
         used |= {id(o) for name, o in secrets.items() if name in listed}
         drop_listed_env_from(obj, key, listed & set(secrets))
-        note_replaced(obj, key, notes)
+        note_replaced(obj, notes)
         _metrics_port(job, mine, notes, used)
         source = f"{doc.file}:{doc.line}"
         job = ordered(with_hatch(ordered(job), obj, key, cluster, notes, source=source))

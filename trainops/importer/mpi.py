@@ -68,26 +68,26 @@ def import_mpijob(  # noqa: C901, PLR0912, PLR0915
     common.unknown_keys(spec, SPEC_KEYS[api], f"MPIJob {api}", notes, ["spec"])
     specs = spec.get(REPLICAS_KEY) or {}
     common.unknown_replica_types(specs, REPLICA_TYPES["MPIJob"], "MPIJob", REPLICAS_KEY, notes)
-    launcher, worker = specs.get("Launcher") or {}, specs.get("Worker") or {}
-    if launcher.get("template") is None or worker.get("template") is None:
+    pods = common.replicas_of(obj)
+    launcher, worker = pods.get("Launcher"), pods.get("Worker")
+    if launcher is None or worker is None:
         notes.add(["spec", REPLICAS_KEY], "no Launcher and Worker templates: nothing to import")
         return None
-    if int(launcher.get("replicas", 1)) != 1:
+    if launcher.replicas != 1:
         notes.add(["spec", REPLICAS_KEY, "Launcher", "replicas"], "an MPIJob has one Launcher")
-    common.restart_policies(obj, REPLICAS_KEY, notes, {"Launcher", "Worker"})
-    where: list[str | int] = ["spec", REPLICAS_KEY, "Worker", "template", "spec"]
-    template = normalised_template(worker["template"])
+    common.restart_policies(obj, notes, {"Launcher", "Worker"})
+    where: list[str | int] = [*worker.spec_path]
+    template = normalised_template(worker.template)
     pod = template.get("spec") or {}
     main = _first(pod, MPI_WORKER_CONTAINER, notes, where)
-    at_launcher: list[str | int] = ["spec", REPLICAS_KEY, "Launcher", "template", "spec"]
-    launcher_pod = (launcher.get("template") or {}).get("spec") or {}
-    first = _first(launcher_pod, MPI_LAUNCHER_CONTAINER, notes, at_launcher)
-    launcher_meta = (launcher.get("template") or {}).get("metadata") or {}
+    at_launcher: list[str | int] = [*launcher.spec_path]
+    first = _first(launcher.spec, MPI_LAUNCHER_CONTAINER, notes, at_launcher)
+    launcher_meta = launcher.metadata
     for field in ("labels", "annotations"):  # the rest reaches the Launcher by the hatch
         keys = dict(launcher_meta.get(field) or {})
         common.scheduler_keys(keys, cluster, notes, [*at_launcher[:-1], "metadata", field])
     job = common.head(obj, "mpi", main.get("image"), cluster, notes)
-    job["replicas"] = int(worker.get("replicas", 1))
+    job["replicas"] = int(worker.replicas or 0)
     common.size(job, main, cluster, where)
     slots = int(spec.get("slotsPerWorker", 1))
     if slots != max(job["gpusPerReplica"], 1):

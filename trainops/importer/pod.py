@@ -15,6 +15,7 @@ from trainops.jobspec.job_checks import RESERVED_ENV
 from trainops.jobspec.metadata import owner
 from trainops.jobspec.model import ClusterProfile
 from trainops.jobspec.schemas import JOB, schema
+from trainops.kube.pods import training_container_index
 
 SHM_PATH = "/dev/shm"
 
@@ -102,7 +103,7 @@ def training_container(pod: dict[str, Any], notes: Notes, where: list[str | int]
     containers = pod.get("containers") or [{}]
     names = [c.get("name") for c in containers]
     if name in names:
-        return names.index(name)
+        return training_container_index(containers, name)
     notes.add(
         where,
         f"no container named `{name}` (the one trainops renders): `{names[0]}` becomes it",
