@@ -29,7 +29,7 @@ JOBSET_REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 # https://lws.sigs.k8s.io/docs/reference/leaderworkerset.v1/
 LWS_GROUP = "leaderworkerset.x-k8s.io"
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
-LWS_ENV = frozenset({"LWS_LEADER_ADDRESS", "LWS_GROUP_SIZE", "LWS_WORKER_INDEX", "LWS_NAME"})
+LWS_ENV = frozenset({"LWS_LEADER_ADDRESS", "LWS_GROUP_SIZE", "LWS_WORKER_INDEX"})
 
 # Accelerators other than GPUs, by device plugin resource name: Intel Gaudi, AWS Trainium and
 # Inferentia (Neuron), Google TPUs.

@@ -204,6 +204,8 @@ def script_file(argv: list[str]) -> str | None:
     inner = shell_script([(w, ()) for w in argv])
     found = _script_commands(argv) if inner is not None else [argv]
     for words in found or []:
+        if not words:
+            continue
         head = words[0].rsplit("/", 1)[-1]
         if _SCRIPT.match(words[0]):
             return words[0]
