@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_dict, as_int
 from trainops.facts.kubeflow import RDZV_BACKENDS
 from trainops.facts.torch_env import SHARED_STORE_OFF
+from trainops.facts.workloads import LWS_GROUP
 from trainops.kube.launch import DEEPSPEED, LEGACY_LAUNCH, TORCHRUN, Launch, launches
 from trainops.kube.objects import Object
 from trainops.kube.pods import Container
@@ -85,6 +87,58 @@ def _fixed_nnodes(obj: Object, ctx: Context) -> Iterator[Violation]:
             f" PET_NNODES={pods})",
             path,
         )
+
+
+def _world_pods(obj: Object) -> tuple[int, str] | None:
+    """Pods one torchrun world spans in a workload that is no Kubeflow job, and how to say
+    it: a batch Job's parallel pods, every torchrun pod of a JobSet, one LeaderWorkerSet group
+    (the leader and its `size - 1` workers); None for any other kind."""
+    torchrun = [
+        p
+        for p in obj.training_pods
+        if any(launch.tool == TORCHRUN for c in p.containers() for launch in launches(c))
+    ]
+    if not torchrun:
+        return None
+    if obj.group == "batch" and obj.kind == "Job":
+        return torchrun[0].replicas or 0, "parallel pods"
+    if obj.is_jobset:
+        return sum(p.replicas or 0 for p in torchrun), "pods"
+    if obj.group == LWS_GROUP:
+        size = as_int(as_dict(obj.spec.get("leaderWorkerTemplate")).get("size"))
+        return (1 if size is None else size), "pods per group (leader and workers)"
+    return None
+
+
+def _workload_nnodes(obj: Object, ctx: Context) -> Iterator[Violation]:
+    """A batch Job, JobSet or LeaderWorkerSet: torchrun's fixed --nnodes must admit the pods
+    its world spans (nothing else sets PET_NNODES for them)."""
+    world = _world_pods(obj)
+    if world is None:
+        return
+    pods, what = world
+    for pod in obj.training_pods:
+        for c in pod.containers():
+            for launch in launches(c):
+                nnodes = launch.option("nnodes") if launch.tool == TORCHRUN else None
+                span = nnodes_range(nnodes[0]) if nnodes is not None else None
+                if nnodes is None or span is None or span[0] <= pods <= span[1]:
+                    continue
+                outcome = (
+                    "node ranks past it do not fit the world and the rendezvous fails or hangs"
+                    if span[1] < pods
+                    else "the rendezvous waits for nodes that never come and the job hangs"
+                )
+                yield Violation(
+                    f"torchrun --nnodes={nnodes[0]} but the {obj.kind} runs {pods} {what}:"
+                    f" {outcome}; make --nnodes {pods}",
+                    nnodes[1],
+                )
+
+
+def _nnodes_mismatch(obj: Object, ctx: Context) -> Iterator[Violation]:
+    yield from _fixed_nnodes(obj, ctx)
+    yield from _workload_nnodes(obj, ctx)
 
 
 def _needs_torchrun(obj: Object, ctx: Context) -> Iterator[Violation]:
@@ -213,14 +267,16 @@ RULES = (
         code="TO204",
         severity=Severity.ERROR,
         summary="A non-elastic PyTorchJob whose torchrun `--nnodes` differs from its pod count"
-        " (Master + Workers).",
+        " (Master + Workers); a batch Job, JobSet or LeaderWorkerSet whose fixed `--nnodes`"
+        " differs from the pods its torchrun world spans (parallelism, the JobSet's torchrun"
+        " pods, one group's size).",
         why="The operator sets PET_NNODES to the pod count; an explicit `--nnodes` overrides it,"
         " and a count that differs from the pods the job runs leaves nodes outside the world:"
         " the rendezvous hangs or fails.",
         fix="Drop `--nnodes` from the command (the operator sets PET_NNODES to the pod count).",
         example="Master: {replicas: 1}\nWorker: {replicas: 3}\n"
         "command: [torchrun, --nnodes=3, train.py]",
-        check=_fixed_nnodes,
+        check=_nnodes_mismatch,
         references=("https://pytorch.org/docs/stable/elastic/run.html",),
     ),
     Rule(
