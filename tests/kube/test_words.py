@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.rules.helpers import manifests_from_text
 from trainops.core.manifest import Manifest
 from trainops.kube.launch import MPI, launches
 from trainops.kube.objects import Object
@@ -129,3 +130,43 @@ def test_launches_see_the_values_the_kubelet_and_the_shell_hand_over() -> None:
     [_, run] = launches(later.pods[0].containers()[0])
     assert run.option("np")[0] == "2"  # type: ignore[index]
     assert run.mpi_exports["W"][0] == "2"
+
+
+def test_folded_and_block_scalars_are_the_argv_they_become() -> None:
+    """Issue 38.2: a folded scalar is one argv element (its lines joined by spaces); as the
+    argument of `sh -c` it is the script, and a block scalar keeps its lines as commands."""
+    text = """
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+    - name: exec
+      command:
+        - python
+        - train.py
+        - >
+          --variable_update=horovod
+          echo done; sleep infinity
+    - name: folded
+      command: [sh, -c]
+      args:
+        - >
+          torchrun --standalone train.py
+          --lr 0.1
+    - name: block
+      command: [sh, -c]
+      args:
+        - |
+          export N=2
+          mpirun -np $N python t.py
+"""
+    pod = Object(manifests_from_text(text)[0]).pods[0]
+    exec_, folded, block = pod.containers()
+    assert [w for w, _ in exec_.argv][2] == "--variable_update=horovod echo done; sleep infinity\n"
+    [only] = launches(exec_)
+    assert [w for w, _ in only.program][-1].startswith("--variable_update=horovod echo")
+    [torchrun] = launches(folded)
+    assert [w for w, _ in torchrun.program] == ["train.py", "--lr", "0.1"]
+    assert [launch.tool for launch in launches(block)][-1] == MPI
+    assert launches(block)[-1].option("np")[0] == "2"  # type: ignore[index]
