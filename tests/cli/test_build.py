@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import yaml
+
 from tests.tools import REPO, require_tool, trainops
 from trainops import build
 
@@ -49,6 +51,13 @@ def test_build_summarises_every_placement(tmp_path: Path) -> None:
     # which no level but privileged admits (docs/security.md).
     assert cloud["pod security"] == "restricted"
     assert onprem["pod security"] == "privileged (adds IPC_LOCK)"
+    # The column, the profile and admission agree (issue 38.7): every row's level is one the
+    # cluster's namespace label (`podSecurity.level`) admits.
+    order = ["privileged", "baseline", "restricted"]
+    for (cluster, _), row in placements.items():
+        profile = yaml.safe_load((REPO / "clusters" / f"{cluster}.yaml").read_text())
+        label = profile.get("podSecurity", {}).get("level", "baseline")
+        assert order.index(row["pod security"].split()[0]) >= order.index(label), (cluster, row)
     assert (tmp_path / "onprem-a100.yaml").read_text().count("kind: PyTorchJob") == 2
 
     # Every kind gets a row: the TFJob's roles, the MPIJob's Launcher (no GPU) and Workers.

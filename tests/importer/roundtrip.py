@@ -101,6 +101,11 @@ NORMALISATIONS: list[tuple[str, str, str]] = [
     ),
     ("trainops guarantees", r"\.dnsPolicy$", "hostNetwork pods still resolve the master's Service"),
     ("trainops guarantees", r"^spec\.elasticPolicy\.maxRestarts$", "bounded torchrun restarts"),
+    (
+        "trainops guarantees",
+        r"\.env\[TORCH_DISABLE_SHARE_RDZV_TCP_STORE\]",
+        "an elastic job that survives a lost pod (docs/jobs.md)",
+    ),
     ("trainops guarantees", r"\.resources\.limits\.memory$", "a memory limit equal to the request"),
     (
         "trainops guarantees",

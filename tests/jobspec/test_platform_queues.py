@@ -42,7 +42,8 @@ def _make_rdma(profile: Path) -> None:
         "  transport: rdma\n  rdma: {hca: mlx5, gidIndex: 3, gdrLevel: 5,"
         " deviceResource: rdma/rdma_shared_device_a}\n",
     )
-    _edit(profile, "podSecurity:\n", "podSecurity:\n  allowCapabilities: [IPC_LOCK]\n")
+    # Pod Security admits IPC_LOCK at `privileged` only (jobspec/admission.py).
+    _edit(profile, "  level: restricted ", "  allowCapabilities: [IPC_LOCK]\n  level: privileged ")
 
 
 def test_a_clusterqueue_without_the_rdma_device_is_refused_once(scratch: Path) -> None:

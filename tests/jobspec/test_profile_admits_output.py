@@ -31,25 +31,49 @@ def _output(root: Path) -> dict[str, bytes]:
     return {k: v for k, v in tree(root).items() if k.startswith(("base/", "overlays/", "gitops/"))}
 
 
-PODSEC = "podSecurity:\n  level: restricted\n  allowCapabilities: [IPC_LOCK]"
+PODSEC = (
+    "podSecurity:\n  level: privileged            # the namespaces' enforce label: admission has"
+    " no per-capability exception\n  allowCapabilities: [IPC_LOCK]"
+)
 
 
 @pytest.mark.parametrize(
     ("replacement", "needle", "addition"),
     [
-        ("", "transport: rdma", "add `podSecurity: {allowCapabilities: [IPC_LOCK]}`"),
+        (
+            "",
+            "transport: rdma",
+            "add `podSecurity: {level: privileged, allowCapabilities: [IPC_LOCK]}`",
+        ),
         (
             "podSecurity:\n  level: restricted",
             "podSecurity:",
-            "add `allowCapabilities: [IPC_LOCK]` under it",
+            "add `level: privileged, allowCapabilities: [IPC_LOCK]` under it",
         ),
         (
-            "podSecurity:\n  level: baseline\n  allowCapabilities: [NET_RAW]",
+            "podSecurity:\n  level: privileged\n  allowCapabilities: [NET_RAW]",
             "allowCapabilities: [NET_RAW]",
             "add `IPC_LOCK` to it",
         ),
+        # Issue 38.7: the advised exception beside a level whose admission refuses it.
+        (
+            "podSecurity:\n  level: baseline\n  allowCapabilities: [IPC_LOCK]",
+            "allowCapabilities: [IPC_LOCK]",
+            "`IPC_LOCK` is not a capability Pod Security `baseline` allows",
+        ),
+        (
+            "podSecurity:\n  level: restricted\n  allowCapabilities: [IPC_LOCK]",
+            "allowCapabilities: [IPC_LOCK]",
+            "label the training namespaces `privileged`",
+        ),
     ],
-    ids=["no-podSecurity", "no-allowCapabilities", "without-IPC_LOCK"],
+    ids=[
+        "no-podSecurity",
+        "no-allowCapabilities",
+        "without-IPC_LOCK",
+        "baseline-with-IPC_LOCK",
+        "restricted-with-IPC_LOCK",
+    ],
 )
 def test_an_rdma_profile_that_does_not_admit_ipc_lock_is_refused_at_load(
     scratch: Path, replacement: str, needle: str, addition: str

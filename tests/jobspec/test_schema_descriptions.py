@@ -49,6 +49,7 @@ UNDESCRIBED: dict[str, int] = {
     "crds/grafana.integreatly.org/grafanadashboard_v1beta1.json": 71,
     "crds/jobset.x-k8s.io/jobset_v1alpha2.json": 3,
     "crds/k8s.cni.cncf.io/networkattachmentdefinition_v1.json": 3,
+    "crds/leaderworkerset.x-k8s.io/leaderworkerset_v1.json": 0,
     "crds/kubeflow.org/jaxjob_v1.json": 0,
     "crds/kubeflow.org/mpijob_v1.json": 0,
     "crds/kubeflow.org/mpijob_v2beta1.json": 0,

@@ -61,7 +61,7 @@ def test_one_run_lists_every_addition_and_write_makes_it_load(
         f"clusters/{c}.yaml" for c in ("cloud-h100", "onprem-a100", "onprem-h200")
     }
     a100 = blocks["clusters/onprem-a100.yaml"]
-    assert a100["podSecurity"] == {"allowCapabilities": ["IPC_LOCK"]}
+    assert a100["podSecurity"] == {"level": "privileged", "allowCapabilities": ["IPC_LOCK"]}
     assert {"name": "nfsordma-checkpoints", "writable": True} in a100["jobAccess"]["sharedClaims"]
     assert a100["providedByPlatform"] == {
         "networks": ["rdma-net"], "priorityClasses": ["training"], "queues": ["research"]
@@ -84,8 +84,9 @@ def test_one_run_lists_every_addition_and_write_makes_it_load(
 def test_write_merges_into_a_block_already_there(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A profile with `podSecurity: {level: restricted}` but no IPC_LOCK keeps its level and
-    gains the capability; the rest of the file is untouched, comments included."""
+    """A profile with `podSecurity: {level: restricted}` but no IPC_LOCK gains the capability
+    and the one level whose admission allows it (`privileged`: jobspec/admission.py); the rest
+    of the file is untouched, comments included."""
     root = copy_inputs(REPO, tmp_path / "repo")
     path = root / "clusters" / "onprem-a100.yaml"
     text = path.read_text()
@@ -97,7 +98,7 @@ def test_write_merges_into_a_block_already_there(
     assert code == 0
     after = path.read_text()
     assert yaml.safe_load(after)["podSecurity"] == {
-        "level": "restricted", "allowCapabilities": ["IPC_LOCK"]
+        "level": "privileged", "allowCapabilities": ["IPC_LOCK"]
     }  # fmt: skip
     assert after.replace(
         re.search(r"^podSecurity:.*\n((?:[ #].*\n)*)", after, re.M).group(0), ""

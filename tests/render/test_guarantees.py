@@ -121,6 +121,33 @@ def test_replica_shape(build: Any, label: str, cluster: str) -> None:
 
 
 @pytest.mark.parametrize(("label", "cluster"), PAIRS)
+def test_elastic_jobs_survive_a_lost_pod(build: Any, label: str, cluster: str) -> None:
+    """Every elastic job's training container has TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 (torch
+    2.13 dynamic_rendezvous.py: with the agent's store shared, a replacement pod waits for keys
+    the surviving rank 0 never writes again), unless the spec sets the variable itself; a
+    fixed-size job does not get it."""
+    b = build(label, cluster)
+    for job, spec in b.training_jobs():
+        for _, _, template in pod_templates(job):
+            (container, *_) = template["spec"]["containers"]
+            env = env_by_name(container)
+            own = {**spec.get("env", {}), **_target_env(spec, cluster)}
+            if "TORCH_DISABLE_SHARE_RDZV_TCP_STORE" in own:
+                expected = str(own["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"])
+            elif "elastic" in spec and spec["framework"] == "pytorch":
+                expected = "1"
+            else:
+                assert "TORCH_DISABLE_SHARE_RDZV_TCP_STORE" not in env
+                continue
+            assert env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"]["value"] == expected
+
+
+def _target_env(spec: dict[str, Any], cluster: str) -> dict[str, Any]:
+    target = next((t for t in spec.get("targets", []) if t.get("cluster") == cluster), {})
+    return dict(target.get("env", {}))
+
+
+@pytest.mark.parametrize(("label", "cluster"), PAIRS)
 def test_torchrun_reads_the_operator_env_not_flags(build: Any, label: str, cluster: str) -> None:
     """`nprocPerNode` is the GPUs per replica (one process on a CPU-only pod); torchrun gets
     no launcher flags, because PET_NNODES / PET_NPROC_PER_NODE / PET_RDZV_* come from the

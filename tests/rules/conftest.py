@@ -48,10 +48,11 @@ def make_cluster(**changes: object) -> ClusterProfile:
         "delivery": Delivery(tool="argocd", self_heal=True),
         # 32 A100s on 4 nodes; queue `training` with a quota of 24 (gang-unschedulable, ...).
         "capacity": Capacity(nodes={"a100-80gb": 4}, queue_gpus={"training": 24}),
-        # An RDMA cluster whose nodes do not raise the memlock limit admits IPC_LOCK; the
-        # node's /dev/shm as a hostPath (the EFA/RDMA recipe) is declared too.
+        # An RDMA cluster whose nodes do not raise the memlock limit labels its namespaces
+        # privileged for IPC_LOCK (admission has no per-capability exception); the node's
+        # /dev/shm as a hostPath (the EFA/RDMA recipe) is what the privilege is for too.
         "pod_security": PodSecurityLevel(
-            allow_capabilities=("IPC_LOCK",), allow_host_paths=("/dev/shm",)
+            level="privileged", allow_capabilities=("IPC_LOCK",), allow_host_paths=("/dev/shm",)
         ),
         # What `jobAccess` would give jobs here (pod-fence): Volcano's scheduler and kube-
         # scheduler's, and the default account's token, which most fixtures (written for

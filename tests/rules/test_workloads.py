@@ -19,14 +19,19 @@ def _messages(text: str, rule: str) -> list[str]:
     return [f.message for f in run(manifests_from_text(text)) if f.rule == rule]
 
 
-def test_a_deployment_is_not_a_training_pod() -> None:
+def test_a_deployment_serving_a_model_is_not_a_training_pod() -> None:
+    """A long-running workload holding GPUs serves (vLLM, Triton): an accelerator alone does
+    not make its pods training pods; a launcher does (issue 38.1)."""
     deployment = (
         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: serve}\n"
         "spec:\n  selector: {matchLabels: {app: serve}}\n  template:\n"
-        "    metadata: {labels: {app: serve}}\n    spec:" + GPU_POD
+        "    metadata: {labels: {app: serve}}\n    spec:"
     )
-    assert _messages(deployment, "resources-unbounded") == []
-    assert _messages(deployment, "shm-missing") == []
+    serving = GPU_POD.replace("[torchrun, --nproc-per-node=8, train.py, --backend=nccl]", "[vllm]")
+    assert _messages(deployment + serving, "resources-unbounded") == []
+    assert _messages(deployment + serving, "shm-missing") == []
+    assert _messages(deployment + GPU_POD, "resources-unbounded")
+    assert _messages(deployment + GPU_POD, "shm-missing")
 
 
 def test_batch_job_pod_and_jobset_pods_are_training_pods() -> None:

@@ -4,14 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from trainops.runlocal.kube import expand, resolve_env, volume_files
-
-
-def test_expand_defined_escaped_and_undefined() -> None:
-    missing: list[str] = []
-    text = expand("--lr=$(LR) --x=$(NOPE) $$(LR) $(NOPE)", {"LR": "0.1"}, missing)
-    assert text == "--lr=0.1 --x=$(NOPE) $(LR) $(NOPE)"
-    assert missing == ["NOPE"]
+from trainops.runlocal.kube import resolve_env, volume_files
 
 
 def test_resolve_env_in_order_with_references() -> None:

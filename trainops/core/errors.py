@@ -17,6 +17,8 @@ class Addition:
     cluster: str
     path: tuple[str, ...]
     values: tuple[Any, ...]
+    replace: bool = False
+    """Set the value at `path` to `values[0]` instead (a scalar such as `podSecurity.level`)."""
 
 
 @dataclass(frozen=True)

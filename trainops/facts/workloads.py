@@ -23,6 +23,14 @@ JOBSET_GROUP = "jobset.x-k8s.io"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 JOBSET_REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 
+# LeaderWorkerSet (leaderworkerset.x-k8s.io): `replicas` groups of `size` pods, a leader and
+# `size - 1` workers, each pod labelled with the set's name and given the env below by the
+# LWS webhook (`api/leaderworkerset/v1/leaderworkerset_types.go`, `pkg/utils/pod`).
+# https://lws.sigs.k8s.io/docs/reference/leaderworkerset.v1/
+LWS_GROUP = "leaderworkerset.x-k8s.io"
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+LWS_ENV = frozenset({"LWS_LEADER_ADDRESS", "LWS_GROUP_SIZE", "LWS_WORKER_INDEX"})
+
 # Accelerators other than GPUs, by device plugin resource name: Intel Gaudi, AWS Trainium and
 # Inferentia (Neuron), Google TPUs.
 # https://docs.habana.ai/en/latest/Orchestration/Gaudi_Kubernetes/Device_Plugin_for_Kubernetes.html

@@ -19,6 +19,7 @@ from trainops.importer.adopt import with_hatch
 from trainops.importer.convert import CONVERTERS, converted
 from trainops.importer.kinds import BESIDE, IMPORTERS, REMOVED
 from trainops.importer.notes import Notes
+from trainops.importer.pod import drop_listed_env_from
 from trainops.importer.precheck import named, note_replaced, unreadable
 from trainops.importer.reload import load_spec, ordered
 from trainops.jobspec.model import ClusterProfile
@@ -193,8 +194,13 @@ def import_files(  # noqa: C901, PLR0915
         if notes.refused:
             refused += notes.refused
             continue
+        secrets = {
+            str((o.get("metadata") or {}).get("name")): o
+            for o, _ in mine
+            if o.get("kind") == "Secret"
+        }
         before = set(claims)
-        job = importer(obj, doc, claims, cluster, notes)
+        job = importer(obj, doc, claims, cluster, notes, secrets=secrets)
         if notes.refused:
             refused += notes.refused
             continue
@@ -207,7 +213,10 @@ def import_files(  # noqa: C901, PLR0915
             if (o.get("metadata") or {}).get("name") in before - set(claims)
             and o.get("kind") == "PersistentVolumeClaim"
         }
-        note_replaced(obj, key, notes)
+        listed = {str(v.get("secret")) for v in (job.get("secretEnv") or {}).values()}
+        used |= {id(o) for name, o in secrets.items() if name in listed}
+        drop_listed_env_from(obj, key, listed & set(secrets))
+        note_replaced(obj, notes)
         _metrics_port(job, mine, notes, used)
         source = f"{doc.file}:{doc.line}"
         job = ordered(with_hatch(ordered(job), obj, key, cluster, notes, source=source))

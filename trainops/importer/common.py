@@ -9,14 +9,17 @@ import copy
 import re
 from typing import Any
 
+from trainops.core.manifest import Manifest
 from trainops.facts.gpus import container_gpus, is_gpu_resource
-from trainops.facts.kubeflow import default_clean_pod_policy, default_restart_policy
+from trainops.facts.kubeflow import default_clean_pod_policy
 from trainops.facts.schedulers import QUEUE_KEYS, VOLCANO_SCHEDULER
 from trainops.importer.notes import Notes
 from trainops.importer.pod import map_env, map_volumes
 from trainops.jobspec.metadata import owner
 from trainops.jobspec.model import ClusterProfile
 from trainops.jobspec.schemas import CLUSTER, schema
+from trainops.kube.objects import Object
+from trainops.kube.pods import PodTemplate
 from trainops.render.pod import JOB_LABEL, MULTUS_ANNOTATION, nccl_env
 
 ISTIO = "sidecar.istio.io/inject"
@@ -114,27 +117,33 @@ def unknown_replica_types(
         )
 
 
-def restart_policies(
-    obj: dict[str, Any], key: str, notes: Notes, carried: set[str] | None = None
-) -> None:
+def replicas_of(obj: dict[str, Any]) -> dict[str, PodTemplate]:
+    """The replica specs of a Kubeflow job as the operator reads them (`trainops.kube`, the
+    view every reader shares): by replica type as written, each with its template, its pod
+    count and its restart policy (written, else the operator's default). A replica type with
+    no template is absent."""
+    return {str(pod.replica_type): pod for pod in Object(Manifest(obj)).pods if pod.template}
+
+
+def restart_policies(obj: dict[str, Any], notes: Notes, carried: set[str] | None = None) -> None:
     """trainops renders OnFailure everywhere: name every replica that said otherwise, or whose
     operator default (unset) is another."""
-    api, kind = str(obj.get("apiVersion")), str(obj.get("kind"))
-    for rtype, rspec in sorted(((obj.get("spec") or {}).get(key) or {}).items()):
+    for rtype, pod in sorted(replicas_of(obj).items()):
         if carried is not None and rtype not in carried:
             continue
-        policy = (rspec or {}).get("restartPolicy")
-        default = default_restart_policy(api, kind, rtype)
-        if policy is None and default != RENDERED_RESTART_POLICY:
+        policy = pod.restart_policy
+        if policy == RENDERED_RESTART_POLICY:
+            continue
+        if not pod.restart_policy_explicit:
             notes.add(
-                ["spec", key, rtype],
-                f"{rtype}: no restartPolicy (the operator's default is {default}): trainops"
+                list(pod.restart_policy_path[:-1]),
+                f"{rtype}: no restartPolicy (the operator's default is {policy}): trainops"
                 f" renders {RENDERED_RESTART_POLICY} (a failed pod is restarted, up to"
                 " backoffLimit)",
             )
-        elif policy is not None and policy != RENDERED_RESTART_POLICY:
+        else:
             notes.add(
-                ["spec", key, rtype, "restartPolicy"],
+                list(pod.restart_policy_path),
                 f"restartPolicy {policy}: trainops renders {RENDERED_RESTART_POLICY} (a failed"
                 " pod is restarted, up to backoffLimit)",
             )
@@ -165,6 +174,7 @@ def pod_fields(
     main: dict[str, Any],
     *,
     beside: dict[str, dict[str, Any]],
+    secrets: dict[str, dict[str, Any]],
     cluster: ClusterProfile,
     notes: Notes,
     where: list[str | int],
@@ -174,7 +184,8 @@ def pod_fields(
     map_volumes(job, pod, main=main, beside=beside, cluster=cluster, notes=notes, where=where)
     index = next((i for i, c in enumerate(pod.get("containers") or []) if c is main), 0)
     at: list[str | int] = [*where, "containers", index]
-    map_env(job, main, cluster=cluster, nccl=nccl_env(cluster), notes=notes, where=at)
+    nccl = nccl_env(cluster)
+    map_env(job, main, secrets=secrets, cluster=cluster, nccl=nccl, notes=notes, where=at)
     for key in (
         "serviceAccountName",
         "priorityClassName",

@@ -14,10 +14,11 @@ every change it makes is a note; what maps onto nothing served stays refused
   compatibility": training-operator `pkg/apis/kubeflow.org/v1/tensorflow_types.go`).
 - MPIJob `kubeflow.org/v1alpha2` -> `kubeflow.org/v2beta1` (the MPI Operator's): the same
   `mpiReplicaSpecs` and `slotsPerWorker`; `backoffLimit`, `activeDeadlineSeconds`,
-  `cleanPodPolicy` move into `runPolicy`; `mainContainer` goes (v2beta1 runs the first
-  container). v1alpha2's Launcher reached the Workers through `kubectl exec` (mpi-operator
-  v0.2.3 `pkg/controllers/v1alpha2/mpi_job_controller.go`, `kubexec.sh`), v2beta1's through
-  SSH: the note says the image must run sshd.
+  `cleanPodPolicy` move into `runPolicy` (a value v2beta1 refuses, such as `Completed`, which
+  v1alpha2 took and treated as `None`, becomes `Running`, with a note); `mainContainer` goes
+  (v2beta1 runs the first container). v1alpha2's Launcher reached the Workers through
+  `kubectl exec` (mpi-operator v0.2.3 `pkg/controllers/v1alpha2/mpi_job_controller.go`,
+  `kubexec.sh`), v2beta1's through SSH: the note says the image must run sshd.
 - MPIJob `kubeflow.org/v1alpha1` -> `kubeflow.org/v2beta1`: its one `template` ran both
   roles (mpi-operator 0.1.0 `pkg/controllers/mpi_job_controller.go`: the Launcher is the
   template without resources, running its command; the Workers the template with
@@ -48,6 +49,8 @@ REPLICA_TYPES = {
     "PyTorchJob": {"master": "Master", "worker": "Worker"},
 }  # fmt: skip
 # TFJob and PyTorchJob before v1, MPIJob v1alpha2: run policy fields under `spec`.
+# The clean-up policies v2beta1 (and v1) accept (mpi-operator v2beta1 types.go enum).
+CLEAN_POD_POLICIES = frozenset({"All", "Running", "None"})
 RUN_POLICY_KEYS = ("cleanPodPolicy", "ttlSecondsAfterFinished", "activeDeadlineSeconds",
                    "backoffLimit")  # fmt: skip
 
@@ -116,6 +119,7 @@ def _mpi_v1alpha2(obj: dict[str, Any], notes: Notes, cluster: ClusterProfile) ->
     )
     spec = out.setdefault("spec", {})
     _run_policy(spec, notes, "kubeflow.org/v1alpha2")
+    _clean_pod_policy(spec, notes)
     main = spec.pop("mainContainer", None)
     if main is not None:
         notes.add(
@@ -132,6 +136,27 @@ def _mpi_v1alpha2(obj: dict[str, Any], notes: Notes, cluster: ClusterProfile) ->
                 containers.remove(named[0])
                 containers.insert(0, named[0])
     return out
+
+
+def _clean_pod_policy(spec: dict[str, Any], notes: Notes) -> None:
+    """A v1alpha2 `cleanPodPolicy` v2beta1 refuses (its enum: All, Running, None), such as
+    `Completed`: the v1alpha2 operator accepted any string (its CRD had no enum) and deleted
+    the Workers after the job for `All` and `Running` only (mpi-operator v0.2.3
+    `pkg/controllers/v1alpha2/mpi_job_controller.go` isCleanUpPods), so every other value
+    kept them running. Written as `Running`, what the value asks for (clean up when done)."""
+    policy = spec.get("runPolicy") or {}
+    value = policy.get("cleanPodPolicy")
+    if value is None or value in CLEAN_POD_POLICIES:
+        return
+    policy["cleanPodPolicy"] = "Running"
+    notes.add(
+        ["spec", "cleanPodPolicy"],
+        f"`cleanPodPolicy: {value}` is no policy v2beta1 accepts (All, Running, None); the"
+        " v1alpha2 operator took it and, knowing only All and Running, left the Workers"
+        " running after the job (mpi-operator v0.2.3 isCleanUpPods): written as `Running`,"
+        " which deletes what still runs when the job ends (the Workers, their sshd and GPUs)"
+        " and keeps the Launcher's log; write `None` to keep the old behaviour",
+    )
 
 
 def _mpi_v1alpha1(

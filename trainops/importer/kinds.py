@@ -3,19 +3,29 @@ plugs in here), the objects it reads beside them, and the removed APIs it refuse
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from trainops.core.yamlio import Document
 from trainops.importer import mpi, pytorch, tensorflow
 from trainops.importer.notes import Notes
 from trainops.jobspec.model import ClusterProfile
 
-Importer = Callable[
-    [dict[str, Any], Document, dict[str, dict[str, Any]], ClusterProfile, Notes],
-    dict[str, Any] | None,
-]
-"""(object, its document, claims beside it by name, cluster, notes) -> job spec (no hatch)."""
+
+class Importer(Protocol):
+    """(object, its document, claims beside it by name, cluster, notes; the Secrets beside it
+    by name) -> job spec (no hatch)."""
+
+    def __call__(
+        self,
+        obj: dict[str, Any],
+        doc: Document,
+        beside: dict[str, dict[str, Any]],
+        cluster: ClusterProfile,
+        notes: Notes,
+        *,
+        secrets: dict[str, dict[str, Any]],
+    ) -> dict[str, Any] | None: ...
+
 
 # (apiVersion, kind) -> the module importing it, and the replica-spec key.
 IMPORTERS: dict[tuple[str, str], tuple[Importer, str]] = {
@@ -36,11 +46,13 @@ REMOVED: dict[tuple[str, str], str] = {
 }
 
 # Objects read beside the jobs: claims become created volumes, a metrics Service gives the
-# metrics port; the monitors and other ConfigMaps are re-rendered or named in a note.
+# metrics port, a Secret behind an `envFrom` gives the keys it exports; the monitors and other
+# ConfigMaps are re-rendered or named in a note.
 BESIDE = frozenset(
     {
         ("v1", "ConfigMap"),
         ("v1", "PersistentVolumeClaim"),
+        ("v1", "Secret"),
         ("v1", "Service"),
         ("monitoring.coreos.com/v1", "ServiceMonitor"),
         ("monitoring.coreos.com/v1", "PodMonitor"),

@@ -29,6 +29,7 @@ from trainops.importer.mpirun import (
     read_launch,
     read_mpirun,
     script_command,
+    script_file,
 )
 from trainops.importer.notes import Notes
 from trainops.importer.pod import normalised_template
@@ -58,6 +59,8 @@ def import_mpijob(  # noqa: C901, PLR0912, PLR0915
     beside: dict[str, dict[str, Any]],
     cluster: ClusterProfile,
     notes: Notes,
+    *,
+    secrets: dict[str, dict[str, Any]],
 ) -> dict[str, Any] | None:
     """The job spec for `obj` (before the escape hatch: `importer.build` adds it)."""
     api = str(obj.get("apiVersion"))
@@ -65,26 +68,26 @@ def import_mpijob(  # noqa: C901, PLR0912, PLR0915
     common.unknown_keys(spec, SPEC_KEYS[api], f"MPIJob {api}", notes, ["spec"])
     specs = spec.get(REPLICAS_KEY) or {}
     common.unknown_replica_types(specs, REPLICA_TYPES["MPIJob"], "MPIJob", REPLICAS_KEY, notes)
-    launcher, worker = specs.get("Launcher") or {}, specs.get("Worker") or {}
-    if launcher.get("template") is None or worker.get("template") is None:
+    pods = common.replicas_of(obj)
+    launcher, worker = pods.get("Launcher"), pods.get("Worker")
+    if launcher is None or worker is None:
         notes.add(["spec", REPLICAS_KEY], "no Launcher and Worker templates: nothing to import")
         return None
-    if int(launcher.get("replicas", 1)) != 1:
+    if launcher.replicas != 1:
         notes.add(["spec", REPLICAS_KEY, "Launcher", "replicas"], "an MPIJob has one Launcher")
-    common.restart_policies(obj, REPLICAS_KEY, notes, {"Launcher", "Worker"})
-    where: list[str | int] = ["spec", REPLICAS_KEY, "Worker", "template", "spec"]
-    template = normalised_template(worker["template"])
+    common.restart_policies(obj, notes, {"Launcher", "Worker"})
+    where: list[str | int] = [*worker.spec_path]
+    template = normalised_template(worker.template)
     pod = template.get("spec") or {}
     main = _first(pod, MPI_WORKER_CONTAINER, notes, where)
-    at_launcher: list[str | int] = ["spec", REPLICAS_KEY, "Launcher", "template", "spec"]
-    launcher_pod = (launcher.get("template") or {}).get("spec") or {}
-    first = _first(launcher_pod, MPI_LAUNCHER_CONTAINER, notes, at_launcher)
-    launcher_meta = (launcher.get("template") or {}).get("metadata") or {}
+    at_launcher: list[str | int] = [*launcher.spec_path]
+    first = _first(launcher.spec, MPI_LAUNCHER_CONTAINER, notes, at_launcher)
+    launcher_meta = launcher.metadata
     for field in ("labels", "annotations"):  # the rest reaches the Launcher by the hatch
         keys = dict(launcher_meta.get(field) or {})
         common.scheduler_keys(keys, cluster, notes, [*at_launcher[:-1], "metadata", field])
     job = common.head(obj, "mpi", main.get("image"), cluster, notes)
-    job["replicas"] = int(worker.get("replicas", 1))
+    job["replicas"] = int(worker.replicas or 0)
     common.size(job, main, cluster, where)
     slots = int(spec.get("slotsPerWorker", 1))
     if slots != max(job["gpusPerReplica"], 1):
@@ -108,7 +111,16 @@ def import_mpijob(  # noqa: C901, PLR0912, PLR0915
     else:
         mpi["implementation"] = spec.get("mpiImplementation", "OpenMPI")
     mpi["launcher"] = _launcher(first, job, cluster)
-    common.pod_fields(job, template, main, beside=beside, cluster=cluster, notes=notes, where=where)
+    common.pod_fields(
+        job,
+        template,
+        main,
+        beside=beside,
+        secrets=secrets,
+        cluster=cluster,
+        notes=notes,
+        where=where,
+    )
     worker_argv = [*(main.get("command") or []), *(main.get("args") or [])]
     if main.get("command"):
         mpi["workerCommand"] = worker_argv
@@ -124,12 +136,7 @@ def import_mpijob(  # noqa: C901, PLR0912, PLR0915
     ]
     run, program = _read_launcher(argv, exported, notes, at_argv)
     if not program:
-        notes.add(
-            at_argv,
-            f"the Launcher runs `{argv[0] if argv else '(the image)'}` and no mpirun,"
-            " mpiexec or horovodrun with a program in it: nothing says what the ranks run;"
-            " not imported",
-        )
+        notes.add(at_argv, _no_program(argv, job["replicas"] * slots))
         return None
     if program[0].rsplit("/", 1)[-1] in PYTHONS and len(program) >= 2:
         job["command"], job["args"] = _split(program)
@@ -160,6 +167,27 @@ def import_mpijob(  # noqa: C901, PLR0912, PLR0915
         )
     common.run_policy(job, obj, policy, cluster=cluster, notes=notes, where=["spec", "runPolicy"])
     return common.finish(job, obj, pod, main, cluster=cluster, notes=notes, where=where)
+
+
+def _no_program(argv: list[str], ranks: int) -> str:
+    """Why nothing says what the ranks run, and what the user can write instead: the
+    Launcher's mpirun/horovodrun line (which import reads), or the job spec itself."""
+    script = script_file(argv)
+    if script is not None:
+        what = f"the Launcher runs the script `{script}` from its image, which import cannot read"
+    else:
+        what = (
+            f"the Launcher runs `{argv[0] if argv else '(the image)'}` and no mpirun, mpiexec"
+            " or horovodrun with a program in it"
+        )
+    return (
+        f"{what}: nothing says what the ranks run; not imported. Write the line it runs into"
+        f" the Launcher's command (`[horovodrun, -np, '{ranks}', python, train.py]` or `[mpirun,"
+        " ..., python, train.py]`) and import again, or write the job spec by hand:"
+        " `framework: mpi`, `command: [python, train.py]` (the program every rank runs;"
+        " trainops generates mpirun, -np and the exports) and `mpi.mpirunArgs` for mpirun's"
+        " own options"
+    )
 
 
 def _first(pod: dict[str, Any], name: str, notes: Notes, where: list[str | int]) -> dict[str, Any]:

@@ -6,6 +6,7 @@ renders (the /dev/shm volume under trainops's name, Kubernetes' pull-policy defa
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 from trainops.facts.names import SHM_VOLUME
@@ -14,6 +15,7 @@ from trainops.jobspec.job_checks import RESERVED_ENV
 from trainops.jobspec.metadata import owner
 from trainops.jobspec.model import ClusterProfile
 from trainops.jobspec.schemas import JOB, schema
+from trainops.kube.pods import training_container_index
 
 SHM_PATH = "/dev/shm"
 
@@ -101,7 +103,7 @@ def training_container(pod: dict[str, Any], notes: Notes, where: list[str | int]
     containers = pod.get("containers") or [{}]
     names = [c.get("name") for c in containers]
     if name in names:
-        return names.index(name)
+        return training_container_index(containers, name)
     notes.add(
         where,
         f"no container named `{name}` (the one trainops renders): `{names[0]}` becomes it",
@@ -242,28 +244,63 @@ def _claim(
         )
 
 
+# What the kubelet exports from an envFrom source: keys that are valid variable names.
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _secret_keys(secret: dict[str, Any], prefix: str, notes: Notes) -> dict[str, Any]:
+    """`secretEnv` entries for every key of a Secret (`data` and `stringData`), with the
+    envFrom `prefix`; a key that is no variable name is skipped (and named)."""
+    name = (secret.get("metadata") or {}).get("name")
+    keys = sorted({*(secret.get("data") or {}), *(secret.get("stringData") or {})})
+    out: dict[str, Any] = {}
+    for key in keys:
+        if _ENV_NAME.match(prefix + str(key)):
+            out[prefix + str(key)] = {"secret": name, "key": str(key)}
+        else:
+            notes.add_object(secret, f"key `{key}` is no variable name: the pod gets no variable")
+    return out
+
+
 def map_env(
     job: dict[str, Any],
     main: dict[str, Any],
     *,
+    secrets: dict[str, dict[str, Any]],
     cluster: ClusterProfile,
     nccl: dict[str, str],
     notes: Notes,
     where: list[str | int],
 ) -> None:
-    """The container's env as `env` and `secretEnv` (`where`: the container's path); an
-    `envFrom` Secret refused where it is written (the pod fence admits a job's secrets one
-    reviewed variable at a time, and import cannot know which keys the Secret holds)."""
+    """The container's env as `env` and `secretEnv` (`where`: the container's path). An
+    `envFrom` Secret delivered in the same file (`secrets`) becomes one `secretEnv` entry per
+    key it holds (the pod fence admits a job's secrets one reviewed variable at a time); one
+    import cannot read is refused where it is written, naming what to write instead."""
+    from_secrets: dict[str, Any] = {}
     for j, source in enumerate(main.get("envFrom") or []):
         ref = (source or {}).get("secretRef") or {}
-        if ref:
+        if not ref:
+            continue
+        found = secrets.get(str(ref.get("name")))
+        if found is None:
             notes.refuse(
                 [*where, "envFrom", j],
-                f"`envFrom` Secret `{ref.get('name')}` exports every key it holds, which"
-                f" cluster `{cluster.name}`'s pod fence refuses: name each variable the program"
-                f" reads in the job spec's `secretEnv` (`VAR: {{secret: {ref.get('name')}, key:"
-                " KEY}`) and import without the `envFrom`",
+                f"`envFrom` Secret `{ref.get('name')}` exports every key it holds, and the"
+                " Secret is not in the file, so import cannot list them (cluster"
+                f" `{cluster.name}`'s pod fence admits a job's secrets one variable at a time):"
+                f" name each variable the program reads in the job spec's `secretEnv` (`VAR:"
+                f" {{secret: {ref.get('name')}, key: KEY}}`), or import the file with the"
+                " Secret beside the job",
             )
+            continue
+        keys = _secret_keys(found, str(source.get("prefix") or ""), notes)
+        from_secrets.update(keys)
+        notes.add(
+            [*where, "envFrom", j],
+            f"`envFrom` Secret `{ref.get('name')}` (in the file): its keys"
+            f" {', '.join(sorted(keys))} listed as `secretEnv`; the Secret itself is"
+            " not delivered (its values would be in Git): create it in the cluster",
+        )
     plain: dict[str, str] = {}
     secret: dict[str, Any] = {}
     for var in main.get("env") or []:
@@ -282,7 +319,30 @@ def map_env(
             plain[name] = str(var["value"])
         elif ref and set(var) == {"name", "valueFrom"} and {"name", "key"} <= set(ref):
             secret[name] = {"secret": ref["name"], "key": ref["key"]}
+    # `env` wins over `envFrom` for a name both set (the kubelet applies envFrom first).
+    secret = {**{k: v for k, v in from_secrets.items() if k not in plain}, **secret}
     if plain:
         job["env"] = plain
     if secret:
         job["secretEnv"] = secret
+
+
+def drop_listed_env_from(obj: dict[str, Any], key: str, listed: set[str]) -> None:
+    """Remove from every container of `obj`'s replica specs the `envFrom` Secrets whose keys
+    import listed as `secretEnv` (so the escape hatch does not carry them as well)."""
+    for rspec in ((obj.get("spec") or {}).get(key) or {}).values():
+        pod = (((rspec or {}).get("template") or {}).get("spec")) or {}
+        for container in pod.get("containers") or []:
+            sources = container.get("envFrom")
+            if not sources:
+                continue
+            kept = [
+                s
+                for s in sources
+                if str(((s or {}).get("secretRef") or {}).get("name")) not in listed
+                or not (s or {}).get("secretRef")
+            ]
+            if kept:
+                container["envFrom"] = kept
+            else:
+                container.pop("envFrom")

@@ -8,8 +8,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from trainops.core.manifest import Manifest
 from trainops.importer.notes import Notes
 from trainops.importer.pod import host_shm, min_grace_period
+from trainops.kube.objects import Object
 
 
 def unreadable(obj: dict[str, Any], key: str, notes: Notes) -> None:
@@ -67,30 +69,31 @@ def _counts(obj: dict[str, Any], key: str, notes: Notes) -> None:
         )
 
 
-def note_replaced(obj: dict[str, Any], key: str, notes: Notes) -> None:
-    """Name what `pod.normalised_template` replaced in each replica: a hostPath /dev/shm, a
-    grace period below the spec's least, the scheduler name."""
-    for rtype, rspec in sorted(((obj.get("spec") or {}).get(key) or {}).items()):
-        pod = ((rspec or {}).get("template") or {}).get("spec") or {}
-        grace = pod.get("terminationGracePeriodSeconds")
+def note_replaced(obj: dict[str, Any], notes: Notes) -> None:
+    """Name what `pod.normalised_template` replaced in each replica (read through
+    `trainops.kube`'s view): a hostPath /dev/shm, a grace period below the spec's least, the
+    scheduler name."""
+    for pod in Object(Manifest(obj)).pods:
+        spec, at = pod.spec, list(pod.spec_path)
+        grace = spec.get("terminationGracePeriodSeconds")
         if isinstance(grace, int) and grace < min_grace_period():
             notes.add(
-                ["spec", key, rtype, "template", "spec", "terminationGracePeriodSeconds"],
+                [*at, "terminationGracePeriodSeconds"],
                 f"terminationGracePeriodSeconds {grace} is below trainops' least"
                 f" ({min_grace_period()}: the trainer checkpoints on SIGTERM): the default is"
                 " rendered",
             )
-        if isinstance(pod.get("schedulerName"), str):
+        if isinstance(spec.get("schedulerName"), str):
             notes.add(
-                ["spec", key, rtype, "template", "spec", "schedulerName"],
-                f"schedulerName `{pod['schedulerName']}` is not carried: the cluster profile"
+                [*at, "schedulerName"],
+                f"schedulerName `{spec['schedulerName']}` is not carried: the cluster profile"
                 " decides the scheduler (its queue and gang come with it; a job names another"
                 " only where the profile's `jobAccess.schedulerNames` allows it)",
             )
-        for i, vol in enumerate(pod.get("volumes") or []):
-            if host_shm(vol):
+        for volume, path in pod.volumes.values():
+            if host_shm(volume):
                 notes.add(
-                    ["spec", key, rtype, "template", "spec", "volumes", i],
+                    list(path),
                     "the node's /dev/shm (hostPath) is not carried: trainops mounts a"
                     " memory-backed /dev/shm of `sharedMemory` (the node's is shared with"
                     " every pod on it, and Pod Security baseline refuses the hostPath)",

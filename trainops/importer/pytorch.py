@@ -26,21 +26,23 @@ def import_pytorchjob(  # noqa: C901, PLR0912, PLR0915
     beside: dict[str, dict[str, Any]],
     cluster: ClusterProfile,
     notes: Notes,
+    *,
+    secrets: dict[str, dict[str, Any]],
 ) -> dict[str, Any] | None:
     """The job spec for `obj` (before the escape hatch: `importer.build` adds it)."""
     spec = obj.get("spec") or {}
     common.unknown_keys(spec, SPEC_KEYS, "PyTorchJob", notes, ["spec"])
-    replicas_specs = spec.get(REPLICAS_KEY) or {}
+    pods = common.replicas_of(obj)
     common.unknown_replica_types(
-        replicas_specs, REPLICA_TYPES["PyTorchJob"], "PyTorchJob", REPLICAS_KEY, notes
+        spec.get(REPLICAS_KEY) or {}, REPLICA_TYPES["PyTorchJob"], "PyTorchJob", REPLICAS_KEY, notes
     )
     elastic = spec.get("elasticPolicy")
-    master, worker = replicas_specs.get("Master"), replicas_specs.get("Worker")
+    master, worker = pods.get("Master"), pods.get("Worker")
     primary = "Worker" if elastic or master is None else "Master"
-    if (replicas_specs.get(primary) or {}).get("template") is None:
+    if primary not in pods:
         notes.add(["spec", REPLICAS_KEY], f"no {primary} template: nothing to import")
         return None
-    workers = int((worker or {}).get("replicas", 1)) if worker else 0
+    workers = int(worker.replicas or 0) if worker else 0
     if elastic:
         if master is not None:
             notes.add(
@@ -56,14 +58,14 @@ def import_pytorchjob(  # noqa: C901, PLR0912, PLR0915
                 " trainops renders one Master and replicas - 1 Workers",
             )
         replicas = workers + (1 if master is not None else 0)
-        if master is not None and int(master.get("replicas", 1)) != 1:
+        if master is not None and master.replicas != 1:
             notes.add(
                 ["spec", REPLICAS_KEY, "Master", "replicas"],
                 "a PyTorchJob has exactly one Master",
             )
-    common.restart_policies(obj, REPLICAS_KEY, notes)
-    where: list[str | int] = ["spec", REPLICAS_KEY, primary, "template", "spec"]
-    template = normalised_template(replicas_specs[primary]["template"])
+    common.restart_policies(obj, notes)
+    where: list[str | int] = [*pods[primary].spec_path]
+    template = normalised_template(pods[primary].template)
     pod = template.get("spec") or {}
     index = training_container(pod, notes, where, PYTORCH_CONTAINER)
     main = (pod.get("containers") or [{}])[index]
@@ -111,7 +113,16 @@ def import_pytorchjob(  # noqa: C901, PLR0912, PLR0915
                 f"elasticPolicy.{key} is not carried:"
                 " trainops renders the c10d rendezvous and no HPA metrics",
             )
-    common.pod_fields(job, template, main, beside=beside, cluster=cluster, notes=notes, where=where)
+    common.pod_fields(
+        job,
+        template,
+        main,
+        beside=beside,
+        secrets=secrets,
+        cluster=cluster,
+        notes=notes,
+        where=where,
+    )
     common.run_policy(
         job,
         obj,

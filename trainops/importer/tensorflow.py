@@ -16,6 +16,7 @@ from trainops.importer.launch import PYTHONS
 from trainops.importer.notes import Notes
 from trainops.importer.pod import normalised_template, training_container
 from trainops.jobspec.model import ClusterProfile
+from trainops.kube.pods import PodTemplate, training_container_index
 
 KIND = ("kubeflow.org/v1", "TFJob")
 REPLICAS_KEY = "tfReplicaSpecs"
@@ -31,23 +32,26 @@ def import_tfjob(
     beside: dict[str, dict[str, Any]],
     cluster: ClusterProfile,
     notes: Notes,
+    *,
+    secrets: dict[str, dict[str, Any]],
 ) -> dict[str, Any] | None:
     """The job spec for `obj` (before the escape hatch: `importer.build` adds it)."""
     spec = obj.get("spec") or {}
     common.unknown_keys(spec, SPEC_KEYS, "TFJob", notes, ["spec"])
     specs = spec.get(REPLICAS_KEY) or {}
     common.unknown_replica_types(specs, TYPES, "TFJob", REPLICAS_KEY, notes)
-    chief, worker = specs.get("Chief"), specs.get("Worker")
+    pods = common.replicas_of(obj)
+    chief, worker = pods.get("Chief"), pods.get("Worker")
     primary = "Chief" if chief is not None else "Worker"
-    if (specs.get(primary) or {}).get("template") is None:
+    if primary not in pods:
         notes.add(["spec", REPLICAS_KEY], f"no {primary} template: nothing to import")
         return None
-    if chief is not None and int(chief.get("replicas", 1)) != 1:
+    if chief is not None and chief.replicas != 1:
         notes.add(["spec", REPLICAS_KEY, "Chief", "replicas"], "a TFJob has one Chief")
-    workers = int(worker.get("replicas", 1)) if worker is not None else 0
-    common.restart_policies(obj, REPLICAS_KEY, notes, set(TYPES))
-    where: list[str | int] = ["spec", REPLICAS_KEY, primary, "template", "spec"]
-    template = normalised_template(specs[primary]["template"])
+    workers = int(worker.replicas or 0) if worker is not None else 0
+    common.restart_policies(obj, notes, set(TYPES))
+    where: list[str | int] = [*pods[primary].spec_path]
+    template = normalised_template(pods[primary].template)
     pod = template.get("spec") or {}
     index = training_container(pod, notes, where, TENSORFLOW_CONTAINER)
     main = (pod.get("containers") or [{}])[index]
@@ -67,8 +71,8 @@ def import_tfjob(
     common.size(job, main, cluster, where)
     tf: dict[str, Any] = {"chief": chief is not None}
     for rtype, field in (("PS", "parameterServers"), ("Evaluator", "evaluator")):
-        if rtype in specs:
-            role = _role(specs[rtype], job, cluster, notes, ["spec", REPLICAS_KEY, rtype])
+        if rtype in pods:
+            role = _role(pods[rtype], job, cluster, notes, ["spec", REPLICAS_KEY, rtype])
             if role is not None and field == "evaluator" and role.pop("replicas") != 1:
                 notes.add(
                     ["spec", REPLICAS_KEY, rtype, "replicas"],
@@ -85,7 +89,16 @@ def import_tfjob(
             f"successPolicy {policy!r} is not a TFJob policy: the default (Chief) is rendered",
         )
     job["tensorflow"] = tf
-    common.pod_fields(job, template, main, beside=beside, cluster=cluster, notes=notes, where=where)
+    common.pod_fields(
+        job,
+        template,
+        main,
+        beside=beside,
+        secrets=secrets,
+        cluster=cluster,
+        notes=notes,
+        where=where,
+    )
     common.run_policy(
         job,
         obj,
@@ -98,20 +111,19 @@ def import_tfjob(
 
 
 def _role(
-    rspec: dict[str, Any],
+    pod: PodTemplate,
     job: dict[str, Any],
     cluster: ClusterProfile,
     notes: Notes,
     where: list[str | int],
 ) -> dict[str, Any] | None:
     """A PS or Evaluator role: its pods, GPUs and size (the rest of its pod: the hatch)."""
-    containers = ((rspec.get("template") or {}).get("spec") or {}).get("containers") or []
+    containers = [c.data for c in pod.containers()]
     if not containers:
         notes.add(where, "no container: the role is dropped")
         return None
-    names = [c.get("name") for c in containers]
-    main = containers[names.index(TENSORFLOW_CONTAINER) if TENSORFLOW_CONTAINER in names else 0]
-    role: dict[str, Any] = {"replicas": int(rspec.get("replicas", 1))}
+    main = containers[training_container_index(containers, TENSORFLOW_CONTAINER)]
+    role: dict[str, Any] = {"replicas": int(pod.replicas or 0)}
     gpus = container_gpus(main, {g.resource for g in cluster.gpus})
     if gpus:
         role["gpus"] = gpus

@@ -20,6 +20,7 @@ from trainops.facts.trainer import (
     TRAINING_OPERATOR,
 )
 from trainops.jobspec import model, schemas
+from trainops.jobspec.admission import PRIVILEGED, check_admission
 from trainops.jobspec.policy import read_policy
 from trainops.jobspec.problems import Collector, schema_problems
 
@@ -46,6 +47,7 @@ def _checks(d: dict[str, Any], stem: str, out: Collector) -> None:
     delivery = d["delivery"]
     if "server" in delivery and "destinationName" in delivery:
         out.add(["delivery"], "give either `server` or `destinationName`, not both")
+    check_admission(d, out)
 
 
 def _check_network(d: dict[str, Any], out: Collector) -> None:
@@ -78,27 +80,40 @@ def _check_gpu_names(d: dict[str, Any], out: Collector) -> None:
 
 
 def _check_rdma_admitted(d: dict[str, Any], out: Collector) -> None:
-    """An RDMA profile renders IPC_LOCK on every NCCL container; Pod Security admits it at no
-    level, so the profile must say the cluster admits it, or `validate` would blame the user's
-    CI for our own output (`pod-security`). Refused here with the exact addition."""
+    """An RDMA profile renders IPC_LOCK on every NCCL container; Pod Security admits it at the
+    `privileged` level only, so the profile must say its namespaces are labelled so and what
+    for, or `validate` would blame the user's CI for our own output (`pod-security`). Refused
+    here with the exact addition (a level that refuses it: `admission.check_admission`)."""
     pod_security = d.get("podSecurity")
     if RDMA_CAPABILITY in (pod_security or {}).get("allowCapabilities", ()):
         return
+    level = "" if (pod_security or {}).get("level") == PRIVILEGED else "level: privileged, "
     if pod_security is None:
         where: list[str | int] = ["network", "transport"]
-        add = f"add `podSecurity: {{allowCapabilities: [{RDMA_CAPABILITY}]}}`"
+        add = f"add `podSecurity: {{level: privileged, allowCapabilities: [{RDMA_CAPABILITY}]}}`"
     elif "allowCapabilities" in pod_security:
         where, add = ["podSecurity", "allowCapabilities"], f"add `{RDMA_CAPABILITY}` to it"
+        add += "" if not level else " and set `level: privileged`"
     else:
         where = ["podSecurity"]
-        add = f"add `allowCapabilities: [{RDMA_CAPABILITY}]` under it"
+        add = f"add `{level}allowCapabilities: [{RDMA_CAPABILITY}]` under it"
     out.add(
         where,
         f"transport `rdma` renders the {RDMA_CAPABILITY} capability on NCCL containers (RDMA"
-        " pins memory) and no Pod Security level admits it unless the profile says the"
-        f" cluster does: {add} (docs/security.md#rdma-what-needs-ipc_lock)",
-        (Addition(str(d.get("name")), ("podSecurity", "allowCapabilities"), (RDMA_CAPABILITY,)),),
+        " pins memory) and Pod Security admits it at the `privileged` level only (admission"
+        " has no per-capability exception): the training namespaces must be labelled"
+        f" `privileged`, and the profile say so and what for: {add}"
+        " (docs/security.md#rdma-what-needs-ipc_lock)",
+        _rdma_additions(d),
     )
+
+
+def _rdma_additions(d: dict[str, Any]) -> tuple[Addition, ...]:
+    """What `trainops upgrade` adds for RDMA: the capability, and the level that admits it."""
+    name = str(d.get("name"))
+    capability = Addition(name, ("podSecurity", "allowCapabilities"), (RDMA_CAPABILITY,))
+    level = Addition(name, ("podSecurity", "level"), (PRIVILEGED,), replace=True)
+    return (level, capability)
 
 
 def _check_operator(operator: dict[str, Any], out: Collector) -> None:

@@ -160,12 +160,13 @@ class Capacity:
 class PodSecurityLevel:
     """The Pod Security Standards level the cluster's training namespaces enforce."""
 
-    level: Literal["baseline", "restricted"] = default(CLUSTER, "podSecurity.level")
-    """`restricted` or `baseline` (https://kubernetes.io/docs/concepts/security/pod-security-standards/)."""
+    level: Literal["baseline", "restricted", "privileged"] = default(CLUSTER, "podSecurity.level")
+    """The namespaces' enforce label: `restricted`, `baseline` or `privileged`
+    (https://kubernetes.io/docs/concepts/security/pod-security-standards/)."""
     allow_capabilities: tuple[str, ...] = ()
-    """Capabilities admitted beyond the level (RDMA's IPC_LOCK where memlock is limited)."""
+    """What a `privileged` namespace is for: capabilities beyond baseline (RDMA's IPC_LOCK)."""
     allow_host_paths: tuple[str, ...] = ()
-    """hostPath directories admitted beyond the level (and everything under them)."""
+    """What a `privileged` namespace is for: hostPath directories (and everything under them)."""
 
 
 @dataclass(frozen=True)

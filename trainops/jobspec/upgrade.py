@@ -60,10 +60,17 @@ def _same_entry(a: Any, b: Any) -> bool:
 
 
 def _apply(profile: Profile, addition: Addition) -> bool:
-    """Add `addition.values` to the profile's list at `addition.path`; whether it changed."""
+    """Add `addition.values` to the profile's list at `addition.path` (or set the scalar there:
+    `replace`); whether it changed."""
     node = profile.data
     for key in addition.path[:-1]:
         node = node.setdefault(key, {})
+    if addition.replace:
+        if node.get(addition.path[-1]) == addition.values[0]:
+            return False
+        node[addition.path[-1]] = addition.values[0]
+        profile.changed.add(addition.path[0])
+        return True
     items = node.setdefault(addition.path[-1], [])
     changed = False
     for value in addition.values:

@@ -11,16 +11,23 @@ from __future__ import annotations
 
 import posixpath
 import re
-import shlex
 from dataclasses import dataclass, field
 
 from trainops.core.manifest import FieldPath as Path
 from trainops.kube.pods import Container
+from trainops.kube.words import (
+    assignments,
+    commands,
+    expand_kubelet,
+    expand_shell,
+    kubelet_env,
+    line_words,
+    script_lines,
+)
 
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash"})
 PYTHONS = re.compile(r"^python(\d+(\.\d+)?)?$")
 MPI_LAUNCHERS = frozenset({"mpirun", "mpiexec", "orterun", "mpiexec.hydra", "horovodrun"})
-SHELL_SEPARATORS = frozenset({"&&", "||", ";", "|", "&"})
 
 # torchrun options that take no value (everything else does, as `--opt v` or `--opt=v`).
 # https://pytorch.org/docs/stable/elastic/run.html
@@ -88,6 +95,11 @@ DEEPSPEED = "deepspeed"
 MPI = "mpi"
 PYTHON = "python"
 OTHER = "other"
+DISTRIBUTED_LAUNCHERS = frozenset({TORCHRUN, LEGACY_LAUNCH, DEEPSPEED, MPI})
+# Trainers that launch their own distributed processes, beside the launchers `classify`
+# parses: Hugging Face `accelerate launch`, MosaicML `composer`, torchtune's `tune run`,
+# LLaMA-Factory's `llamafactory-cli train`.
+TRAINERS = frozenset({"accelerate", "composer", "tune", "llamafactory-cli"})
 
 
 def option_key(word: str) -> str:
@@ -112,6 +124,8 @@ class Launch:
     `-x NAME` with the value the launching shell has (container env or an earlier `export`)."""
     mpi_inherited: dict[str, Path] = field(default_factory=dict)
     """`-x NAME` without a value: the rank gets the launcher's own value of NAME."""
+    mpi_options: list[tuple[str, list[str], Path]] = field(default_factory=list)
+    """mpirun's options in order, as written: (the option word, its values, its path)."""
 
     def option(self, *keys: str) -> tuple[str, Path] | None:
         for key in keys:
@@ -168,9 +182,22 @@ def _parse_launcher(
     return options, words[i:]
 
 
+def mpi_arity(word: str, following: str | None) -> int:
+    """How many words after `word` (an mpirun/mpiexec/horovodrun option) are its values: two
+    for MCA parameters and Hydra's `-genv`/`-env`, none for a flag (`MPI_FLAGS`), an
+    `--opt=value` word or an option followed by another option, else one."""
+    key = option_key(word)
+    if key in MPI_TWO_VALUES:
+        return 2
+    if "=" in word or key in MPI_FLAGS or following is None or following.startswith("-"):
+        return 0
+    return 1
+
+
 def _parse_mpi(launch: Launch) -> None:
-    """mpirun/mpiexec options up to the program: `-np`, the env it exports to the ranks
-    (`-x`, `-genv`, `-env`), MCA parameters, and every other option with its value."""
+    """mpirun/mpiexec/horovodrun options up to the program, in order (`mpi_options`): `-np`,
+    the env it exports to the ranks (`-x`, `-genv`, `-env`), MCA parameters, and every other
+    option with its value."""
     words = launch.words[1:]
     i = 0
     while i < len(words):
@@ -178,36 +205,36 @@ def _parse_mpi(launch: Launch) -> None:
         if not word.startswith("-") or word == "-":
             launch.program = words[i:]
             return
-        raw = word.lstrip("-")
-        key = option_key(raw)
-        rest = words[i + 1 :]
-        if key in MPI_TWO_VALUES and len(rest) >= 2:
-            name, (value, value_path) = rest[0][0], rest[1]
-            if key in MPI_ENV_OPTIONS:
-                launch.mpi_exports[name] = (value, value_path)
-            else:
-                launch.options[f"{key}:{name}"] = (value, value_path)
-            i += 3
-            continue
-        if key in {"np", "n", "c", "num_proc"} and rest:  # num_proc: horovodrun
-            launch.options["np"] = rest[0]
-            i += 1
-        elif key == "x" and rest:
-            name, eq, value = rest[0][0].partition("=")
-            if eq:
-                launch.mpi_exports[name] = (value, rest[0][1])
-            else:
-                launch.mpi_inherited[name] = rest[0][1]
-            i += 1
-        elif "=" in raw:
-            k, _, v = raw.partition("=")
-            launch.options[option_key(k)] = (v, path)
-        elif key in MPI_FLAGS or not rest or rest[0][0].startswith("-"):
-            launch.options[key] = ("", path)
+        arity = mpi_arity(word, words[i + 1][0] if i + 1 < len(words) else None)
+        values = words[i + 1 : i + 1 + arity]
+        launch.mpi_options.append((word, [v for v, _ in values], path))
+        _read_mpi_option(launch, word, values, path)
+        i += 1 + len(values)
+
+
+def _read_mpi_option(launch: Launch, word: str, values: list[tuple[str, Path]], path: Path) -> None:
+    """One option into `options` (normalised keys), `mpi_exports` and `mpi_inherited`."""
+    raw = word.lstrip("-")
+    key = option_key(raw)
+    if key in MPI_TWO_VALUES and len(values) == 2:
+        name, (value, value_path) = values[0][0], values[1]
+        if key in MPI_ENV_OPTIONS:
+            launch.mpi_exports[name] = (value, value_path)
         else:
-            launch.options[key] = rest[0]
-            i += 1
-        i += 1
+            launch.options[f"{key}:{name}"] = (value, value_path)
+    elif key in {"np", "n", "c", "num_proc"} and values:  # num_proc: horovodrun
+        launch.options["np"] = values[0]
+    elif key == "x" and values:
+        name, eq, value = values[0][0].partition("=")
+        if eq:
+            launch.mpi_exports[name] = (value, values[0][1])
+        else:
+            launch.mpi_inherited[name] = values[0][1]
+    elif "=" in raw:
+        k, _, v = raw.partition("=")
+        launch.options[option_key(k)] = (v, path)
+    else:
+        launch.options[key] = values[0] if values else ("", path)
 
 
 # Launchers, by executable or `python -m` module, and the flag table each one parses with.
@@ -260,14 +287,12 @@ def classify(words: list[tuple[str, Path]]) -> Launch:
     return Launch(OTHER, words, program=words)
 
 
-def _split_commands(words: list[tuple[str, Path]]) -> list[list[tuple[str, Path]]]:
-    commands: list[list[tuple[str, Path]]] = [[]]
-    for word in words:
-        if word[0] in SHELL_SEPARATORS:
-            commands.append([])
-        else:
-            commands[-1].append(word)
-    return [c for c in commands if c]
+def trains(launch: Launch) -> bool:
+    """Whether the command starts distributed training: a launcher (torchrun, deepspeed,
+    mpirun, horovodrun) or a known trainer."""
+    if launch.tool in DISTRIBUTED_LAUNCHERS:
+        return True
+    return bool(launch.words) and posixpath.basename(launch.words[0][0]) in TRAINERS
 
 
 def shell_script(argv: list[tuple[str, Path]]) -> tuple[str, Path] | None:
@@ -291,41 +316,36 @@ def launches(container: Container) -> list[Launch]:
 
 
 def _launches(container: Container) -> list[Launch]:
-    argv = container.argv
+    """Each command of the argv as the kubelet and the shell hand it over: `$(VAR)` expanded
+    from the container's env, and in an `sh -c` script `$VAR`/`${VAR}` from the shell's
+    variables at that line (the env, then the script's assignments and exports)."""
+    env = kubelet_env([(name, var.value) for name, var in container.env.items()])
+    argv = [(expand_kubelet(word, env), path) for word, path in container.argv]
     if not argv:
         return []
     script = shell_script(argv)
     if script is None:
-        return _resolve_inherited(container, [classify(list(argv))])
+        launch = classify(list(argv))
+        _inherit(launch, env)
+        return [launch]
     text, path = script
+    shell = dict(env)
     result = []
-    for line in re.split(r"\n|(?<!\\)\\\n", text.replace("\\\n", " ")):
-        try:
-            lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
-            lexer.whitespace_split = True
-            lexer.commenters = "#"
-            tokens = list(lexer)
-        except ValueError:
-            tokens = line.split()
-        for command in _split_commands([(t, path) for t in tokens]):
-            result.append(classify(command))
-    return _resolve_inherited(container, result)
+    for line in script_lines(text):
+        for words, _ in commands(line_words(expand_shell(line, shell))):
+            launch = classify([(w, path) for w in words])
+            _inherit(launch, shell)
+            result.append(launch)
+            shell.update(assignments(words))
+    return result
 
 
-def _resolve_inherited(container: Container, commands: list[Launch]) -> list[Launch]:
-    """Give `mpirun -x NAME` the value the launching shell has: the container's literal env,
-    overridden by `export NAME=VALUE` earlier in the script. Unknown values stay unexported."""
-    shell = {name: var.value for name, var in container.env.items() if var.value is not None}
-    for launch in commands:
-        if launch.tool == OTHER and launch.words and launch.words[0][0] == "export":
-            for word, _ in launch.words[1:]:
-                name, eq, value = word.partition("=")
-                if eq:
-                    shell[name] = value
-        for name, path in launch.mpi_inherited.items():
-            if name in shell and name not in launch.mpi_exports:
-                launch.mpi_exports[name] = (shell[name], path)
-    return commands
+def _inherit(launch: Launch, shell: dict[str, str]) -> None:
+    """Give `mpirun -x NAME` the value the launching shell has: the container's env, overridden
+    by the script's assignments before it. Unknown values stay unexported."""
+    for name, path in launch.mpi_inherited.items():
+        if name in shell and name not in launch.mpi_exports:
+            launch.mpi_exports[name] = (shell[name], path)
 
 
 def is_shell_script(container: Container, index: int) -> bool:

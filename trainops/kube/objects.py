@@ -30,8 +30,10 @@ from trainops.facts.workloads import (
     JOBSET_GROUP,
     JOBSET_NAME_LABEL,
     JOBSET_REPLICATED_JOB_LABEL,
+    LWS_GROUP,
+    LWS_NAME_LABEL,
 )
-from trainops.kube.launch import DEEPSPEED, LEGACY_LAUNCH, MPI, TORCHRUN, launches
+from trainops.kube.launch import launches, trains
 from trainops.kube.lazy import lazy
 from trainops.kube.pods import (
     Container,
@@ -42,7 +44,8 @@ from trainops.kube.pods import (
 from trainops.kube.trainjob import node_pod
 from trainops.kube.trainjob import source_path as trainjob_source_path
 
-DISTRIBUTED_LAUNCHERS = frozenset({TORCHRUN, LEGACY_LAUNCH, DEEPSPEED, MPI})
+# Kinds whose pods run to completion: one that holds an accelerator is a training pod.
+BATCH_KINDS = frozenset({"Job", "CronJob", "Pod"})
 
 # Workload kinds of core Kubernetes whose pod template sits at a fixed path.
 CORE_TEMPLATE_PATHS: dict[str, Path] = {
@@ -127,12 +130,15 @@ class Object:
     def training_pods(self) -> list[PodTemplate]:
         """The pod templates that run training: every pod of a Kubeflow job, a Volcano Job or
         a JobSet; the pods of a batch Job, CronJob or bare Pod that ask for an accelerator or
-        start a distributed launcher (torchrun, deepspeed, mpirun). Never a Deployment's."""
+        start a distributed launcher (torchrun, deepspeed, mpirun, horovodrun) or a known
+        trainer (`accelerate launch`, ...); and the pods of any other workload (a
+        LeaderWorkerSet, StatefulSet, Deployment) that start one. An accelerator alone does
+        not make a long-running workload's pod a training pod: inference servers hold GPUs."""
         if self.is_training_job or self.is_jobset:
             return self.pods
-        if self.kind not in {"Job", "CronJob", "Pod"}:
-            return []
-        return [p for p in self.pods if runs_training(p)]
+        if self.kind in BATCH_KINDS:
+            return [p for p in self.pods if requests_accelerator(p) or launches_training(p)]
+        return [p for p in self.pods if launches_training(p)]
 
     @property
     def replica_key(self) -> str:
@@ -180,6 +186,8 @@ class Object:
                     restart_policy_explicit="restartPolicy" in spec,
                 )
             ]
+        if self.group == LWS_GROUP and self.kind == "LeaderWorkerSet":
+            return self._lws_pods()
         path = CORE_TEMPLATE_PATHS.get(self.kind)
         if path is None or self.group not in {"apps", "batch"}:
             return []
@@ -284,6 +292,34 @@ class Object:
             )
         return pods
 
+    def _lws_pods(self) -> list[PodTemplate]:
+        """A LeaderWorkerSet's `replicas` groups of `size` pods: a leader (its own template,
+        else the workers') and `size - 1` workers. (Issue 38 reads them for the training
+        rules; issue 35 reads every kind's templates for the fences.)"""
+        lws = as_dict(self.spec.get("leaderWorkerTemplate"))
+        groups, size = as_int(self.spec.get("replicas")), as_int(lws.get("size"))
+        groups, size = 1 if groups is None else groups, 1 if size is None else size
+        roles = [("leader", groups)] if as_dict(lws.get("leaderTemplate")) else []
+        workers = groups * (size - 1) + (0 if roles else groups)
+        pods = []
+        for role, count in [*roles, ("worker", workers)]:
+            path: Path = ("spec", "leaderWorkerTemplate", f"{role}Template")
+            template = as_dict(lws.get(f"{role}Template"))
+            spec = as_dict(template.get("spec"))
+            pods.append(
+                PodTemplate(
+                    template,
+                    path,
+                    replica_type=role,
+                    replicas=count,
+                    restart_policy=str(spec.get("restartPolicy", "Always")),
+                    restart_policy_path=(*path, "spec", "restartPolicy"),
+                    restart_policy_explicit="restartPolicy" in spec,
+                    extra_labels={LWS_NAME_LABEL: self.name},
+                )
+            )
+        return [p for p in pods if p.template]
+
     def _legacy_kubeflow_pods(self) -> list[PodTemplate]:
         """Removed API shapes, read as far as they go: MPIJob v1alpha1's single `template`
         (the worker pods; the operator generated the launcher) and TFJob v1alpha1's
@@ -350,11 +386,12 @@ def job_parallelism(job_spec: dict[str, Any]) -> int:
     return min(count, completions) if completions is not None else count
 
 
+def launches_training(pod: PodTemplate) -> bool:
+    """A pod one of whose containers starts a distributed launcher or a known trainer."""
+    return any(trains(launch) for c in pod.containers() for launch in launches(c))
+
+
 def runs_training(pod: PodTemplate) -> bool:
     """A pod that asks for an accelerator (a GPU, Gaudi, Neuron, TPU, or a DRA claim) or
-    starts a distributed launcher."""
-    if requests_accelerator(pod):
-        return True
-    return any(
-        launch.tool in DISTRIBUTED_LAUNCHERS for c in pod.containers() for launch in launches(c)
-    )
+    starts a distributed launcher or a known trainer."""
+    return requests_accelerator(pod) or launches_training(pod)

@@ -21,6 +21,7 @@ from trainops.facts.names import DATA_SYNC_CONTAINER, DEEPSPEED_VOLUME, SHM_VOLU
 from trainops.facts.nccl import RDMA_CAPABILITY
 from trainops.facts.schedulers import VOLCANO_SCHEDULER
 from trainops.facts.scratch import SCRATCH_ENV, SCRATCH_VOLUMES
+from trainops.facts.torch_env import SHARED_STORE_OFF
 from trainops.jobspec.model import ClusterProfile, GpuProduct, Rdma, Target, TrainingJob
 from trainops.render import overrides
 
@@ -112,6 +113,9 @@ def _env(
         {"name": s.name, "valueFrom": {"secretKeyRef": {"name": s.secret, "key": s.key}}}
         for s in job.secret_env
     ]
+    name, value = SHARED_STORE_OFF
+    if job.elastic is not None and name not in own:
+        env.append({"name": name, "value": value})  # survives a lost pod: facts/torch_env.py
     if job.serves_trainer_metrics():
         env.append({"name": METRICS_PORT_ENV, "value": str(job.metrics_port)})
     env += [{"name": k, "value": v} for k, v in replica_env]

@@ -10,20 +10,25 @@ from __future__ import annotations
 
 import posixpath
 import re
-import shlex
 from dataclasses import dataclass
 
 from trainops.core.manifest import FieldPath as Path
-from trainops.kube.launch import OTHER, classify, shell_script
+from trainops.kube.launch import OTHER, TRAINERS, classify, shell_script
 from trainops.kube.pods import Container
+from trainops.kube.words import (
+    assignments,
+    commands,
+    expand_shell,
+    kubelet_env,
+    line_words,
+    script_lines,
+)
 
 # Programs that train when a script runs them, beside what `launch.classify` recognises
-# (torchrun, python, deepspeed, mpirun, horovodrun): Hugging Face accelerate, and a script
-# file the image carries (`./train.sh`, `bash run_pretrain.sh`).
-TRAINING_PROGRAMS = frozenset({"accelerate", "srun", "composer", "tune", "llamafactory-cli"})
+# (torchrun, python, deepspeed, mpirun, horovodrun): the known trainers (`launch.TRAINERS`),
+# Slurm's srun, and a script file the image carries (`./train.sh`, `bash run_pretrain.sh`).
+TRAINING_PROGRAMS = TRAINERS | {"srun"}
 _SCRIPT_FILE = re.compile(r".*\.(sh|py)$")
-# Redirections that hold `&` (`2>&1`, `>&2`, `&> log`): not operators, and irrelevant here.
-_FD_REDIRECT = re.compile(r"\d*[<>]&\d*-?|&>>?")
 
 
 @dataclass(frozen=True)
@@ -68,29 +73,16 @@ class Script:
     text: str
 
 
-def _tokens(line: str) -> list[str]:
-    line = _FD_REDIRECT.sub(" ", line)
-    try:
-        lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
-        lexer.whitespace_split = True
-        lexer.commenters = "#"
-        return list(lexer)
-    except ValueError:
-        return line.split()
-
-
-def _steps(text: str) -> list[Step]:
+def _steps(text: str, env: dict[str, str]) -> list[Step]:
+    """The script's commands as the shell runs them, `$VAR` expanded where the shell knows it
+    (`trainops.kube.words`: the one reader of command lines)."""
     steps: list[Step] = []
-    for line in text.replace("\\\n", " ").split("\n"):
-        words: list[str] = []
-        for token in _tokens(line):
-            if token in {"&&", "||", ";", "|", "&"}:
-                steps.append(Step(tuple(words), token))
-                words = []
-            else:
-                words.append(token)
-        steps.append(Step(tuple(words), ""))
-    return [s for s in steps if s.words]
+    shell = dict(env)
+    for line in script_lines(text):
+        for words, after in commands(line_words(expand_shell(line, shell))):
+            steps.append(Step(tuple(words), after))
+            shell.update(assignments(words))
+    return steps
 
 
 def _sets(steps: list[Step], argv: list[str], long: str, short: str) -> bool:
@@ -114,7 +106,8 @@ def script(container: Container) -> Script | None:
     if found is None:
         return None
     text, path = found
-    steps = _steps(str(text))
+    env = kubelet_env([(name, var.value) for name, var in container.env.items()])
+    steps = _steps(str(text), env)
     argv = [w for w, _ in container.argv]
     return Script(
         tuple(steps),

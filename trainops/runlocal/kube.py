@@ -3,35 +3,19 @@
 Kubernetes resolves `envFrom`, `env[].value` and `env[].valueFrom` in order and then expands
 `$(VAR)` in env values (from the variables defined before them) and in `command`/`args` (from
 all of them). An undefined `$(VAR)` is left verbatim, not emptied, and `$$` escapes a dollar
-(https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/).
-The program then sees the literal text `$(VAR)`, which is what run-local shows happening.
+(https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/;
+`trainops.kube.words.expand_kubelet`, the expansion every reader shares). The program then
+sees the literal text `$(VAR)`, which is what run-local shows happening.
 """
 
 from __future__ import annotations
 
 import base64
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-_REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
-
-
-def expand(text: str, env: Mapping[str, str], missing: list[str] | None = None) -> str:
-    """Kubernetes `$(VAR)` expansion of `text`; names not in `env` are appended to `missing`."""
-
-    def replace(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name is None:
-            return "$"
-        if name in env:
-            return env[name]
-        if missing is not None and name not in missing:
-            missing.append(name)
-        return match.group(0)
-
-    return _REFERENCE.sub(replace, text)
+from trainops.kube.words import expand_kubelet
 
 
 @dataclass
@@ -90,7 +74,7 @@ def resolve_env(
     for var in container.get("env", []):
         name = str(var["name"])
         if "valueFrom" not in var:
-            out.values[name] = expand(str(var.get("value", "")), out.values)
+            out.values[name] = expand_kubelet(str(var.get("value", "")), out.values)
             continue
         found = _value_from(name, var["valueFrom"], stores, fields, out.unresolved)
         if found is not None:

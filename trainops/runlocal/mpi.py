@@ -25,6 +25,8 @@ from typing import Any
 
 from trainops.core.errors import InputError, Problem
 from trainops.facts.kubeflow import MPI_HOSTFILE_ENV, default_restart_policy, mpi_worker_host
+from trainops.kube.launch import MPI, classify, option_key
+from trainops.kube.launch import Launch as Command
 from trainops.runlocal import kube
 from trainops.runlocal.adapt import (
     LOCAL_HOST,
@@ -50,8 +52,8 @@ INSTALL_HINT = (
     " libopenmpi-dev; or `make setup` as root)"
 )
 PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
-# mpirun options naming the cluster's network interface: meaningless on this machine.
-INTERFACE_OPTIONS = {("-mca", "btl_tcp_if_include"), ("-mca", "oob_tcp_if_include")}
+# MCA parameters naming the cluster's network interface: meaningless on this machine.
+INTERFACE_PARAMS = frozenset({"btl_tcp_if_include", "oob_tcp_if_include"})
 # Open MPI refuses to start as root without these (CI containers run as root).
 AS_ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
@@ -82,39 +84,39 @@ def _local_mpirun(source: str, implementation: str) -> tuple[str, str]:
     return found, line
 
 
-def _program_start(argv: list[str]) -> int:
-    """Index of the program mpirun starts in every rank (its first python word)."""
-    for i, word in enumerate(argv[1:], 1):
-        if PYTHON.match(Path(word).name):
-            return i
-    raise InputError(
-        Problem.about("mpirun", f"no python program found in the Launcher's argv {argv}")
-    )
+def _read_argv(argv: list[str]) -> Command:
+    """The Launcher's argv as mpirun reads it (`trainops.kube.launch`, the reader the rules and
+    import share): its options in order and the program every rank runs, which must be python."""
+    launch = classify([(w, ()) for w in argv])
+    if launch.tool != MPI or not launch.program:
+        raise InputError(
+            Problem.about("mpirun", f"the Launcher's argv {argv} runs no mpirun with a program")
+        )
+    if not PYTHON.match(Path(launch.program[0][0]).name):
+        raise InputError(
+            Problem.about("mpirun", f"no python program found in the Launcher's argv {argv}")
+        )
+    return launch
 
 
-def _mpirun_options(options: list[str], ranks: int, changes: list[str]) -> list[str]:
+def _mpirun_options(launch: Command, ranks: int, changes: list[str]) -> list[str]:
     """The Launcher's mpirun options for this machine."""
     out: list[str] = []
-    i = 0
-    while i < len(options):
-        word = options[i]
-        if word in {"-np", "-n", "--np"} and i + 1 < len(options):
-            if options[i + 1] != str(ranks):
-                changes.append(f"mpirun {word} {options[i + 1]} -> {ranks} (the local ranks)")
+    for word, values, _ in launch.mpi_options:
+        key = option_key(word)
+        if key in {"np", "n"} and values:
+            if values[0] != str(ranks):
+                changes.append(f"mpirun {word} {values[0]} -> {ranks} (the local ranks)")
             out += [word, str(ranks)]
-            i += 2
-        elif (word, options[i + 1] if i + 1 < len(options) else "") in INTERFACE_OPTIONS:
+        elif key == "mca" and values[:1] and values[0] in INTERFACE_PARAMS:
             changes.append(
-                f"mpirun {word} {options[i + 1]} {options[i + 2]} dropped: the cluster's"
-                " interface is not on this machine"
+                f"mpirun {word} {' '.join(values)} dropped: the cluster's interface is not on"
+                " this machine"
             )
-            i += 3
-        elif word == "-iface" and i + 1 < len(options):
-            changes.append(f"mpirun -iface {options[i + 1]} dropped (the cluster's interface)")
-            i += 2
+        elif key == "iface" and values:
+            changes.append(f"mpirun {word} {values[0]} dropped (the cluster's interface)")
         else:
-            out.append(word)
-            i += 1
+            out += [word, *values]
     return ["--oversubscribe", *out]
 
 
@@ -166,7 +168,8 @@ def make_mpi_plan(built: BuiltJob, options: Options, workdir: Path) -> Plan:  # 
         changes.append("TRAINOPS_METRICS_PORT -> a free port (one metrics server: local rank 0)")
     pod_env[MPI_HOSTFILE_ENV[implementation]] = str(hostfile)
     argv = [*c.get("command", []), *c.get("args", [])]
-    start = _program_start(argv)
+    read = _read_argv(argv)
+    start = len(argv) - len(read.program)
     program, program_args = argv[start : start + 1], argv[start + 1 :]
     image = str(c.get("image", ""))
     ours = image_is_ours(image)[0]
@@ -183,7 +186,7 @@ def make_mpi_plan(built: BuiltJob, options: Options, workdir: Path) -> Plan:  # 
         program_args = program_args[:2] + trainer_args
     local_argv = [
         mpirun,
-        *_mpirun_options(argv[1:start], ranks, changes),
+        *_mpirun_options(read, ranks, changes),
         *program,
         *program_args,
     ]

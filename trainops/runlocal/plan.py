@@ -20,6 +20,7 @@ from typing import Any
 
 from trainops.core.errors import InputError, Problem
 from trainops.facts.kubeflow import default_clean_pod_policy, elastic_range
+from trainops.kube.words import expand_kubelet
 from trainops.runlocal import kube, op_cache
 from trainops.runlocal.adapt import (
     LOCAL_HOST,
@@ -225,8 +226,8 @@ class _Planner:
         # The kubelet expands $(VAR) with the pod's values; the paths are made local after.
         missing: list[str] = []
         env_map = dict(pod_env)
-        command = [kube.expand(str(a), env_map, missing) for a in c.get("command", [])]
-        args = [kube.expand(str(a), env_map, missing) for a in c.get("args", [])]
+        command = [expand_kubelet(str(a), env_map, missing) for a in c.get("command", [])]
+        args = [expand_kubelet(str(a), env_map, missing) for a in c.get("args", [])]
         for var in missing:
             self.warn(
                 f"$({var}) in the command or args is defined by nothing: Kubernetes passes"

@@ -8,11 +8,13 @@ from collections.abc import Iterator
 
 from trainops.core.findings import Severity
 from trainops.core.values import is_placeholder
+from trainops.facts import torch_env
 from trainops.facts.kubeflow import operator_env_names
-from trainops.kube.launch import launches
+from trainops.facts.workloads import LWS_ENV, LWS_GROUP
+from trainops.kube.launch import OTHER, launches
 from trainops.kube.objects import Object
 from trainops.rules.context import Context
-from trainops.rules.model import Rule, Violation
+from trainops.rules.model import Path, Rule, Violation
 
 # `$(VAR)` as the kubelet expands it in command/args; `$$(VAR)` is the escape for a literal.
 # https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/
@@ -58,17 +60,23 @@ def _references(text: str) -> list[str]:
     return _REFERENCE.findall(text.replace("$$", "\x00"))
 
 
-def _undefined(obj: Object, ctx: Context) -> Iterator[Violation]:
+def _injected(obj: Object) -> frozenset[str] | None:
+    """The variables the object's controller gives its pods; None when we cannot know them."""
     if obj.is_kubeflow_job:
-        injected = operator_env_names(obj.kind, obj.spec)
-        if injected is None:
-            return
-    elif obj.is_volcano_job:
-        return  # Volcano's env/svc plugins inject variables we do not model
-    elif obj.is_indexed_job or obj.is_jobset:
-        injected = frozenset({COMPLETION_INDEX})
-    else:
-        injected = frozenset()
+        return operator_env_names(obj.kind, obj.spec)
+    if obj.is_volcano_job:
+        return None  # Volcano's env/svc plugins inject variables we do not model
+    if obj.is_indexed_job or obj.is_jobset:
+        return frozenset({COMPLETION_INDEX})
+    if obj.group == LWS_GROUP:
+        return LWS_ENV
+    return frozenset()
+
+
+def _undefined(obj: Object, ctx: Context) -> Iterator[Violation]:
+    injected = _injected(obj)
+    if injected is None:
+        return
     for pod in obj.pods:
         for c in pod.containers(init=True):
             if c.has_env_from:
@@ -129,6 +137,29 @@ def _plain_secret(obj: Object, ctx: Context) -> Iterator[Violation]:
                         )
 
 
+def _exported(obj: Object) -> Iterator[tuple[str, Path]]:
+    """Each variable a training pod's containers set: `env`, a script's `export NAME=...`,
+    and what mpirun exports to its ranks."""
+    for pod in obj.training_pods:
+        for c in pod.containers(init=True):
+            for var in c.env.values():
+                yield var.name, var.path
+            for launch in launches(c):
+                yield from ((name, path) for name, (_, path) in launch.mpi_exports.items())
+                if launch.tool == OTHER and launch.words and launch.words[0][0] == "export":
+                    for word, path in launch.words[1:]:
+                        yield word.partition("=")[0], path
+
+
+def _torch_unknown(obj: Object, ctx: Context) -> Iterator[Violation]:
+    seen: set[tuple[str, Path]] = set()
+    for name, path in _exported(obj):
+        why = torch_env.unknown(name)
+        if why is not None and (name, path) not in seen:
+            seen.add((name, path))
+            yield Violation(why, path)
+
+
 RULES = (
     Rule(
         slug="env-reference-undefined",
@@ -164,5 +195,26 @@ RULES = (
         example="env:\n- {name: HF_TOKEN, value: hf_abc123}",
         check=_plain_secret,
         pods_only=True,
+    ),
+    Rule(
+        slug="torch-env-unknown",
+        code="TO308",
+        severity=Severity.WARNING,
+        summary="A training pod sets a `TORCH_*` or `PYTORCH_*` variable that torch never"
+        " reads (no such name anywhere in torch 2.13): a misspelling or a setting that does"
+        " not exist.",
+        why="torch reads a variable only by its exact name, and ignores every other one"
+        " silently: `PYTORCH_CUDA_ALOC_CONF` leaves the allocator at its default (and the"
+        " job short of memory), `TORCH_DISTRIBUTED_TIMEOUT` sets no timeout at all (the"
+        " collective timeout is `init_process_group(timeout=...)`, or TORCH_NCCL_* for the"
+        " watchdog).",
+        fix="Use the name torch reads (the finding suggests the closest), or drop it.",
+        example="env:\n- {name: PYTORCH_CUDA_ALOC_CONF, value: expandable_segments:True}",
+        check=_torch_unknown,
+        pods_only=True,
+        references=(
+            "https://docs.pytorch.org/docs/stable/torch_environment_variables.html",
+            "https://docs.pytorch.org/docs/stable/torch_nccl_environment_variables.html",
+        ),
     ),
 )

@@ -21,6 +21,8 @@ from trainops.rules.shell import Script, Step, script
 # Commands that block forever (coreutils sleep takes `infinity`; `inf` is the same float).
 _FOREVER = ({"sleep", "infinity"}, {"sleep", "inf"})
 _TRUE = frozenset({"true", ":", "/bin/true"})
+# Commands that report and exit 0: `train || echo "training failed"` still succeeds.
+_SAYS = frozenset({"echo", "printf", "logger"})
 
 
 def _scripts(obj: Object) -> Iterator[Script]:
@@ -53,6 +55,32 @@ def _never_exits(obj: Object, ctx: Context) -> Iterator[Violation]:
             )
 
 
+def _succeeds(step: Step) -> bool:
+    """A command that exits 0 whatever happened before it."""
+    return step.head in _TRUE or step.head in _SAYS or list(step.words) == ["exit", "0"]
+
+
+def _reraises(steps: tuple[Step, ...]) -> bool:
+    """Whether any of `steps` can end the script with a failure again (`exit 1`, `exit $rc`,
+    `false`, a test of `$?`)."""
+    for step in steps:
+        words = list(step.words)
+        if step.head == "false" or any("$?" in w or "PIPESTATUS" in w for w in words):
+            return True
+        if step.head == "exit" and words[1:] != ["0"]:
+            return True
+    return False
+
+
+def _fallback(steps: tuple[Step, ...], i: int) -> int | None:
+    """Index of the command that runs when training (`steps[i]`) fails: past the `&&` chain
+    of what runs on its success, the one after the `||` (`train && echo OK || echo FAILED`)."""
+    j = i
+    while j < len(steps) - 1 and steps[j].after == "&&":
+        j += 1
+    return j + 1 if steps[j].after == "||" and j + 1 < len(steps) else None
+
+
 def _hidden(obj: Object, ctx: Context) -> Iterator[Violation]:
     for s in _scripts(obj):
         steps = s.steps
@@ -60,16 +88,14 @@ def _hidden(obj: Object, ctx: Context) -> Iterator[Violation]:
             if not step.trains:
                 continue
             rest = steps[i + 1 :]
-            nxt = rest[0] if rest else None
             what = " ".join(step.words[:3])
-            if (
-                step.after == "||"
-                and nxt is not None
-                and (nxt.head in _TRUE or list(nxt.words) == ["exit", "0"])
-            ):
+            k = _fallback(steps, i)
+            if k is not None and _succeeds(steps[k]) and not _reraises(steps[k + 1 :]):
+                chain = "".join(f" && {' '.join(st.words)}" for st in steps[i + 1 : k])
                 yield Violation(
-                    f"`{what} ... || {' '.join(nxt.words)}`: a failed training exits 0, the"
-                    " job is marked Succeeded and never restarted",
+                    f"`{what} ...{chain} || {' '.join(steps[k].words)}`: a failed training runs"
+                    f" `{' '.join(steps[k].words)}`, which exits 0: the job is marked"
+                    " Succeeded and never restarted",
                     s.path,
                 )
             elif (

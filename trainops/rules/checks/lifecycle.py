@@ -53,12 +53,36 @@ def _restart_policy(obj: Object, ctx: Context) -> Iterator[Violation]:
             and obj.kind in NO_WORKER_RESTART_KINDS
             and obj.is_kubeflow_job
             and obj.elastic_policy is None
+            and not _no_retries(obj)
         ):
             yield Violation(
                 f"{pod.replica_type}: {policy} on the workers of a non-elastic job: one lost"
-                " pod (preemption, node failure) fails the whole job",
+                " pod (preemption, node failure) fails the whole job" + _backoff_unused(obj),
                 pod.restart_policy_path,
             )
+
+
+def _backoff_limit(obj: Object) -> int | None:
+    value = obj.run_policy.get("backoffLimit", obj.spec.get("backoffLimit"))
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _no_retries(obj: Object) -> bool:
+    """`backoffLimit: 0`: the author asks for no retry at all, and `Never` on the workers is
+    how the operator honours it (a reproduction that must fail visibly, a benchmark run once).
+    Training Operator v1.9 `pkg/core/job.go` PastBackoffLimit counts no restart of a `Never`
+    replica, and the PyTorchJob controller marks the job Failed on its first failed pod."""
+    return _backoff_limit(obj) == 0
+
+
+def _backoff_unused(obj: Object) -> str:
+    limit = _backoff_limit(obj)
+    if not limit:
+        return ""
+    return (
+        f"; backoffLimit {limit} never applies: the operator restarts no `Never` replica and"
+        " counts none of its restarts"
+    )
 
 
 def _lingering(obj: Object) -> list[str]:
@@ -180,9 +204,12 @@ RULES = (
         code="TO402",
         severity=Severity.WARNING,
         summary="`Always` on a batch replica, or `Never` on workers of a non-elastic job;"
-        " written or defaulted (TFJob, XGBoostJob and JAXJob default to `Never`).",
+        " written or defaulted (TFJob, XGBoostJob and JAXJob default to `Never`). A job with"
+        " `runPolicy.backoffLimit: 0` asks for no retry, and `Never` is how it gets none.",
         why="Always restarts a replica that finished, so the job never completes; Never on"
-        " workers turns one preempted pod into a failed job.",
+        " workers turns one preempted pod into a failed job, and a `backoffLimit` above 0"
+        " never applies to it (the operator counts restarts of OnFailure, Always and"
+        " ExitCode replicas only).",
         fix="Set `restartPolicy: OnFailure` on the replica spec (or `ExitCode` with retryable"
         " exit codes); the operator's default is not always safe.",
         example="Worker: {replicas: 4, restartPolicy: Always}",

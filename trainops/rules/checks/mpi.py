@@ -13,6 +13,7 @@ from trainops.kube.launch import (
     MPI,
     MPI_FLAGS,
     MPI_TWO_VALUES,
+    OTHER,
     Launch,
     is_shell_script,
     launches,
@@ -20,6 +21,7 @@ from trainops.kube.launch import (
     shell_script,
 )
 from trainops.kube.objects import Object
+from trainops.kube.words import line_words
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
 
@@ -93,6 +95,42 @@ def _has_space(obj: Object, ctx: Context) -> Iterator[Violation]:
                     )
 
 
+# Arguments that are code for the program itself: `python -c "a; b"`, `perl -e`, `--eval`.
+_CODE_OPTIONS = frozenset({"-c", "-e", "--eval", "--command"})
+_SEQUENCE = frozenset({";", "&&", "||"})
+
+
+def _shell_syntax(obj: Object, ctx: Context) -> Iterator[Violation]:
+    """An exec argv element of a training command that holds a shell sequence (`a; b`, `a &&
+    b`): a YAML folded scalar made it one word, and without a shell the program receives the
+    operator and what follows as text (`--variable_update=horovod echo done; sleep infinity`)."""
+    for pod in obj.pods:
+        for c in pod.containers(init=True):
+            if shell_script(c.argv) is not None:
+                continue
+            if not any(launch.tool != OTHER for launch in launches(c)):
+                continue
+            for i, (word, path) in enumerate(c.argv[1:], start=1):
+                if c.argv[i - 1][0] in _CODE_OPTIONS or not any(ch.isspace() for ch in word):
+                    continue
+                words = line_words(word)
+                op = next((w for w in words[:-1] if w in _SEQUENCE), None)
+                if op is not None:
+                    rest = " ".join(words[words.index(op) + 1 :])
+                    yield Violation(
+                        f"argv element {word.strip()!r} holds `{op}` and a command after it,"
+                        f" but no shell runs this argv: the program receives `{op} {rest}` as"
+                        " text and it never runs; split the element, or run the line under"
+                        " `sh -c`",
+                        path,
+                    )
+
+
+def _has_space_or_shell(obj: Object, ctx: Context) -> Iterator[Violation]:
+    yield from _has_space(obj, ctx)
+    yield from _shell_syntax(obj, ctx)
+
+
 def _option_words(launch: Launch) -> Iterator[tuple[str, Path]]:
     """The words of an mpirun command line in option position: not the value of the option
     before it (`-mca plm_rsh_args "-p 2222"` passes ssh its own arguments as one word, as
@@ -148,12 +186,16 @@ RULES = (
         severity=Severity.ERROR,
         summary='An argv element with whitespace inside (e.g. `"-x NCCL_DEBUG=INFO"` as one'
         " element: mpirun receives one word and misparses it); the same in a quoted word of"
-        " an `sh -c` script, and an mpirun/horovodrun program given as one word"
-        ' (`"python train.py"`).',
-        why="Kubernetes passes each list element as one argv word, with no shell to split it.",
-        fix="Split option and value into two elements: `- -x` and `- NCCL_DEBUG=INFO`.",
+        " an `sh -c` script, an mpirun/horovodrun program given as one word"
+        ' (`"python train.py"`), and an element of a training command holding a shell'
+        " sequence (`--flag=x echo done; sleep infinity`, often a YAML folded scalar) that no"
+        " shell runs.",
+        why="Kubernetes passes each list element as one argv word, with no shell to split it"
+        " or to run what follows a `;` or `&&` in it.",
+        fix="Split option and value into two elements: `- -x` and `- NCCL_DEBUG=INFO`; run a"
+        " command line with operators under `sh -c`.",
         example='command: [mpirun, "-x NCCL_DEBUG=INFO", python, train.py]',
-        check=_has_space,
+        check=_has_space_or_shell,
         pods_only=True,
     ),
     Rule(

@@ -6,12 +6,15 @@ hostIPC, host ports, the node's sensitive paths, unconfined seccomp, custom SELi
 /proc, unsafe sysctls. `validate --manifests` in CI has no profile and is still a gate on it.
 
 `pod-security` reports the rest of the cluster's level (its exceptions admitted).
-The level is the cluster profile's `podSecurity.level` (baseline or restricted), or the
-namespace's own `pod-security.kubernetes.io/enforce` label where the manifests include
-the Namespace and it is stricter; the exceptions the profile declares (RDMA's IPC_LOCK, a
-hostPath under `/dev/infiniband`, hostNetwork where `network.allowHostNetwork`) are
-admitted. Without this, `validate` passes pods the cluster's admission then refuses: the
-job is Created and no pod ever starts.
+The level is the cluster profile's `podSecurity.level` (the namespaces' enforce label:
+baseline, restricted or privileged), or the namespace's own
+`pod-security.kubernetes.io/enforce` label where the manifests include the Namespace and it
+is stricter. Admission is the judge: it has no per-capability exception, so the exceptions
+the profile declares (RDMA's IPC_LOCK, a hostPath under `/dev/infiniband`, hostNetwork where
+`network.allowHostNetwork`) are admitted only where the level is `privileged`, and there every
+other baseline control still holds (the profile says what the privilege is for). Without
+this, `validate` passes pods the cluster's admission then refuses: the job is Created and no
+pod ever starts.
 
 `readOnlyRootFilesystem` is not a Pod Security control, so this rule does not require it;
 trainops renders it on every container anyway (docs/security.md#read-only-root-filesystem).
@@ -57,18 +60,29 @@ def _check(obj: Object, ctx: Context) -> Iterator[Violation]:
     labelled = _namespace_level(obj, ctx)
     if labelled is not None and pss.LEVELS.index(labelled) > pss.LEVELS.index(level):
         level = labelled
-    caps = set(profile.allow_capabilities)
-    paths = set(profile.allow_host_paths)
+    # Admission is the judge: it admits the profile's exceptions only in a namespace labelled
+    # `privileged` (it has no per-capability exception), where they are what the privilege is
+    # for and every other baseline control still holds (jobspec/admission.py).
+    privileged = level == "privileged"
+    caps = set(profile.allow_capabilities) if privileged else set()
+    paths = set(profile.allow_host_paths) if privileged else set()
+    host_network = cluster.network.allow_host_network and privileged
     for pod in obj.pods:
         for breach in pss.breaches(pod.metadata, pod.spec):
             if breach.level == "restricted" and level != "restricted":
                 continue
             if pss.on_floor(breach):
                 continue  # `pod-security-baseline`'s, with or without a profile
-            if pss.admitted(breach, caps, paths, cluster.network.allow_host_network):
+            if pss.admitted(breach, caps, paths, host_network):
                 continue
             yield Violation(
-                f"{breach.message}: Pod Security `{level}` forbids it ({breach.control})",
+                f"{breach.message}: "
+                + (
+                    f"the namespaces are labelled Pod Security `privileged` for what"
+                    f" `podSecurity` lists only, and this is not among it ({breach.control})"
+                    if privileged
+                    else f"Pod Security `{level}` forbids it ({breach.control})"
+                ),
                 (*pod.path, *breach.path),
             )
 
@@ -102,17 +116,18 @@ RULES = (
         code="TO603",
         severity=Severity.ERROR,
         summary="A pod template breaks a control of the cluster's Pod Security level"
-        " (`podSecurity.level`: baseline or restricted) that the profile does not except"
-        " (the floor no profile may except is `pod-security-baseline`'s).",
+        " (`podSecurity.level`, the namespaces' enforce label: baseline or restricted; at"
+        " privileged, baseline but for what the profile lists) (the floor no profile may"
+        " except is `pod-security-baseline`'s).",
         why="Pod Security admission refuses the pods, not the job: the PyTorchJob is"
         " accepted, no pod is ever created, and the GitOps sync still looks healthy. A"
         " baseline breach (host namespaces, hostPath, privileged, added capabilities) is"
         " also a way out of the container onto a node shared with other teams' jobs."
         " (`readOnlyRootFilesystem` is no Pod Security control and is not checked here:"
         " trainops renders it true on every container, `securityContext` opts a job out.)",
-        fix="Remove the setting, or have the platform team declare the exception in the"
-        " cluster profile (`podSecurity.allowCapabilities: [IPC_LOCK]`,"
-        " `podSecurity.allowHostPaths: [/dev/infiniband]`).",
+        fix="Remove the setting, or have the platform team label the namespaces `privileged`"
+        " and declare what for in the cluster profile (`podSecurity: {level: privileged,"
+        " allowCapabilities: [IPC_LOCK], allowHostPaths: [/dev/infiniband]}`).",
         example="securityContext:\n  capabilities: {add: [SYS_ADMIN]}",
         check=_check,
         needs_cluster=True,

@@ -96,10 +96,12 @@ def _resolves(host: str, patterns: list[str]) -> bool:
 
 
 def _unresolvable(obj: Object, ctx: Context) -> Iterator[Violation]:
+    seen: set[str] = set()  # one finding per address: `--master_addr=$MASTER_ADDR` is the env's
     for what, raw, path in _addresses(obj):
         host = raw.strip().lower().rstrip(".")
-        if not _literal_host(host):
+        if not _literal_host(host) or host in seen:
             continue
+        seen.add(host)
         first, _, rest = host.partition(".")
         own, how = _own_names(obj, ctx)
         if first.startswith(f"{obj.name}-") and how:
