@@ -282,7 +282,7 @@ def test_every_kustomization_builds_its_status_reader_and_reads_every_job(label:
     repo = rendered(label)
     checked = 0
     for path, docs in repo.gitops.items():
-        for ks in (d for d in docs if d["kind"] == "Kustomization"):
+        for ks in (d for d in docs if d.get("kind") == "Kustomization"):
             exprs = ks["spec"].get("healthCheckExprs")
             if not exprs:
                 continue

@@ -41,6 +41,23 @@ SCHEMAS = {"trainingjob": "jobs", "clusterprofile": "clusters", "trainops": "tra
 
 # Fields that cannot change what is delivered, and why.
 NOT_IN_OUTPUT = {
+    # The memory estimate (jobspec/fits.py): read at load, where a job that cannot fit its
+    # targets' GPUs is refused (tests/jobspec/test_fits.py); nothing rendered depends on them.
+    **{
+        f"trainingjob:model.{key}": "read by the per-GPU memory estimate at load only"
+        " (tests/jobspec/test_fits.py)"
+        for key in (
+            "parameters",
+            "largestLayerParameters",
+            "layers",
+            "vocabSize",
+            "sequenceLength",
+            "microBatch",
+            "gradientCheckpointing",
+        )
+    },
+    "trainingjob:model.config": "a config.json read at load for the sizes above and"
+    " `hiddenSize` (tests/jobspec/test_model_size.py), whose effect `model.hiddenSize` covers",
     "trainingjob:$schema": "an editor hint (yaml-language-server), never read",
     "trainingjob:name": "must equal the file name (checked at load); renaming the job renames"
     " every rendered path and object (tests/render/test_render.py)",
