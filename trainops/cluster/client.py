@@ -15,6 +15,7 @@ import re
 import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from html import unescape
 from typing import Any
 
 import pykube
@@ -34,6 +35,9 @@ APPLY_PATCH = "application/apply-patch+yaml"
 # in API group "" in the namespace "ml-vision"`; other 403s (quota, admission webhooks,
 # Pod Security) are about the object, not about who asks.
 _RBAC_DENIAL = re.compile(r'cannot (\w+) resource "([^"]*)"')
+# An HTML page instead of a v1 Status, and its title (else its first heading).
+_HTML = re.compile(r"<(?:!doctype html|html)\b", re.IGNORECASE)
+_HTML_TITLE = re.compile(r"<(?:title|h1)[^>]*>(.*?)</(?:title|h1)>", re.IGNORECASE | re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -71,13 +75,20 @@ class ApplyResult:
 
 
 def status_message(response: requests.Response) -> str:
-    """The message of the v1 Status in an error response, else its first line of text."""
+    """The message of the v1 Status in an error response; a proxy's or load balancer's HTML
+    error page (nginx, a cloud's gateway, an auth proxy in front of the API server) as its
+    status line, `502 Bad Gateway`; else the first line of the text."""
     try:
         body = response.json()
     except ValueError:
         body = None
     if isinstance(body, dict) and body.get("kind") == "Status" and body.get("message"):
         return str(body["message"])
+    if _HTML.search(response.text[:2048]):
+        found = _HTML_TITLE.search(response.text)
+        title = " ".join(unescape(found.group(1)).split()) if found else ""
+        what = title or f"{response.status_code} {response.reason or ''}".strip()
+        return f"{what} (an HTML error page: a proxy or load balancer answered, not the API server)"
     text = response.text.strip().splitlines()
     return text[0] if text else response.reason or f"HTTP {response.status_code}"
 
@@ -211,11 +222,15 @@ class Client:
         """Like `resource`, but a kind the cluster lacks is an error naming the CRD."""
         found = self.resource(api_version, kind)
         if found is None:
-            raise ClusterError(
-                f"{self.where} does not serve {kind} ({api_version}): its CRD is not installed;"
-                f" install {kinds.provider(api_version)}"
-            )
+            raise ClusterError(self.not_served(api_version, kind))
         return found
+
+    def not_served(self, api_version: str, kind: str) -> str:
+        """Why a kind cannot be read: its CRD (at this version) is not installed."""
+        return (
+            f"{self.where} does not serve {kind} ({api_version}): its CRD is not installed;"
+            f" install {kinds.provider(api_version)}"
+        )
 
     # ------------------------------------------------------------------ reads
 
