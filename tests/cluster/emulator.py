@@ -195,6 +195,14 @@ class ApiEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         early["get", re.compile(r"/api/v1/namespaces/[^/]+/pods/[^/]+/proxy/.*")] << (
             self._serve_pod_proxy
         )
+        # /version and SelfSubjectAccessReviews (`trainops doctor`): what a test sets.
+        self.server_version: dict[str, str] = {"major": "1", "minor": "31", "gitVersion": "v1.31.4"}
+        self.grants: dict[str, list[dict[str, Any]]] = {}
+        self.impersonators: set[str] = set()
+        early["get", re.compile(r"/version/?$")] << self._serve_server_version
+        early["post", re.compile(r"/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")] << (
+            self._serve_access_review
+        )
 
     def declare(self, api_version: str, kind: str, plural: str, namespaced: bool) -> None:
         self.kinds[(api_version, kind)] = (plural, namespaced)
@@ -210,8 +218,8 @@ class ApiEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         self.objects[_resource(obj["apiVersion"], plural), ns, meta["name"]] = copy.deepcopy(obj)
 
     async def _handle(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
-        if request.params.get("dryRun") == "All":
-            # Nothing is stored on a dry run: skip kmock's object bookkeeping.
+        if request.params.get("dryRun") == "All" or request.url.path.endswith("accessreviews"):
+            # Nothing is stored on a dry run or an access review: skip kmock's bookkeeping.
             return await apps.RawHandler._handle(self, request)
         response: aiohttp.web.StreamResponse = await super()._handle(request)
         return response
@@ -305,6 +313,30 @@ class ApiEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         tail = int(request.params.get("tailLines", len(lines)))
         return reply(200, "".join(lines[-tail:]).encode(), "text/plain; charset=utf-8")
 
+    async def _serve_server_version(self, request: rendering.Request) -> rendering.Response:
+        return reply(200, {**self.server_version, "platform": "linux/amd64"})
+
+    async def _serve_access_review(self, request: rendering.Request) -> rendering.Response:
+        """A SelfSubjectAccessReview answered from `grants` (user -> RBAC PolicyRules, each
+        with the `namespaces` it is bound in, [] for a ClusterRoleBinding), as the user the
+        `Impersonate-User` header names; impersonating needs the kubeconfig's user to be in
+        `impersonators`, else 403 as RBAC answers it."""
+        user = request.headers.get("Impersonate-User")
+        if user is not None and "alice" not in self.impersonators:
+            status = {
+                **NOT_FOUND,
+                "code": 403,
+                "reason": "Forbidden",
+                "message": f'users "{user}" is forbidden: User "alice" cannot impersonate'
+                ' resource "users" in API group "" at the cluster scope',
+            }
+            return reply(403, status)
+        review = copy.deepcopy(request.data or {})
+        attrs = (review.get("spec") or {}).get("resourceAttributes") or {}
+        allowed = any(_grants(rule, attrs) for rule in self.grants.get(user or "alice", []))
+        review["status"] = {"allowed": allowed, **({"reason": "RBAC: allowed"} if allowed else {})}
+        return reply(201, review)
+
     async def _serve_pod_proxy(self, request: rendering.Request) -> rendering.Response:
         """GET pods/<name>:<port>/proxy/<path>: what the pod serves there, as the API server
         relays it; 503 when nothing answers, as the real server says it."""
@@ -322,6 +354,17 @@ class ApiEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
             return reply(503, status)
         body = self.proxied[key].encode()
         return reply(200, body, "text/plain; version=0.0.4; charset=utf-8")
+
+
+def _grants(rule: dict[str, Any], attrs: dict[str, str]) -> bool:
+    """Whether one RBAC PolicyRule (bound in `namespaces`, [] cluster-wide) allows `attrs`."""
+    namespaces = rule.get("namespaces", [])
+    return (
+        (not namespaces or attrs.get("namespace", "") in namespaces)
+        and attrs.get("group", "") in rule["apiGroups"]
+        and any(r in ("*", attrs.get("resource")) for r in rule["resources"])
+        and any(v in ("*", attrs.get("verb")) for v in rule["verbs"])
+    )
 
 
 class RunningEmulator:

@@ -18,7 +18,7 @@ def _shown() -> list[list[str]]:
     for path in DOCS:
         for line in path.read_text(encoding="utf-8").splitlines():
             match = re.match(
-                r"^(?:\$ )?trainops ((?:status|explain|live-diff|validate --server-side)\b.*)$",
+                r"^(?:\$ )?trainops ((?:status|explain|live-diff|doctor|validate --server-side)\b.*)$",
                 line,
             )
             if match:
@@ -34,4 +34,4 @@ def test_documented_cluster_commands_parse(argv: list[str]) -> None:
 
 def test_docs_show_every_cluster_command() -> None:
     shown = {argv[0] for argv in _shown()}
-    assert shown == {"status", "explain", "live-diff", "validate"}
+    assert shown == {"status", "explain", "live-diff", "doctor", "validate"}

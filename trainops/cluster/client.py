@@ -237,10 +237,12 @@ class Client:
     def list(
         self, resource: Resource, namespace: str | None, selector: str | None = None
     ) -> list[dict[str, Any]]:
-        """Objects of `resource` in `namespace`, filtered by a label selector."""
+        """Objects of `resource` in `namespace` (None: a cluster-scoped kind, or a namespaced
+        one in every namespace), filtered by a label selector."""
         what = resource.qualified
+        scope = pykube.all if namespace is None and resource.namespaced else namespace
         with self._calling("list", what, namespace):
-            query = resource.cls.objects(self.api, namespace=namespace)
+            query = resource.cls.objects(self.api, namespace=scope)
             if selector:
                 query = query.filter(selector=selector)
             return [item.obj for item in query.iterator()]
@@ -315,6 +317,50 @@ class Client:
             None,
             lambda: self.api.get(url=path.removeprefix("/api/v1/"), params=params),
         )
+
+    def server_version(self) -> dict[str, Any]:
+        """GET /version: the API server's `gitVersion`, `major`, `minor`."""
+        response = self._send(
+            "get", "version", None, lambda: self.api.get(version="", base="/version")
+        )
+        if not response.ok:
+            raise self.http_error(response, "get", "/version", None)
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            raise ClusterError(f"{self.where} answered /version with what is not JSON")
+        return body
+
+    def can_i(self, user: str, attributes: dict[str, str]) -> tuple[bool, str]:
+        """Whether `user` may do what `attributes` says (a SelfSubjectAccessReview's
+        `resourceAttributes`: verb, group, resource, namespace), asked as `user` through
+        impersonation, as `kubectl auth can-i --as USER` does; and the authorizer's reason.
+        Impersonating needs RBAC `impersonate` on users (or service accounts): a 403 is a
+        ClusterError."""
+        review = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": attributes},
+        }
+        response = self._send(
+            "create",
+            "selfsubjectaccessreviews.authorization.k8s.io",
+            None,
+            lambda: self.api.post(
+                version="authorization.k8s.io/v1",
+                url="selfsubjectaccessreviews",
+                data=json.dumps(review),
+                headers={"Impersonate-User": user, "Content-Type": "application/json"},
+            ),
+        )
+        if not response.ok:
+            raise self.http_error(
+                response, f"impersonate {user} and create", "selfsubjectaccessreviews", None
+            )
+        status = _status_body(response).get("status") or {}
+        return bool(status.get("allowed")), str(status.get("reason") or "")
 
     # ------------------------------------------------------------------ writes (dry run)
 
