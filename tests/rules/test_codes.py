@@ -64,6 +64,7 @@ PUBLISHED = {
     "TO905": "waiver-invalid",
     "TO906": "write-to-read-only",
     "TO907": "dataset-writable",
+    "TO908": "cache-on-read-only",
 }
 # Codes that named a rule once and may never be given to another.
 RETIRED: set[str] = set()

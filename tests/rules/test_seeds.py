@@ -52,11 +52,14 @@ def test_seed001_elastic_pytorchjob() -> None:
     # RDMA device and Multus network are there; IPC_LOCK is not.
     assert [f.severity for f in found["rdma-incomplete"]] == ["warning"]
     assert "IPC_LOCK" in found["rdma-incomplete"][0].message
+    # HF_HOME under the read-only dataset mount: the first from_pretrained fails (issue 37).
+    assert "sets HF_HOME=/data/hf-cache" in found["cache-on-read-only"][0].message
     assert set(found) == {
         "elastic-nnodes-conflict",
         "env-reference-undefined",
         "resources-unbounded",
         "rdma-incomplete",
+        "cache-on-read-only",
     }
 
 
