@@ -57,6 +57,7 @@ PUBLISHED = {
     "TO801": "mpi-np-mismatch",
     "TO802": "mpi-arg-has-space",
     "TO810": "mpi-launcher-gpus",
+    "TO811": "mpi-ssh-contract",
     "TO901": "gpu-product-unknown",
     "TO902": "namespace-not-allowed",
     "TO903": "claim-single-node",
