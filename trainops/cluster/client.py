@@ -190,7 +190,7 @@ class Client:
 
     def _discover(self, api_version: str, kind: str) -> Resource | None:
         # GET /apis/<group>/<version> (/api/v1 for the core group): the APIResourceList.
-        response = self._send(
+        response = self.send(
             "discover", api_version, None, lambda: self.api.get(version=api_version)
         )
         if response.status_code == 404:
@@ -255,7 +255,7 @@ class Client:
 
     def namespace_exists(self, name: str) -> bool | None:
         """Whether the namespace exists; None when we may not ask (namespaced RBAC only)."""
-        response = self._send(
+        response = self.send(
             "get", "namespaces", None, lambda: self.api.get(url=f"namespaces/{name}")
         )
         if response.status_code == 403:
@@ -299,7 +299,7 @@ class Client:
         """GET `path` on the pod's `port` through the API server's pod proxy (RBAC
         `pods/proxy`); None when nothing answers there (502/503) or the pod is gone."""
         url = f"namespaces/{namespace}/pods/{pod}:{port}/proxy/{path}"
-        response = self._send("get", "pods/proxy", namespace, lambda: self.api.get(url=url))
+        response = self.send("get", "pods/proxy", namespace, lambda: self.api.get(url=url))
         if response.status_code in {404, 502, 503}:
             return None
         if not response.ok:
@@ -311,56 +311,12 @@ class Client:
         the service proxy) with the kubeconfig's credentials; the caller reads the status."""
         if not path.startswith("/api/v1/"):
             raise ClusterError(f"not an API server path: {path}")
-        return self._send(
+        return self.send(
             "get",
             "services/proxy",
             None,
             lambda: self.api.get(url=path.removeprefix("/api/v1/"), params=params),
         )
-
-    def server_version(self) -> dict[str, Any]:
-        """GET /version: the API server's `gitVersion`, `major`, `minor`."""
-        response = self._send(
-            "get", "version", None, lambda: self.api.get(version="", base="/version")
-        )
-        if not response.ok:
-            raise self.http_error(response, "get", "/version", None)
-        try:
-            body = response.json()
-        except ValueError:
-            body = None
-        if not isinstance(body, dict):
-            raise ClusterError(f"{self.where} answered /version with what is not JSON")
-        return body
-
-    def can_i(self, user: str, attributes: dict[str, str]) -> tuple[bool, str]:
-        """Whether `user` may do what `attributes` says (a SelfSubjectAccessReview's
-        `resourceAttributes`: verb, group, resource, namespace), asked as `user` through
-        impersonation, as `kubectl auth can-i --as USER` does; and the authorizer's reason.
-        Impersonating needs RBAC `impersonate` on users (or service accounts): a 403 is a
-        ClusterError."""
-        review = {
-            "apiVersion": "authorization.k8s.io/v1",
-            "kind": "SelfSubjectAccessReview",
-            "spec": {"resourceAttributes": attributes},
-        }
-        response = self._send(
-            "create",
-            "selfsubjectaccessreviews.authorization.k8s.io",
-            None,
-            lambda: self.api.post(
-                version="authorization.k8s.io/v1",
-                url="selfsubjectaccessreviews",
-                data=json.dumps(review),
-                headers={"Impersonate-User": user, "Content-Type": "application/json"},
-            ),
-        )
-        if not response.ok:
-            raise self.http_error(
-                response, f"impersonate {user} and create", "selfsubjectaccessreviews", None
-            )
-        status = _status_body(response).get("status") or {}
-        return bool(status.get("allowed")), str(status.get("reason") or "")
 
     # ------------------------------------------------------------------ writes (dry run)
 
@@ -374,7 +330,7 @@ class Client:
             params=params, headers={"Content-Type": APPLY_PATCH}, data=json.dumps(obj)
         )
         namespace = (obj.get("metadata") or {}).get("namespace")
-        response = self._send(
+        response = self.send(
             "patch", resource.qualified, namespace, lambda: self.api.patch(**kwargs)
         )
         if response.status_code == 401 or (
@@ -391,7 +347,7 @@ class Client:
         namespace = (obj.get("metadata") or {}).get("namespace")
         instance = resource.cls(self.api, obj)
         kwargs = instance.api_kwargs(data=json.dumps(obj), obj_list=True)
-        response = self._send(
+        response = self.send(
             "create", resource.qualified, namespace, lambda: self.api.post(**kwargs)
         )
         if response.status_code == 409:
@@ -412,13 +368,13 @@ class Client:
         kwargs = resource.cls(self.api, obj).api_kwargs(
             data=json.dumps({"propagationPolicy": "Background"})
         )
-        response = self._send(
+        response = self.send(
             "delete", resource.qualified, namespace, lambda: self.api.delete(**kwargs)
         )
         if not response.ok and response.status_code != 404:
             raise self.http_error(response, "delete", resource.qualified, namespace)
 
-    def _send(
+    def send(
         self,
         verb: str,
         what: str,

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import yaml
 
-from trainops.cluster import kinds
+from trainops.cluster import kinds, probes
 from trainops.cluster.client import Client, Resource
 from trainops.cluster.errors import ClusterError
 from trainops.core.manifest import Manifest
@@ -92,7 +92,7 @@ def guarded(name: str, check: Callable[[], Iterator[Check]]) -> Iterator[Check]:
 def server_version(client: Client, profile: ClusterProfile) -> Iterator[Check]:
     """The API server's minor version against the profile's `kubernetesVersion` (validation
     uses that version's schemas)."""
-    found = client.server_version()
+    found = probes.server_version(client)
     git = str(found.get("gitVersion") or f"v{found.get('major')}.{found.get('minor')}")
     match = re.match(r"^v?(\d+)\.(\d+)", git)
     want = profile.kubernetes_version

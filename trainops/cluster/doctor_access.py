@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from trainops.cluster.client import Client
 from trainops.cluster.doctor import CONFIGMAP, DEPLOYMENT, Check, fail, guarded, ok, ready
+from trainops.cluster.probes import can_i
 from trainops.core.manifest import Manifest
 from trainops.jobspec.model import ClusterProfile, Repository
 from trainops.render.gitops.flux_rbac import ARGOCD_ACCOUNT_NAMESPACE, SERVICE_ACCOUNT
@@ -96,10 +97,11 @@ def _access(
             refused = [
                 verb
                 for verb in verbs
-                if not client.can_i(
+                if not can_i(
+                    client,
                     user,
                     {"verb": verb, "group": group, "resource": plural, "namespace": namespace},
-                )[0]
+                )
             ]
             if refused:
                 what = f"{plural}.{group}" if group else plural

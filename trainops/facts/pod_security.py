@@ -244,9 +244,7 @@ def _containers_baseline(meta: dict[str, Any], spec: dict[str, Any]) -> Iterator
                     (*at, "securityContext", "capabilities", "add", j),
                     f"capability:{cap}",
                 )
-        # Under hostNetwork the API server sets hostPort to containerPort anyway: a host port
-        # there is the host network's, admitted with it; elsewhere a profile that allows host
-        # networking admits it (`hostPort`), and without one it stays on the floor.
+        # Under hostNetwork the API server sets hostPort to containerPort: the host network's.
         exc = "hostNetwork" if spec.get("hostNetwork") is True else "hostPort"
         for j, port in enumerate(_l(c.get("ports"))):
             if _d(port).get("hostPort") not in (None, 0):

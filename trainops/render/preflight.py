@@ -19,8 +19,8 @@ from typing import Any
 
 from trainops.facts.kubeflow import MPIJOB_V2BETA1
 from trainops.facts.mpi_ssh import MPI_OPERATOR_IMAGE
-from trainops.facts.scratch import CACHE_ENV
 from trainops.facts.nccl_tests import ALL_REDUCE_ARGV
+from trainops.facts.scratch import CACHE_ENV
 from trainops.jobspec.model import ClusterProfile, Mpi, Role, Target, TrainingJob
 from trainops.render import netpol, objects
 from trainops.render.common import metadata
