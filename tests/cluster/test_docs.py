@@ -11,16 +11,14 @@ from tests.tools import REPO
 from trainops.cli import COMMANDS, build_parser
 
 DOCS = (REPO / "docs" / "cluster.md", REPO / "README.md")
+COMMANDS_SHOWN = "status|explain|live-diff|doctor|validate --server-side"
 
 
 def _shown() -> list[list[str]]:
     found = []
     for path in DOCS:
         for line in path.read_text(encoding="utf-8").splitlines():
-            match = re.match(
-                r"^(?:\$ )?trainops ((?:status|explain|live-diff|doctor|validate --server-side)\b.*)$",
-                line,
-            )
+            match = re.match(rf"^(?:\$ )?trainops ((?:{COMMANDS_SHOWN})\b.*)$", line)
             if match:
                 found.append(shlex.split(match.group(1).split("#")[0]))
     return found
