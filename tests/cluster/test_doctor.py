@@ -169,6 +169,14 @@ BROKEN: dict[str, tuple[Breaker, str, str]] = {
         "operator mpi-operator",
         "mpi-operator/mpi-operator (0/1 ready): not ready",
     ),
+    "kueue at another release than the profile's": (
+        lambda s: _object(s, "Deployment", "kueue-controller-manager")["spec"]["template"]["spec"][
+            "containers"
+        ][0].update(image="registry.k8s.io/kueue/kueue:v0.18.1"),
+        "operator kueue-controller-manager",
+        "it runs Kueue 0.18 (registry.k8s.io/kueue/kueue:v0.18.1), the profile says"
+        ' `installed.kueue.version: "0.19"`',
+    ),
     "kueue without the pytorchjob integration": (
         _kueue_without_pytorchjob,
         "kueue integrations",

@@ -218,10 +218,28 @@ def _operator(
             )
     if name == MPI_OPERATOR and volcano and _flag(args, "gang-scheduling") != ["volcano"]:
         problems.append("no --gang-scheduling=volcano: MPIJobs get no PodGroup")
+    if name == KUEUE_CONTROLLER:
+        problems += _kueue_release(found, profile)
     if problems:
         yield fail(check, f"{where}: {'; '.join(problems)}")
     else:
         yield ok(check, where)
+
+
+def _kueue_release(deployment: dict[str, Any], profile: ClusterProfile) -> list[str]:
+    """The Kueue release its image tag says (`registry.k8s.io/kueue/kueue:v0.19.2`) against
+    `installed.kueue.version` (its default integrations and API version follow it)."""
+    spec = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
+    for c in spec.get("containers") or []:
+        tag = re.search(r"/kueue:v?(\d+)\.(\d+)", str(c.get("image") or ""))
+        if tag and (int(tag.group(1)), int(tag.group(2))) != profile.installed.kueue_minor:
+            return [
+                f"it runs Kueue {tag.group(1)}.{tag.group(2)} ({c.get('image')}), the profile"
+                f' says `installed.kueue.version: "{profile.installed.kueue_version}"`: its'
+                " default integrations and API version are what validation assumes; fix the"
+                " profile"
+            ]
+    return []
 
 
 def kueue_config(client: Client, profile: ClusterProfile) -> Iterator[Check]:
