@@ -21,7 +21,6 @@ Horovod's (root, OpenSSH server installed, default command bash: its docs start
 
 from __future__ import annotations
 
-import posixpath
 import re
 from dataclasses import dataclass
 
@@ -56,32 +55,27 @@ MPI_OPERATOR_IMAGE = SshImage(
 ROOT_SSHD_IMAGE = SshImage(
     user="root", uid=0, home="/root", worker_command=("/usr/sbin/sshd", "-De")
 )
-# Image repositories (without registry host for Docker Hub) -> their contract.
+# Image repositories -> their contract: the MPI Operator's images built on build/base (v0.8.0
+# build/base/*.Dockerfile, examples/v2beta1/pi), and the Horovod-based ones that run as root
+# (Horovod's own; the operator's tensorflow-benchmarks example, FROM horovod/horovod).
+_MPIUSER_IMAGES = ("base", "openmpi", "openmpi-builder", "intel", "intel-builder", "mpich",
+                   "mpich-builder", "mpi-pi")  # fmt: skip
 KNOWN_IMAGES: dict[str, SshImage] = {
-    "mpioperator/": MPI_OPERATOR_IMAGE,
-    "docker.io/mpioperator/": MPI_OPERATOR_IMAGE,
+    **{f"mpioperator/{name}": MPI_OPERATOR_IMAGE for name in _MPIUSER_IMAGES},
+    "mpioperator/tensorflow-benchmarks": ROOT_SSHD_IMAGE,
     "horovod/horovod": ROOT_SSHD_IMAGE,
-    "docker.io/horovod/horovod": ROOT_SSHD_IMAGE,
     "uber/horovod": ROOT_SSHD_IMAGE,
 }
 
 
 def image_contract(image: str | None) -> SshImage | None:
-    """The known contract of `image` (by repository), or None."""
+    """The known contract of `image` (by repository, Docker Hub's `docker.io/` or not), or None."""
     if not image:
         return None
-    repository = image.split("@")[0].rsplit(":", 1)[0] if ":" in image.split("/")[-1] else image
-    for prefix, contract in KNOWN_IMAGES.items():
-        if repository == prefix.rstrip("/") or (
-            prefix.endswith("/") and repository.startswith(prefix)
-        ):
-            return contract
-    return None
-
-
-def home_of_ssh_dir(path: str) -> str:
-    """The home directory whose `.ssh` `path` is (`/home/mpiuser/.ssh` -> `/home/mpiuser`)."""
-    return posixpath.dirname(posixpath.normpath(path))
+    name = image.split("@")[0]
+    last = name.rsplit("/", 1)[-1]
+    repository = name.rsplit(":", 1)[0] if ":" in last else name
+    return KNOWN_IMAGES.get(repository.removeprefix("docker.io/"))
 
 
 def runs_sshd(argv: list[str]) -> bool:
