@@ -365,6 +365,7 @@ def test_volcano_rdma_and_argocd_assumptions(
     failed = [line for line in out.splitlines() if line.startswith("FAIL  ")]
     if change is None:
         assert (code, failed) == (0, []), out + err
+        assert "ok    crd PodGroup (scheduling.volcano.sh/v1beta1): served (Volcano)" in out
         assert "ok    rdma rdma/rdma_shared_device_a: allocatable on all 10 GPU nodes" in out
         assert "ok    delivery argocd: StatefulSet argocd/argocd-application-controller" in out
         return

@@ -32,6 +32,7 @@ from trainops.jobspec.model import ClusterProfile
 Status = Literal["ok", "fail", "skip"]
 DEPLOYMENT = ("apps/v1", "Deployment")
 CONFIGMAP = ("v1", "ConfigMap")
+VOLCANO_PODGROUP = ("scheduling.volcano.sh/v1beta1", "PodGroup")
 # JobSet runs a TrainJob (Kubeflow Trainer v2.x depends on JobSet v1alpha2).
 JOBSET = ("jobset.x-k8s.io/v1alpha2", "JobSet")
 # Groups the API server serves itself (no CRD): not checked as CRDs.
@@ -113,10 +114,13 @@ def server_version(client: Client, profile: ClusterProfile) -> Iterator[Check]:
 
 def custom_kinds(profile: ClusterProfile, built: list[Manifest]) -> list[tuple[str, str]]:
     """(apiVersion, kind) of every custom resource the overlay renders, and the ones its
-    operators need that Git does not hold (Kueue's Workload, Trainer v2's JobSet)."""
+    operators need that Git does not hold (Kueue's Workload, Volcano's PodGroup, Trainer v2's
+    JobSet)."""
     found = {(m.api_version, m.kind) for m in built}
     if profile.scheduler.kind == "kueue":
         found.add((kueue_api_version(profile.installed.kueue_minor), "Workload"))
+    if profile.scheduler.kind == "volcano":  # the operators make the gang's PodGroup
+        found.add(VOLCANO_PODGROUP)
     if profile.operator.trainer_v2 or (TRAINER_API, TRAINJOB) in found:
         found.add(JOBSET)
     return sorted((api, kind) for api, kind in found if not _built_in(api))
