@@ -19,7 +19,8 @@ import yaml
 
 from tests.tools import REPO, UPSTREAM, require_tool, require_upstream, shared_required
 from trainops.cli import main
-from trainops.cluster.emulator import CRD_KINDS, DECLARED, RunningEmulator, kinds_from_crds, serve
+from trainops.cluster.emulator import CRD_KINDS, DECLARED, kinds_from_crds
+from trainops.cluster.emulator_thread import RunningEmulator, serve
 from trainops.core.manifest import Manifest
 from trainops.jobspec.load import load_repository
 from trainops.validate.repo import build_overlay

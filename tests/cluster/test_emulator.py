@@ -11,7 +11,8 @@ import pytest
 
 from tests.cluster.conftest import CREATED, namespace
 from tests.tools import require_upstream
-from trainops.cluster.emulator import CRD_KINDS, RunningEmulator, kinds_from_crds, selector_matches
+from trainops.cluster.emulator import CRD_KINDS, kinds_from_crds, selector_matches
+from trainops.cluster.emulator_thread import RunningEmulator
 
 
 def _api(url: str) -> pykube.HTTPClient:

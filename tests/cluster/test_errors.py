@@ -21,7 +21,8 @@ import pytest
 
 from tests.cluster.conftest import response, run_cli, write_kubeconfig
 from tests.tools import require_tool
-from trainops.cluster.emulator import RunningEmulator, reply
+from trainops.cluster.emulator import reply
+from trainops.cluster.emulator_thread import RunningEmulator
 
 TRAINING = ("pytorchjobs", "tfjobs", "mpijobs", "trainjobs")
 
@@ -267,3 +268,32 @@ def test_malformed_server_url_is_one_line(
         f"context 'trainops-test' in {config}: server '127.0.0.1:6443' of cluster 'emulator'"
         " is not an https:// URL; fix the kubeconfig"
     )
+
+
+# nginx's own 502 page (src/http/ngx_http_special_response.c, `ngx_http_error_502_page` with
+# its tail), what an ingress or auth proxy in front of the API server answers when the server
+# behind it is down.
+NGINX_502 = (
+    "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
+    "<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n"
+    "</body>\r\n</html>\r\n"
+)
+
+
+def test_a_proxys_html_error_page_is_its_status_line(
+    api: RunningEmulator, repo: Path, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On main: `502 from ... on list pytorchjobs.kubeflow.org ...: <html>`."""
+    api.call(
+        lambda e: (
+            e["list", kmock.resource("kubeflow.org", "v1", "pytorchjobs")]
+            << (lambda: reply(502, NGINX_502.encode(), "text/html"))
+        )
+    )
+    message = _one_line_error(*_status(capsys, repo, kubeconfig))
+    assert message.startswith(f"502 from {api.url} (context trainops-test) on list ")
+    assert message.endswith(
+        ": 502 Bad Gateway (an HTML error page: a proxy or load balancer answered, not the API"
+        " server)"
+    ), message
+    assert "<" not in message

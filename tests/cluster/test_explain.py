@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.cluster.conftest import built, find, live, owned, pod, response, run_cli
-from trainops.cluster.emulator import RunningEmulator
+from trainops.cluster.emulator_thread import RunningEmulator
 
 JOB = "resnet50-ddp"
 
@@ -134,12 +134,12 @@ def test_crash_loop_reads_the_previous_run_log(
     assert code == 1, err
     assert out.splitlines()[0] == (
         "CrashLoopBackOff: container pytorch of pod resnet50-ddp-worker-0 keeps exiting"
-        " (restarts 5, last exit code 1 Error)"
+        " (restarts 5, last exit code 1 Error); it raised KeyError: 'lr'"
     )
     assert (
-        "(previous run, last 2 lines):\n  Traceback (most recent call last):\n  KeyError: 'lr'"
-        in out
-    )
+        "(previous run, the traceback it died of, 2 lines):\n"
+        "  Traceback (most recent call last):\n  KeyError: 'lr'"
+    ) in out
 
 
 def test_evicted(

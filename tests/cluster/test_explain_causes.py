@@ -19,7 +19,8 @@ import pytest
 
 from tests.cluster.conftest import built, find, live, owned, pod, response, run_cli
 from tests.cluster.test_explain import JOB, _explain, _job
-from trainops.cluster.emulator import RunningEmulator, reply
+from trainops.cluster.emulator import reply
+from trainops.cluster.emulator_thread import RunningEmulator
 
 # What a rank prints when its peer died mid all-reduce (torch 2.x ProcessGroupNCCL):
 # torch.distributed.DistBackendError with NCCL's remote error.

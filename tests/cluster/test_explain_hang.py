@@ -22,7 +22,8 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
 from tests.cluster.conftest import built, find, live, pod, response, run_cli
 from tests.cluster.test_explain import JOB, _explain
-from trainops.cluster.emulator import RunningEmulator, reply
+from trainops.cluster.emulator import reply
+from trainops.cluster.emulator_thread import RunningEmulator
 
 
 def _stamped(lines: list[tuple[float, str]], now: dt.datetime) -> str:

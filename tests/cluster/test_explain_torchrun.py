@@ -20,7 +20,7 @@ import pytest
 from tests.cluster.conftest import pod, response
 from tests.cluster.test_explain import JOB, _explain, _job
 from tests.tools import require_module
-from trainops.cluster.emulator import RunningEmulator
+from trainops.cluster.emulator_thread import RunningEmulator
 from trainops.cluster.logs import first_failure
 
 CHILD = """

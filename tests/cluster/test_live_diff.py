@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.conftest import built, live, response, run_cli
-from trainops.cluster.emulator import RunningEmulator
+from trainops.cluster.emulator_thread import RunningEmulator
 
 
 def _deploy_all(api: RunningEmulator, repo: Path) -> None:
@@ -71,18 +71,37 @@ def test_changed_field_and_missing_object_are_a_unified_diff_and_exit_1(
         assert stamp not in out
 
 
-def test_live_diff_names_a_missing_crd(
+def test_a_kind_the_cluster_does_not_serve_is_named_and_the_rest_compared(
     api: RunningEmulator, repo: Path, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A cluster without the Prometheus Operator: on main, exit 2 and no diff at all."""
+    for m in built(repo):
+        if m.kind == "ServiceMonitor":
+            continue  # the cluster cannot hold them
+        obj = live(m.data, uid=f"uid-{m.kind}-{m.name}")
+        if m.kind == "PyTorchJob" and m.name == "resnet50-ddp":
+            obj["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 1
+        api.add(obj)
     api.call(
         lambda e: e.resources.pop(next(r for r in e.resources if r.plural == "servicemonitors"))
     )
     code, out, err = _live_diff(capsys, repo, kubeconfig)
-    assert (code, out) == (2, "")
-    assert err == (
-        f"error: {api.url} (context trainops-test) does not serve ServiceMonitor"
-        " (monitoring.coreos.com/v1): its CRD is not installed; install the Prometheus"
-        " Operator\n"
+    assert code == 1
+    # The rest is compared: the hand-scaled job is a diff.
+    assert "--- live/cloud-h100 PyTorchJob ml-vision/resnet50-ddp\n" in out
+    assert "ServiceMonitor" not in out
+    monitors = [m for m in built(repo) if m.kind == "ServiceMonitor"]
+    lines = err.splitlines()
+    assert lines[: len(monitors)] == [
+        f"not compared: ServiceMonitor {m.namespace}/{m.name} ({m.file}): {api.url} (context"
+        " trainops-test) does not serve ServiceMonitor (monitoring.coreos.com/v1): its CRD is"
+        " not installed; install the Prometheus Operator"
+        for m in sorted(monitors, key=lambda m: (m.file or "", m.namespace or "", m.name or ""))
+    ]
+    compared = len(built(repo)) - len(monitors)
+    assert lines[-1] == (
+        f"1 of {compared} compared object differs between Git and cluster cloud-h100 (context"
+        f" trainops-test); {len(monitors)} not compared (kind not served)"
     )
 
 

@@ -25,7 +25,8 @@ import pytest
 from tests.cluster.conftest import CREATED, run_cli, write_kubeconfig
 from tests.tools import add_monitoring
 from trainops.cluster import preflight
-from trainops.cluster.emulator import ApiEmulator, RunningEmulator, _resource
+from trainops.cluster.emulator import ApiEmulator, _resource
+from trainops.cluster.emulator_thread import RunningEmulator
 
 LOG = Path(__file__).parent.parent / "render" / "fixtures" / "preflight"
 LOG_FILE = LOG / "all_reduce_perf-4x8-h100.log"

@@ -16,7 +16,8 @@ import pytest
 
 from tests.cluster.conftest import built, response, run_cli
 from tests.tools import REPO
-from trainops.cluster.emulator import RunningEmulator, reply
+from trainops.cluster.emulator import reply
+from trainops.cluster.emulator_thread import RunningEmulator
 
 
 def _validate(

@@ -22,7 +22,7 @@ from tests.cluster.conftest import (
     response,
     run_cli,
 )
-from trainops.cluster.emulator import RunningEmulator
+from trainops.cluster.emulator_thread import RunningEmulator
 
 
 def _cluster_with_jobs(api: RunningEmulator, repo: Path) -> None:

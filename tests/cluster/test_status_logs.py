@@ -14,7 +14,7 @@ import pytest
 
 from tests.cluster.conftest import run_cli
 from tests.cluster.test_explain_hang import NCCL_IB, NCCL_SOCKET, _nccl, _running, _stamped, _step
-from trainops.cluster.emulator import RunningEmulator
+from trainops.cluster.emulator_thread import RunningEmulator
 
 
 def _status(

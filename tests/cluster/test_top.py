@@ -31,7 +31,8 @@ import yaml
 from tests.cluster.conftest import run_cli
 from tests.tools import REPO, add_monitoring, require_tool, trainops
 from trainops.cli import build_parser
-from trainops.cluster.emulator import RunningEmulator, reply
+from trainops.cluster.emulator import reply
+from trainops.cluster.emulator_thread import RunningEmulator
 
 NS = "ai-training"
 PODS = ("llm-finetune-master-0", "llm-finetune-worker-0")

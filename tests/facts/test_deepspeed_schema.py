@@ -200,7 +200,10 @@ def test_seed_001s_bucket_sizes_render_as_numbers_with_a_note_at_their_line(
     job = root / "jobs" / "llm-finetune.yaml"
     text = job.read_text()
     # The shipped job lets trainops size the buckets from the model: the seed's key added back.
-    text = text.replace("      reduce_scatter: true\n", "      reduce_scatter: true\n      reduce_bucket_size: 5e8\n")
+    text = text.replace(
+        "      reduce_scatter: true\n",
+        "      reduce_scatter: true\n      reduce_bucket_size: 5e8\n",
+    )
     job.write_text(text)
     line = next(n for n, t in enumerate(text.splitlines(), 1) if "5e8" in t)
     result = trainops(root, "render")

@@ -165,8 +165,10 @@ def test_mpijob_launcher_argv_is_read_back(tmp_path: Path) -> None:
     # onprem-a100 runs the MPI Operator (`installed.mpiJobs` default): v1 is written as v2beta1.
     assert "apiVersion" not in spec["mpi"]
     assert "MPIJob `kubeflow.org/v1` is written for `kubeflow.org/v2beta1`" in result.stdout
+    # horovod/horovod runs as root, the user the MPI Operator logs in to the Workers as
+    # (issue 37): written, and --allow-run-as-root is then trainops's to generate.
+    assert spec["securityContext"]["runAsUser"] == 0
     assert spec["mpi"]["mpirunArgs"] == [
-        "--allow-run-as-root",
         "-bind-to",
         "none",
         "-map-by",

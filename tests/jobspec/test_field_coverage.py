@@ -145,6 +145,13 @@ def _other_mpi_api(job: dict[str, Any]) -> None:
         job["targets"] = [{"cluster": "tcp-default"}]
 
 
+def _slack_to_webhook(cluster: dict[str, Any]) -> None:
+    """The first notification from Slack to a webhook (which has no channel)."""
+    first = cluster["notifications"][0]
+    first["type"] = "webhook"
+    del first["channel"]
+
+
 def _to_tcp(cluster: dict[str, Any]) -> None:
     cluster["network"]["transport"] = "tcp"
     del cluster["network"]["rdma"]
@@ -204,6 +211,8 @@ CHOSEN: dict[str, Any] = {
     "trainingjob:targets[].cluster": "rdma-volcano",
     "trainingjob:targets[].gpuProduct": "a100",
     "clusterprofile:network.transport": _to_tcp,
+    "clusterprofile:notifications[].type": _slack_to_webhook,
+    "clusterprofile:notifications[].events": ["sync-failed"],
     "clusterprofile:operator.name": _other_operator,
     "trainingjob:mpi.apiVersion": _other_mpi_api,
     "clusterprofile:network.rdma.gdrLevel": "PHB",

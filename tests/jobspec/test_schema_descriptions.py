@@ -67,6 +67,8 @@ UNDESCRIBED: dict[str, int] = {
     "crds/kueue.x-k8s.io/workload_v1beta2.json": 13,
     "crds/kustomize.toolkit.fluxcd.io/kustomization_v1.json": 75,
     "crds/monitoring.coreos.com/podmonitor_v1.json": 4,
+    "crds/notification.toolkit.fluxcd.io/alert_v1beta3.json": 15,
+    "crds/notification.toolkit.fluxcd.io/provider_v1beta3.json": 14,
     "crds/monitoring.coreos.com/prometheusrule_v1.json": 18,
     "crds/monitoring.coreos.com/servicemonitor_v1.json": 6,
     "crds/scheduling.volcano.sh/podgroup_v1beta1.json": 9,

@@ -63,6 +63,7 @@ PUBLISHED = {
     "TO801": "mpi-np-mismatch",
     "TO802": "mpi-arg-has-space",
     "TO810": "mpi-launcher-gpus",
+    "TO811": "mpi-ssh-contract",
     "TO901": "gpu-product-unknown",
     "TO902": "namespace-not-allowed",
     "TO903": "claim-single-node",
@@ -71,6 +72,7 @@ PUBLISHED = {
     "TO906": "write-to-read-only",
     "TO907": "dataset-writable",
     "TO915": "platform-unused",
+    "TO908": "cache-on-read-only",
 }
 # Codes that named a rule once and may never be given to another.
 RETIRED: set[str] = set()

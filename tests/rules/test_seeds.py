@@ -56,12 +56,15 @@ def test_seed001_elastic_pytorchjob() -> None:
     (cpu,) = found["cpu-oversubscribed"]
     assert "8 processes x OMP_NUM_THREADS=8 = 64 compute threads on a 32-CPU" in cpu.message
     assert "set OMP_NUM_THREADS=4" in cpu.message
+    # HF_HOME under the read-only dataset mount: the first from_pretrained fails (issue 37).
+    assert "sets HF_HOME=/data/hf-cache" in found["cache-on-read-only"][0].message
     assert set(found) == {
         "elastic-nnodes-conflict",
         "env-reference-undefined",
         "resources-unbounded",
         "rdma-incomplete",
         "cpu-oversubscribed",
+        "cache-on-read-only",
     }
 
 

@@ -227,3 +227,13 @@ def test_home_and_caches_are_each_replicas_own_directory(tmp_path: Path) -> None
         homes.append(home)
     assert len(set(homes)) == len(p.launches)
     assert any("volume tmp at /tmp: an empty directory per replica" in c for c in p.changes)
+
+
+def test_a_claim_mounted_read_only_is_read_only_here(tmp_path: Path) -> None:
+    """Issue 37: the dataset claim is mounted readOnly on the cluster; on main run-local made it
+    a writable directory, so a cache pointed into it ran here and failed there."""
+    plan("resnet50-ddp", tmp_path)
+    dataset = tmp_path / "claims" / "resnet50-ddp-dataset"
+    assert dataset.is_dir() and dataset.stat().st_mode & 0o222 == 0
+    checkpoints = [d for d in (tmp_path / "claims").iterdir() if "checkpoint" in d.name]
+    assert checkpoints and all(d.stat().st_mode & 0o200 for d in checkpoints)

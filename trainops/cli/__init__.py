@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "top": "trainops.cli.top",
     "preflight": "trainops.cli.preflight",
     "live-diff": "trainops.cli.live_diff",
+    "doctor": "trainops.cli.doctor",
     "run-local": "trainops.cli.run_local",
     "sandbox": "trainops.cli.sandbox",
     "import": "trainops.cli.import_",

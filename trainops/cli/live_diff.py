@@ -25,13 +25,18 @@ def run(args: argparse.Namespace) -> int:
     client = cluster_args.connect(args, profile)
     require_namespaces(client, [m.namespace for m in built if m.namespace], profile)
     ordered = sorted(built, key=lambda m: (m.file or "", m.kind, m.namespace or "", m.name or ""))
-    # Every kind first: a missing CRD stops the command before any diff is printed.
-    resources = [client.require(m.api_version, m.kind) for m in ordered]
-    differing = 0
-    for m, resource in zip(ordered, resources, strict=True):
-        namespace = m.namespace if resource.namespaced else None
-        live = client.get(resource, namespace, m.name or "")
+    differing, unserved = 0, []
+    for m in ordered:
+        resource = client.resource(m.api_version, m.kind)
+        namespace = m.namespace if resource is None or resource.namespaced else None
         where = f"{m.kind} {namespace + '/' if namespace else ''}{m.name}"
+        if resource is None:
+            # An optional CRD the cluster lacks (no Prometheus Operator): say so, compare the rest.
+            unserved.append(
+                f"not compared: {where} ({m.file}): {client.not_served(m.api_version, m.kind)}"
+            )
+            continue
+        live = client.get(resource, namespace, m.name or "")
         text = compare.unified_diff(
             m.data,
             live,
@@ -41,10 +46,16 @@ def run(args: argparse.Namespace) -> int:
         if text:
             differing += 1
             sys.stdout.write(text)
+    for line in unserved:
+        print(line, file=sys.stderr)
+    compared = len(built) - len(unserved)
     noun = "object differs" if differing == 1 else "objects differ"
+    if unserved:
+        noun = f"compared {noun}"
+    tail = f"; {len(unserved)} not compared (kind not served)" if unserved else ""
     print(
-        f"{differing} of {len(built)} {noun} between Git and cluster {profile.name}"
-        f" (context {client.target.context})",
+        f"{differing} of {compared} {noun} between Git and cluster {profile.name}"
+        f" (context {client.target.context}){tail}",
         file=sys.stderr,
     )
-    return 1 if differing else 0
+    return 1 if differing or unserved else 0

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 LAST = "last lines"
+DIED_OF = "the traceback it died of"
 
 
 @dataclass
@@ -15,7 +16,9 @@ class LogTail:
     previous: bool
     lines: list[str]
     what: str = "last lines"  # LAST
-    """`last lines`, or `first traceback of the failing child` (torchrun)."""
+    """`last lines`, `first traceback of the failing child` (torchrun) or `the traceback it
+    died of` (the last traceback chain of a Python program): a chain is shown whole, its
+    last line the exception that ended the program, whatever `--tail` says."""
 
 
 @dataclass

@@ -66,6 +66,8 @@ class Cause:
     """Whether that log is of the container's previous run."""
     past: bool = False
     """A termination of a container that has since restarted and runs again."""
+    uid: str = ""
+    """The uid of the pod an event was about ("" when the event does not say)."""
 
     def key(self) -> tuple[int, int, str, str]:
         return (self.nature, 0 if self.when else 1, self.when, self.pod or "")
@@ -119,7 +121,8 @@ def pod_causes(pod: dict[str, Any], summary: Callable[[str, dict[str, Any]], str
     when = str(disrupted.get("lastTransitionTime") or "")
     if status.get("reason") == "Evicted":  # node-pressure eviction: the kubelet's own words
         message = str(status.get("message", "evicted by the kubelet")).strip()
-        out.append(Cause(f"Evicted: pod {name}: {message}", PLATFORM, when, name))
+        text = f"Evicted: pod {name}: {message}{eviction_hint(message)}"
+        out.append(Cause(text, PLATFORM, when, name))
     elif (template := _DISRUPTION.get(str(disrupted.get("reason")))) is not None:
         out.append(Cause(template.format(pod=name, node=node), PLATFORM, when, name))
     for c in containers(pod):
@@ -177,7 +180,45 @@ def _container_causes(pod: dict[str, Any], c: dict[str, Any]) -> list[Cause]:
                 f" with code {term.get('exitCode')}"
             )
             out.append(Cause(text, EXITED, str(term.get("finishedAt") or ""), name, cname))
+        elif running and int((last.get("terminated") or {}).get("exitCode") or 0) != 0:
+            # A crash loop caught between two runs: the previous run's log says why.
+            term = last["terminated"]
+            text = (
+                f"{term.get('reason') or 'Error'}: container {cname} of pod {name} exited"
+                f" with code {term.get('exitCode')} and was restarted (restarts"
+                f" {c.get('restartCount', 0)})"
+            )
+            when = str(term.get("finishedAt") or "")
+            out.append(Cause(text, EXITED, when, name, cname, True, past=True))
     return out
+
+
+_OOM_KILLED = "OOMKilled"
+# A pod named in an operator's event message: `Pod: <ns>.<pod>` (Training Operator) or
+# `pod <ns>/<pod>` (batch Job, MPI Operator).
+_POD_IN_MESSAGE = re.compile(r"\b[Pp]od:? \"?(?:[a-z0-9-]+[./])?([a-z0-9][-a-z0-9.]*[a-z0-9])")
+# The kubelet's ephemeral-storage eviction messages (pkg/kubelet/eviction/helpers.go:
+# "The node was low on resource: ephemeral-storage.", "Container %s exceeded its local ephemeral
+# storage limit %q.", "Pod ephemeral local storage usage exceeds the total limit of containers
+# %s.", "Usage of EmptyDir volume %q exceeds the limit %q.").
+_EPHEMERAL = ("ephemeral-storage", "ephemeral local storage", "EmptyDir volume")
+
+
+def eviction_hint(message: str) -> str:
+    """What to do about an eviction, from the kubelet's message ("" when it says nothing
+    we know)."""
+    if any(word in message for word in _EPHEMERAL):
+        return (
+            " (ephemeral storage: the pod wrote more to its container filesystem, logs or"
+            " emptyDir volumes than its limit or the node's free disk; write caches and"
+            " checkpoints to a volume, or request ephemeral-storage)"
+        )
+    return ""
+
+
+def _pod_named(message: str) -> str | None:
+    found = _POD_IN_MESSAGE.search(message)
+    return found.group(1) if found else None
 
 
 # The Training Operator's event on the job for each pod that exits: `Pod: <ns>.<pod> exited
@@ -186,10 +227,32 @@ def _container_causes(pod: dict[str, Any], c: dict[str, Any]) -> list[Cause]:
 _EXITED = re.compile(r"^Pod: (?P<ns>[^.\s]+)\.(?P<pod>\S+) exited with code (?P<code>-?\d+)")
 
 
+def _series(event: dict[str, Any]) -> dict[str, Any]:
+    series = event.get("series")
+    return series if isinstance(series, dict) else {}
+
+
 def event_time(event: dict[str, Any]) -> str:
+    """When the event last happened: a series' last observation (events.k8s.io/v1 events,
+    which the scheduler writes since Kubernetes 1.19, read as core/v1 keep `eventTime` as the
+    first time and `series.lastObservedTime` as the latest), else `lastTimestamp`."""
+    series = _series(event)
     return str(
-        event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp") or ""
+        series.get("lastObservedTime")
+        or event.get("lastTimestamp")
+        or event.get("eventTime")
+        or event.get("firstTimestamp")
+        or ""
     )
+
+
+def event_count(event: dict[str, Any]) -> int:
+    """How often it happened: `series.count` (events.k8s.io/v1), else the older `count`."""
+    series = _series(event)
+    for value in (series.get("count"), event.get("count")):
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return 1
 
 
 def event_causes(events: list[dict[str, Any]]) -> list[Cause]:
@@ -214,7 +277,13 @@ def event_causes(events: list[dict[str, Any]]) -> list[Cause]:
             nature = PLATFORM if code == SIGKILL_EXIT else EXITED
             out.append(Cause(text, nature, when, exited["pod"]))
         elif kind == "Pod" and reason in {"Evicted", "Preempted", "OOMKilling"}:
-            out.append(Cause(f"{reason}: pod {name}: {message}", PLATFORM, when, name))
+            text = f"{reason}: pod {name}: {message}{eviction_hint(message)}"
+            out.append(Cause(text, PLATFORM, when, name, uid=str(obj.get("uid") or "")))
+        elif _OOM_KILLED in message:  # an operator's or controller's words for a pod it saw
+            pod = _pod_named(message) or (name if kind == "Pod" else None)
+            who = f"pod {pod}" if pod else f"{kind.lower()}/{name}"
+            text = f"OOMKilled: {who} ran out of memory ({reason}: {message})"
+            out.append(Cause(text, PLATFORM, when, pod))
         elif kind == "Workload" and reason in {"Preempted", "Evicted"}:
             out.append(Cause(f"{KUEUE_EVICTED} {name}: {message}", PLATFORM, when, None))
         elif kind == "PodGroup" and reason == "Evict":

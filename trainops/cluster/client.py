@@ -15,6 +15,7 @@ import re
 import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from html import unescape
 from typing import Any
 
 import pykube
@@ -34,6 +35,9 @@ APPLY_PATCH = "application/apply-patch+yaml"
 # in API group "" in the namespace "ml-vision"`; other 403s (quota, admission webhooks,
 # Pod Security) are about the object, not about who asks.
 _RBAC_DENIAL = re.compile(r'cannot (\w+) resource "([^"]*)"')
+# An HTML page instead of a v1 Status, and its title (else its first heading).
+_HTML = re.compile(r"<(?:!doctype html|html)\b", re.IGNORECASE)
+_HTML_TITLE = re.compile(r"<(?:title|h1)[^>]*>(.*?)</(?:title|h1)>", re.IGNORECASE | re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -71,13 +75,20 @@ class ApplyResult:
 
 
 def status_message(response: requests.Response) -> str:
-    """The message of the v1 Status in an error response, else its first line of text."""
+    """The message of the v1 Status in an error response; a proxy's or load balancer's HTML
+    error page (nginx, a cloud's gateway, an auth proxy in front of the API server) as its
+    status line, `502 Bad Gateway`; else the first line of the text."""
     try:
         body = response.json()
     except ValueError:
         body = None
     if isinstance(body, dict) and body.get("kind") == "Status" and body.get("message"):
         return str(body["message"])
+    if _HTML.search(response.text[:2048]):
+        found = _HTML_TITLE.search(response.text)
+        title = " ".join(unescape(found.group(1)).split()) if found else ""
+        what = title or f"{response.status_code} {response.reason or ''}".strip()
+        return f"{what} (an HTML error page: a proxy or load balancer answered, not the API server)"
     text = response.text.strip().splitlines()
     return text[0] if text else response.reason or f"HTTP {response.status_code}"
 
@@ -179,7 +190,7 @@ class Client:
 
     def _discover(self, api_version: str, kind: str) -> Resource | None:
         # GET /apis/<group>/<version> (/api/v1 for the core group): the APIResourceList.
-        response = self._send(
+        response = self.send(
             "discover", api_version, None, lambda: self.api.get(version=api_version)
         )
         if response.status_code == 404:
@@ -211,21 +222,27 @@ class Client:
         """Like `resource`, but a kind the cluster lacks is an error naming the CRD."""
         found = self.resource(api_version, kind)
         if found is None:
-            raise ClusterError(
-                f"{self.where} does not serve {kind} ({api_version}): its CRD is not installed;"
-                f" install {kinds.provider(api_version)}"
-            )
+            raise ClusterError(self.not_served(api_version, kind))
         return found
+
+    def not_served(self, api_version: str, kind: str) -> str:
+        """Why a kind cannot be read: its CRD (at this version) is not installed."""
+        return (
+            f"{self.where} does not serve {kind} ({api_version}): its CRD is not installed;"
+            f" install {kinds.provider(api_version)}"
+        )
 
     # ------------------------------------------------------------------ reads
 
     def list(
         self, resource: Resource, namespace: str | None, selector: str | None = None
     ) -> list[dict[str, Any]]:
-        """Objects of `resource` in `namespace`, filtered by a label selector."""
+        """Objects of `resource` in `namespace` (None: a cluster-scoped kind, or a namespaced
+        one in every namespace), filtered by a label selector."""
         what = resource.qualified
+        scope = pykube.all if namespace is None and resource.namespaced else namespace
         with self._calling("list", what, namespace):
-            query = resource.cls.objects(self.api, namespace=namespace)
+            query = resource.cls.objects(self.api, namespace=scope)
             if selector:
                 query = query.filter(selector=selector)
             return [item.obj for item in query.iterator()]
@@ -238,7 +255,7 @@ class Client:
 
     def namespace_exists(self, name: str) -> bool | None:
         """Whether the namespace exists; None when we may not ask (namespaced RBAC only)."""
-        response = self._send(
+        response = self.send(
             "get", "namespaces", None, lambda: self.api.get(url=f"namespaces/{name}")
         )
         if response.status_code == 403:
@@ -282,7 +299,7 @@ class Client:
         """GET `path` on the pod's `port` through the API server's pod proxy (RBAC
         `pods/proxy`); None when nothing answers there (502/503) or the pod is gone."""
         url = f"namespaces/{namespace}/pods/{pod}:{port}/proxy/{path}"
-        response = self._send("get", "pods/proxy", namespace, lambda: self.api.get(url=url))
+        response = self.send("get", "pods/proxy", namespace, lambda: self.api.get(url=url))
         if response.status_code in {404, 502, 503}:
             return None
         if not response.ok:
@@ -294,7 +311,7 @@ class Client:
         the service proxy) with the kubeconfig's credentials; the caller reads the status."""
         if not path.startswith("/api/v1/"):
             raise ClusterError(f"not an API server path: {path}")
-        return self._send(
+        return self.send(
             "get",
             "services/proxy",
             None,
@@ -313,7 +330,7 @@ class Client:
             params=params, headers={"Content-Type": APPLY_PATCH}, data=json.dumps(obj)
         )
         namespace = (obj.get("metadata") or {}).get("namespace")
-        response = self._send(
+        response = self.send(
             "patch", resource.qualified, namespace, lambda: self.api.patch(**kwargs)
         )
         if response.status_code == 401 or (
@@ -330,7 +347,7 @@ class Client:
         namespace = (obj.get("metadata") or {}).get("namespace")
         instance = resource.cls(self.api, obj)
         kwargs = instance.api_kwargs(data=json.dumps(obj), obj_list=True)
-        response = self._send(
+        response = self.send(
             "create", resource.qualified, namespace, lambda: self.api.post(**kwargs)
         )
         if response.status_code == 409:
@@ -351,13 +368,13 @@ class Client:
         kwargs = resource.cls(self.api, obj).api_kwargs(
             data=json.dumps({"propagationPolicy": "Background"})
         )
-        response = self._send(
+        response = self.send(
             "delete", resource.qualified, namespace, lambda: self.api.delete(**kwargs)
         )
         if not response.ok and response.status_code != 404:
             raise self.http_error(response, "delete", resource.qualified, namespace)
 
-    def _send(
+    def send(
         self,
         verb: str,
         what: str,

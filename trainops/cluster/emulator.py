@@ -28,14 +28,9 @@ the Kubernetes and Kueue API references.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import copy
 import json
 import re
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -196,6 +191,14 @@ class ApiEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         early["get", re.compile(r"/api/v1/namespaces/[^/]+/pods/[^/]+/proxy/.*")] << (
             self._serve_pod_proxy
         )
+        # /version and SelfSubjectAccessReviews (`trainops doctor`): what a test sets.
+        self.server_version: dict[str, str] = {"major": "1", "minor": "31", "gitVersion": "v1.31.4"}
+        self.grants: dict[str, list[dict[str, Any]]] = {}
+        self.impersonators: set[str] = set()
+        early["get", re.compile(r"/version/?$")] << self._serve_server_version
+        early["post", re.compile(r"/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")] << (
+            self._serve_access_review
+        )
 
     def declare(self, api_version: str, kind: str, plural: str, namespaced: bool) -> None:
         self.kinds[(api_version, kind)] = (plural, namespaced)
@@ -211,8 +214,8 @@ class ApiEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         self.objects[_resource(obj["apiVersion"], plural), ns, meta["name"]] = copy.deepcopy(obj)
 
     async def _handle(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
-        if request.params.get("dryRun") == "All":
-            # Nothing is stored on a dry run: skip kmock's object bookkeeping.
+        if request.params.get("dryRun") == "All" or request.url.path.endswith("accessreviews"):
+            # Nothing is stored on a dry run or an access review: skip kmock's bookkeeping.
             return await apps.RawHandler._handle(self, request)
         response: aiohttp.web.StreamResponse = await super()._handle(request)
         return response
@@ -306,6 +309,30 @@ class ApiEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         tail = int(request.params.get("tailLines", len(lines)))
         return reply(200, "".join(lines[-tail:]).encode(), "text/plain; charset=utf-8")
 
+    async def _serve_server_version(self, request: rendering.Request) -> rendering.Response:
+        return reply(200, {**self.server_version, "platform": "linux/amd64"})
+
+    async def _serve_access_review(self, request: rendering.Request) -> rendering.Response:
+        """A SelfSubjectAccessReview answered from `grants` (user -> RBAC PolicyRules, each
+        with the `namespaces` it is bound in, [] for a ClusterRoleBinding), as the user the
+        `Impersonate-User` header names; impersonating needs the kubeconfig's user to be in
+        `impersonators`, else 403 as RBAC answers it."""
+        user = request.headers.get("Impersonate-User")
+        if user is not None and "alice" not in self.impersonators:
+            status = {
+                **NOT_FOUND,
+                "code": 403,
+                "reason": "Forbidden",
+                "message": f'users "{user}" is forbidden: User "alice" cannot impersonate'
+                ' resource "users" in API group "" at the cluster scope',
+            }
+            return reply(403, status)
+        review = copy.deepcopy(request.data or {})
+        attrs = (review.get("spec") or {}).get("resourceAttributes") or {}
+        allowed = any(_grants(rule, attrs) for rule in self.grants.get(user or "alice", []))
+        review["status"] = {"allowed": allowed, **({"reason": "RBAC: allowed"} if allowed else {})}
+        return reply(201, review)
+
     async def _serve_pod_proxy(self, request: rendering.Request) -> rendering.Response:
         """GET pods/<name>:<port>/proxy/<path>: what the pod serves there, as the API server
         relays it; 503 when nothing answers, as the real server says it."""
@@ -325,70 +352,12 @@ class ApiEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         return reply(200, body, "text/plain; version=0.0.4; charset=utf-8")
 
 
-class RunningEmulator:
-    """The emulator served on 127.0.0.1 from a thread of its own (the tests are sync)."""
-
-    def __init__(self, emulator: ApiEmulator, server: Any, loop: asyncio.AbstractEventLoop):
-        self.emulator = emulator
-        self.url = str(server.url).rstrip("/")
-        self._loop = loop
-
-    def call(self, fn: Callable[[ApiEmulator], Any]) -> Any:
-        """Run `fn(emulator)` on the server's event loop (where its state lives)."""
-        done: concurrent.futures.Future[Any] = concurrent.futures.Future()
-
-        def apply() -> None:
-            try:
-                done.set_result(fn(self.emulator))
-            except Exception as err:  # handed back to the test
-                done.set_exception(err)
-
-        self._loop.call_soon_threadsafe(apply)
-        return done.result(timeout=10)
-
-    def add(self, *objects: dict[str, Any]) -> None:
-        def store(emulator: ApiEmulator) -> None:
-            for obj in objects:
-                emulator.add(obj)
-
-        self.call(store)
-
-    @property
-    def requests(self) -> list[rendering.Request]:
-        return list(self.call(lambda e: list(iter(e))))
-
-
-@contextmanager
-def serve(kinds: dict[tuple[str, str], tuple[str, bool]]) -> Iterator[RunningEmulator]:
-    """Start the emulator serving `kinds` on a free loopback port; stop it afterwards."""
-    started = threading.Event()
-    holder: dict[str, Any] = {}
-
-    async def main() -> None:
-        async with ApiEmulator() as emulator, kmock.Server(emulator) as server:
-            for (api_version, kind), (plural, namespaced) in kinds.items():
-                emulator.declare(api_version, kind, plural, namespaced)
-            stop = asyncio.Event()
-            holder.update(
-                running=RunningEmulator(emulator, server, asyncio.get_running_loop()), stop=stop
-            )
-            started.set()
-            await stop.wait()
-
-    def thread_main() -> None:
-        try:
-            asyncio.run(main())
-        except BaseException as err:  # reported by the waiting test
-            holder["error"] = err
-            started.set()
-
-    thread = threading.Thread(target=thread_main, name="k8s-api-emulator", daemon=True)
-    thread.start()
-    if not started.wait(timeout=30) or "error" in holder:
-        raise RuntimeError(f"the API emulator did not start: {holder.get('error')}")
-    running: RunningEmulator = holder["running"]
-    try:
-        yield running
-    finally:
-        running._loop.call_soon_threadsafe(holder["stop"].set)
-        thread.join(timeout=10)
+def _grants(rule: dict[str, Any], attrs: dict[str, str]) -> bool:
+    """Whether one RBAC PolicyRule (bound in `namespaces`, [] cluster-wide) allows `attrs`."""
+    namespaces = rule.get("namespaces", [])
+    return (
+        (not namespaces or attrs.get("namespace", "") in namespaces)
+        and attrs.get("group", "") in rule["apiGroups"]
+        and any(r in ("*", attrs.get("resource")) for r in rule["resources"])
+        and any(v in ("*", attrs.get("verb")) for v in rule["verbs"])
+    )

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from trainops.cluster.causes import containers as _containers
-from trainops.cluster.causes import event_time
+from trainops.cluster.causes import event_count, event_time
 
 # The scheduler's summary, e.g. "0/12 nodes are available: 4 Insufficient nvidia.com/gpu,
 # 8 node(s) didn't match Pod's node affinity/selector. preemption: ..."
@@ -60,11 +60,10 @@ def pod_line(pod: dict[str, Any]) -> str:
 
 
 def event_line(event: dict[str, Any]) -> str:
-    when = (
-        event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp") or "-"
-    )
+    when = event_time(event) or "-"
     obj = event.get("involvedObject") or {}
-    count = f" (x{event['count']})" if int(event.get("count") or 1) > 1 else ""
+    times = event_count(event)
+    count = f" (x{times})" if times > 1 else ""
     return (
         f"{when}  {event.get('type', '')}  {event.get('reason', '')}"
         f"  {str(obj.get('kind', '')).lower()}/{obj.get('name', '')}:"
@@ -75,7 +74,8 @@ def event_line(event: dict[str, Any]) -> str:
 def scheduler_note(events: list[dict[str, Any]], names: set[str]) -> str:
     """How often and how lately the scheduler (or Kueue, Volcano) said it could not place
     `names`: ` (FailedScheduling x6, last 2026-11-23T08:05:06Z)`, or "" without such events.
-    The event's `count` is the scheduler's own tally of the same message."""
+    The event's `series.count` (or older `count`) is the scheduler's own tally of the same
+    message."""
     said = [
         e
         for e in events
@@ -85,5 +85,5 @@ def scheduler_note(events: list[dict[str, Any]], names: set[str]) -> str:
     if not said:
         return ""
     latest = max(said, key=event_time)
-    count = sum(int(e.get("count") or 1) for e in said)
+    count = sum(event_count(e) for e in said)
     return f" ({latest.get('reason')} x{count}, last {event_time(latest)})"

@@ -19,12 +19,20 @@ from typing import Any
 
 from trainops.cluster import causes as causes_mod
 from trainops.cluster import hang, kinds, nccl_log, running
-from trainops.cluster.answer import Explanation, LogTail
+from trainops.cluster.answer import DIED_OF, LAST, Explanation, LogTail
 from trainops.cluster.causes import Cause
 from trainops.cluster.client import Client, Resource
 from trainops.cluster.errors import ClusterError
 from trainops.cluster.evidence import event_line, pod_line, scheduler_note, scheduler_summary
-from trainops.cluster.logs import Log, first_failure
+from trainops.cluster.logs import (
+    CHILD_FAILED,
+    Log,
+    died_of,
+    exception_of,
+    first_failure,
+    last_traceback,
+    root_cause,
+)
 from trainops.cluster.running import Logs
 from trainops.cluster.status import require_namespaces, scheduler_objects, served_training_kinds
 from trainops.core.manifest import Manifest
@@ -105,14 +113,29 @@ def _checked(c: Cause, logs: Logs) -> Cause:
     watchdog = [line for line in log.lines if hang.WATCHDOG_PREFIX in line]
     if watchdog:
         return replace(c, text=f"Hung: {watchdog[-1].strip()} (pod {c.pod}); {c.text}")
-    return c.following() if nccl_log.peer_gone(log.lines) else c
+    # What the program died of decides: a torchrun log also holds the local peers' collective
+    # errors that followed its failing child.
+    return c.following() if nccl_log.peer_gone(died_of(log.lines)) else c
+
+
+def _gone(c: Cause, live: dict[str, dict[str, Any]]) -> bool:
+    """Whether an event's cause is about a pod no longer there: deleted, or replaced by one
+    of the same name (the Training Operator deletes a failed or evicted pod and creates it
+    again under its name): the event names another uid, or came before the pod was created."""
+    meta = live.get(c.pod or "")
+    if c.pod is None or meta is None:
+        return True
+    if c.uid and meta.get("uid"):
+        return c.uid != meta.get("uid")
+    created = str(meta.get("creationTimestamp") or "")
+    return bool(c.when and created and c.when < created)
 
 
 def _ranked(seen: _Seen, job_running: bool) -> list[Cause]:
     """Every cause the pods, the events and Kueue show, first failure first. While the job
     runs, what only the events or Kueue's conditions remember (an eviction, a preemption,
     pods long deleted) is history, not the cause of what its pods do now."""
-    live = {_name(p) for p in seen.pods}
+    live = {_name(p): p.get("metadata") or {} for p in seen.pods}
     found = [c for p in seen.pods for c in causes_mod.pod_causes(p, scheduler_summary)]
     if not job_running:
         evicted = causes_mod.workload_cause(seen.workload) if seen.workload else None
@@ -121,18 +144,36 @@ def _ranked(seen: _Seen, job_running: bool) -> list[Cause]:
         found += [
             c
             for c in causes_mod.event_causes(seen.events)
-            if (c.pod is None or c.pod not in live)
+            if _gone(c, live)
             and not (evicted is not None and c.text.startswith(causes_mod.KUEUE_EVICTED))
         ]
     return causes_mod.rank([_checked(c, seen.logs) for c in found], job_running)
 
 
 def _show_log(log: Log, tail_lines: int) -> LogTail:
+    """The failing torchrun child's traceback chain, else the traceback the program died of,
+    else the last lines."""
     child = first_failure(log.lines)
     if child is not None:
         what = "first traceback of the failing child"
         return LogTail(log.pod, log.container, log.previous, child, what)
+    chain = last_traceback(log.lines)
+    if chain is not None:
+        return LogTail(log.pod, log.container, log.previous, chain, DIED_OF)
     return LogTail(log.pod, log.container, log.previous, log.lines[-tail_lines:])
+
+
+def _death(log: Log, shown: LogTail) -> tuple[str, str | None]:
+    """What the log says killed the container: (` raised <exception>` words for the first
+    line or "", torchrun's root cause line or None)."""
+    root = root_cause(log.lines) if any(CHILD_FAILED in line for line in log.lines) else None
+    words = ""
+    if shown.what != LAST and shown.lines:
+        who = f"rank {root.rank}" if root is not None and root.rank is not None else "it"
+        words = f"; {who} raised {exception_of(shown.lines)}"
+    elif root is not None and root.killed:
+        words = f"; {root.text()}"
+    return words, (root.text() if root is not None else None)
 
 
 def explain(
@@ -213,6 +254,11 @@ def _name_first(result: Explanation, ranked: list[Cause], seen: _Seen, tail_line
         log = seen.logs.get(first.pod, first.container, first.previous)
         if log is not None:
             result.log = _show_log(log, tail_lines)
+            words, root = _death(log, result.log)
+            if first.nature == causes_mod.EXITED:
+                result.cause += words
+            if root is not None:
+                result.findings.insert(0, root)
 
 
 def _queued(result: Explanation, seen: _Seen) -> bool:

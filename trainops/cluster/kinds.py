@@ -37,11 +37,17 @@ PROVIDERS = {
     "batch.volcano.sh": "Volcano",
     "monitoring.coreos.com": "the Prometheus Operator",
     "jobset.x-k8s.io": "JobSet",
+    "k8s.cni.cncf.io": "Multus",
+    "grafana.integreatly.org": "the Grafana Operator",
+    "external-secrets.io": "External Secrets",
+    "notification.toolkit.fluxcd.io": "Flux's notification-controller",
 }
 
 
 def provider(api_version: str) -> str:
     """Who provides the CRDs of `api_version`'s group, for a message."""
+    if api_version == "kubeflow.org/v2beta1":
+        return "the MPI Operator"  # its MPIJob; kubeflow.org/v1 is the Training Operator's
     group = api_version.rpartition("/")[0]
     return PROVIDERS.get(group, f"the operator that serves {group or 'it'}")
 

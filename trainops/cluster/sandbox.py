@@ -26,7 +26,8 @@ from typing import Any
 import yaml
 
 from trainops.cluster import kinds as training_kinds
-from trainops.cluster.emulator import CRD_KINDS, DECLARED, RunningEmulator, serve
+from trainops.cluster.emulator import CRD_KINDS, DECLARED
+from trainops.cluster.emulator_thread import RunningEmulator, serve
 from trainops.core.manifest import Manifest
 from trainops.facts.kubeflow import JOB_NAME_LABEL, KUBEFLOW_REPLICA_KEYS, REPLICA_TYPE_LABEL
 from trainops.facts.schedulers import VOLCANO_SCHEDULER

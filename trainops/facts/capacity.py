@@ -44,6 +44,24 @@ class PodGroup:
     gpus_per_pod: int
     product: str | None
     """The product the pod's node selector picks; None when it picks none of them."""
+    host_ports: frozenset[tuple[str, int]] = frozenset()
+    """(protocol, port) each pod binds on its node (`host_ports`): one such pod per node."""
+
+
+def host_ports(pod_spec: Mapping[str, Any]) -> frozenset[tuple[str, int]]:
+    """The (protocol, port)s a pod binds on its node: each `hostPort`, and under
+    `hostNetwork: true` each `containerPort` (the API server sets hostPort to it, core/v1
+    defaults.go `SetDefaults_Pod`). kube-scheduler's NodePorts filter places no two pods
+    binding the same one on a node."""
+    network = pod_spec.get("hostNetwork") is True
+    found: set[tuple[str, int]] = set()
+    for c in pod_spec.get("containers") or []:
+        for raw in (c or {}).get("ports") or []:
+            port = raw if isinstance(raw, dict) else {}
+            number = port.get("hostPort") or (port.get("containerPort") if network else None)
+            if isinstance(number, int) and not isinstance(number, bool) and number > 0:
+                found.add((str(port.get("protocol") or "TCP"), number))
+    return frozenset(found)
 
 
 def product_of(pod_spec: Mapping[str, Any], products: Sequence[Product]) -> Product | None:
@@ -70,10 +88,32 @@ def pod_groups(obj: Mapping[str, Any], products: Sequence[Product]) -> list[PodG
         product = product_of(spec, products)
         groups.append(
             PodGroup(
-                rtype, pods, min_replicas(obj, rtype, pods), gpus, product.name if product else None
+                rtype,
+                pods,
+                min_replicas(obj, rtype, pods),
+                gpus,
+                product.name if product else None,
+                host_ports(spec),
             )
         )
     return groups
+
+
+def port_bound(
+    groups: Sequence[PodGroup], at_once: Mapping[str, int], nodes: int | None
+) -> str | None:
+    """Why the pods that must run at once can never all be placed, by the host ports they
+    bind (one pod per node per port), or None; `nodes` None (not declared): not judged."""
+    if nodes is None:
+        return None
+    for port in sorted({p for g in groups for p in g.host_ports}, key=lambda p: (p[1], p[0])):
+        count = sum(at_once[g.replica_type] for g in groups if port in g.host_ports)
+        if count > nodes:
+            return (
+                f"{count} pods bind host port {port[1]}/{port[0]} (under hostNetwork every"
+                f" containerPort is a host port) and {nodes} nodes hold one each"
+            )
+    return None
 
 
 def queue_of(obj: Mapping[str, Any], runtime: Mapping[str, Any] | None = None) -> str | None:

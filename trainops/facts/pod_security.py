@@ -102,7 +102,8 @@ class Breach:
     """Inside the pod template (`spec`, `containers`, 0, ...)."""
     exception: str | None = None
     """What a cluster may declare to admit it: `capability:IPC_LOCK`, `hostPath:/dev/x`,
-    `hostNetwork`; None when nothing may."""
+    `hostNetwork`, `hostPort` (a host port: admitted with host networking, else on the floor);
+    None when nothing may."""
 
     @classmethod
     def baseline(cls, control: str, message: str, path: Path, exc: str | None = None) -> Breach:
@@ -243,12 +244,15 @@ def _containers_baseline(meta: dict[str, Any], spec: dict[str, Any]) -> Iterator
                     (*at, "securityContext", "capabilities", "add", j),
                     f"capability:{cap}",
                 )
+        # Under hostNetwork the API server sets hostPort to containerPort: the host network's.
+        exc = "hostNetwork" if spec.get("hostNetwork") is True else "hostPort"
         for j, port in enumerate(_l(c.get("ports"))):
             if _d(port).get("hostPort") not in (None, 0):
                 yield Breach.baseline(
                     "Host Ports",
                     f"container `{name}` binds host port {_d(port).get('hostPort')}",
                     (*at, "ports", j, "hostPort"),
+                    exc,
                 )
 
 
@@ -347,7 +351,7 @@ def admitted(
     exc = breach.exception
     if exc is None:
         return False
-    if exc == "hostNetwork":
+    if exc in ("hostNetwork", "hostPort"):
         return host_network
     kind, _, value = exc.partition(":")
     if kind == "capability":

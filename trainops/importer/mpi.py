@@ -19,6 +19,7 @@ from trainops.facts.kubeflow import (
     MPIJOB_V2BETA1,
     REPLICA_TYPES,
 )
+from trainops.facts.mpi_ssh import image_contract
 from trainops.importer import common
 from trainops.importer.launch import PYTHONS
 from trainops.importer.mpirun import (
@@ -126,6 +127,8 @@ def import_mpijob(  # noqa: C901, PLR0912, PLR0915
         mpi["workerCommand"] = worker_argv
     if api == MPIJOB_V2BETA1 and "sshAuthMountPath" in spec:
         mpi["sshAuthMountPath"] = spec["sshAuthMountPath"]
+    if served == MPIJOB_V2BETA1:
+        _ssh_user(job, mpi, main=main, pod=pod, notes=notes, where=where)
     exported = _exported(job, cluster, api)
     argv = [*(first.get("command") or []), *(first.get("args") or [])]
     at_argv: list[str | int] = [
@@ -187,6 +190,48 @@ def _no_program(argv: list[str], ranks: int) -> str:
         " `framework: mpi`, `command: [python, train.py]` (the program every rank runs;"
         " trainops generates mpirun, -np and the exports) and `mpi.mpirunArgs` for mpirun's"
         " own options"
+    )
+
+
+def _ssh_user(
+    job: dict[str, Any],
+    mpi: dict[str, Any],
+    *,
+    main: dict[str, Any],
+    pod: dict[str, Any],
+    notes: Notes,
+    where: list[str | int],
+) -> None:
+    """The MPI Operator v2beta1 logs in to the Workers over ssh as the pods' user
+    (facts/mpi_ssh.py): a pod that named none ran as its image's user, which trainops's default
+    (uid 10001, its own image's) is not. A known image's user, sshd and key path are written;
+    for another image, a note says what to set."""
+    written = (pod.get("securityContext") or {}).get("runAsUser")
+    if written is None:
+        written = (main.get("securityContext") or {}).get("runAsUser")
+    if written is not None:
+        return
+    image = str(main.get("image"))
+    known = image_contract(image)
+    if known is None:
+        notes.add(
+            [*where, "securityContext"],
+            f"no runAsUser: the pods ran as image {image}'s user, and trainops renders"
+            " `securityContext.runAsUser` (default 10001, its trainer image's); the MPI Operator"
+            " logs in to the Workers over ssh as that user: set it to the image's user, and"
+            " `mpi.sshAuthMountPath` to that user's ~/.ssh",
+        )
+        return
+    job.setdefault("securityContext", {}).update(runAsUser=known.uid, runAsGroup=known.uid)
+    who = "root" if known.uid == 0 else f"{known.user} (uid {known.uid})"
+    if known.uid != 0:
+        mpi.setdefault("workerCommand", list(known.worker_command))
+        mpi.setdefault("sshAuthMountPath", known.ssh_dir)
+    notes.add(
+        [*where, "securityContext"],
+        f"image {image} runs as {who}, the user the MPI Operator logs in to the Workers as:"
+        f" `securityContext.runAsUser: {known.uid}` is written (trainops's default, 10001, has"
+        " no user in that image)",
     )
 
 

@@ -48,6 +48,46 @@ def _checks(d: dict[str, Any], stem: str, out: Collector) -> None:
     if "server" in delivery and "destinationName" in delivery:
         out.add(["delivery"], "give either `server` or `destinationName`, not both")
     check_admission(d, out)
+    _check_notifications(d, out)
+
+
+# What each notification field applies to.
+_NOTIFICATION_KEYS = {
+    "channel": ("slack",),
+    "repository": ("github",),
+    "githubApp": ("github",),
+}
+
+
+def _check_notifications(d: dict[str, Any], out: Collector) -> None:
+    """Names unique; GitHub commit status on Argo CD needs the GitHub App it posts as."""
+    seen: set[str] = set()
+    for i, n in enumerate(d.get("notifications", [])):
+        if n["name"] in seen:
+            out.add(["notifications", i, "name"], f"notification `{n['name']}` is named twice")
+        seen.add(n["name"])
+        for key, types in _NOTIFICATION_KEYS.items():
+            if key in n and n["type"] not in types:
+                out.add(
+                    ["notifications", i, key],
+                    f"`{key}` is for {' and '.join(f'`{t}`' for t in types)} notifications, not"
+                    f" `{n['type']}`; remove it",
+                )
+        if n["type"] == "slack" and "channel" not in n:
+            out.add(["notifications", i], "a `slack` notification needs `channel`")
+        if n["type"] == "github" and "events" in n:
+            out.add(
+                ["notifications", i, "events"],
+                "`events` is for `slack` and `webhook`: a `github` notification posts the"
+                " commit status of every sync (success or failure); remove it",
+            )
+        if n["type"] == "github" and d["delivery"]["tool"] == "argocd" and "githubApp" not in n:
+            out.add(
+                ["notifications", i],
+                "a `github` notification on an Argo CD cluster needs `githubApp: {appID,"
+                " installationID}` (Argo CD posts commit statuses as a GitHub App; its private"
+                " key is the `secret` key of argocd-notifications-secret)",
+            )
 
 
 def _check_network(d: dict[str, Any], out: Collector) -> None:
@@ -234,6 +274,20 @@ def build_cluster(
         job_access=_job_access(d),
         installed=_installed(d["installed"]),
         monitoring=_monitoring(d),
+        notifications=tuple(_notification(n) for n in d["notifications"]),
+    )
+
+
+def _notification(n: dict[str, Any]) -> model.Notification:
+    app = n.get("githubApp")
+    return model.Notification(
+        name=n["name"],
+        type=n["type"],
+        secret=n["secret"],
+        channel=n.get("channel"),
+        events=tuple(n["events"]) if n["type"] != "github" else (),
+        repository=n.get("repository"),
+        github_app=(app["appID"], app["installationID"]) if app else None,
     )
 
 

@@ -220,6 +220,27 @@ class Monitoring:
 
 
 @dataclass(frozen=True)
+class Notification:
+    """Where the cluster's sync and job-failure notifications go (`notifications[]`)."""
+
+    name: str
+    """Unique in the profile: names the Flux Provider/Alert or the Argo CD service."""
+    type: Literal["slack", "webhook", "github"]
+    """Slack channel, generic webhook, or GitHub commit status."""
+    secret: str
+    """Flux: the Secret (in the Flux namespace) with `token`/`address`; Argo CD: the key of
+    `argocd-notifications-secret`. Named only: never rendered."""
+    channel: str | None = None
+    """`slack`: the channel."""
+    events: tuple[str, ...] = ()
+    """`slack`/`webhook`: `sync-failed`, `job-failed`."""
+    repository: str | None = None
+    """`github`: the repository whose commit statuses are set; None: the repository's."""
+    github_app: tuple[int, int] | None = None
+    """`github` on Argo CD: (appID, installationID) of the GitHub App."""
+
+
+@dataclass(frozen=True)
 class ClusterProfile:
     name: str
     """The profile's name, equal to its file name; jobs name it in `targets[].cluster`."""
@@ -266,6 +287,8 @@ class ClusterProfile:
     monitoring: Monitoring | None = None
     """Alerts, dashboard and the Prometheus of `trainops top` (None: built without a loader,
     as some tests do: read it through `watch`)."""
+    notifications: tuple[Notification, ...] = ()
+    """Where sync and job-failure notifications go (Flux Provider/Alert, Argo CD services)."""
 
     @property
     def watch(self) -> Monitoring:

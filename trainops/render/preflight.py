@@ -7,8 +7,9 @@ GPUs per Worker, target (GPU product, node selector, tolerations, RDMA devices, 
 NCCL env of the cluster and of the job), security context and pod overrides; only the program
 (all_reduce_perf under the generated mpirun, one rank per GPU), the image (the profile's
 `monitoring.ncclTestsImage`) and what only training needs (data, checkpoints, DeepSpeed,
-elastic, sidecars) change. The renderer then makes it as it makes every MPIJob (render/mpijob.py),
-so the preflight cannot drift from what the job gets.
+elastic, sidecars) change, and who the pods run as: the image's user, whose sshd the Workers run
+and whose ~/.ssh holds the operator's keys. The renderer then makes it as it makes every MPIJob
+(render/mpijob.py), so the preflight cannot drift from what the job gets.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from typing import Any
 
 from trainops.facts import derived_names as dn
 from trainops.facts.kubeflow import MPIJOB_V2BETA1
+from trainops.facts.mpi_ssh import MPI_OPERATOR_IMAGE
 from trainops.facts.nccl_tests import ALL_REDUCE_ARGV
+from trainops.facts.scratch import CACHE_ENV
 from trainops.jobspec.model import ClusterProfile, Mpi, Role, Target, TrainingJob
 from trainops.render import netpol, objects
 from trainops.render.common import metadata
@@ -26,6 +29,10 @@ from trainops.render.common import metadata
 SUFFIX = "-nccl-preflight"
 # The Launcher only runs mpirun: little CPU and memory.
 LAUNCHER = Role(replicas=1, gpus=0, cpu="1", memory="1Gi")
+# The image: nccl-tests built on the MPI Operator's `mpioperator/openmpi` (docs/monitoring.md),
+# whose Workers run its non-root sshd as mpiuser (uid 1000) with the keys in its ~/.ssh: the
+# MPI Operator v0.8 launcher/worker contract (facts/mpi_ssh.py), whatever the job runs as.
+IMAGE = MPI_OPERATOR_IMAGE
 # mpirun placement as the shipped MPI example: one rank per slot (GPU), no core binding.
 MPIRUN_ARGS = ("-bind-to", "none", "-map-by", "slot")
 
@@ -50,10 +57,21 @@ def preflight_job(job: TrainingJob, image: str) -> TrainingJob:
         elastic=None,
         deepspeed=None,
         volumes=(),
+        # The caches the job points into its volumes: the preflight mounts none of them.
+        env={k: v for k, v in job.env.items() if k not in CACHE_ENV},
         data_sync=None,
         secret_env=(),
         tensorflow=None,
-        mpi=replace(mpi, launcher=LAUNCHER, mpirun_args=MPIRUN_ARGS),
+        mpi=replace(
+            mpi,
+            launcher=LAUNCHER,
+            mpirun_args=MPIRUN_ARGS,
+            worker_command=IMAGE.worker_command,
+            ssh_auth_mount_path=IMAGE.ssh_dir,
+        ),
+        security=replace(
+            job.security, run_as_user=IMAGE.uid, run_as_group=IMAGE.uid, fs_group=IMAGE.uid
+        ),
         pod=replace(job.pod, sidecars=(), volumes=(), volume_mounts=(), by_replica={}),
     )
 

@@ -3,11 +3,14 @@
 Claims and ConfigMap/Secret volumes are shared by every replica (the objects' files written
 out as the kubelet would project them, `kube.volume_files`); emptyDirs get one directory per
 replica; /dev/shm is the host's. Each volume is reported once per run in the plan's changes
-or warnings, so the user knows what a local run does not prove.
+or warnings, so the user knows what a local run does not prove. A claim mounted read-only on
+the cluster is a directory without write permission here (HF_HOME or a cache pointed into it
+fails here as it fails there).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +24,12 @@ from trainops.runlocal.source import BuiltJob
 
 SHM_PATH = "/dev/shm"
 """A Memory emptyDir at /dev/shm only enlarges shared memory: locally the host's is used."""
+
+
+def _read_only(mount: dict[str, Any], volume: dict[str, Any]) -> bool:
+    """Whether the kubelet mounts this claim read-only for this container."""
+    claim = volume.get("persistentVolumeClaim") or {}
+    return mount.get("readOnly") is True or claim.get("readOnly") is True
 
 
 @dataclass
@@ -43,6 +52,8 @@ class Volumes:
     warnings: list[str]
     seen: set[str]
     """Volumes already reported (shared with the plan, which reports other things once)."""
+    writable: set[Path] = field(default_factory=set)
+    """Claim directories some container mounts writable (never made read-only)."""
 
     def _volumes(self, template: dict[str, Any]) -> _Local:
         """Each mounted volume's local directory; ConfigMaps/Secrets written out, claims shared."""
@@ -63,7 +74,27 @@ class Volumes:
             else:
                 local = self._shared_dir(name, path, volume, first)
                 out.shared.append((path, local / sub if sub else local))
+                if name not in self.options.volumes and "persistentVolumeClaim" in volume:
+                    self._protect(local, path, _read_only(mount, volume))
         return out
+
+    def _protect(self, local: Path, path: str, read_only: bool) -> None:
+        """A claim every container mounts read-only on the cluster is read-only here too (its
+        directory without write permission), so a write there fails here as it does there;
+        one mounted writable anywhere stays writable. Root ignores permissions: said once."""
+        if not read_only:
+            self.writable.add(local)
+            local.chmod(0o755)
+            return
+        if local in self.writable:
+            return
+        local.chmod(0o555)
+        if os.geteuid() == 0 and "read-only:root" not in self.seen:
+            self.seen.add("read-only:root")
+            self.warnings.append(
+                f"running as root: the read-only mount at {path} (as on the cluster) cannot be"
+                " enforced here, root writes anyway; run as another user to see those writes fail"
+            )
 
     def _report(self, first: bool, change: str, warning: bool = False) -> None:
         """Say what a volume becomes here, once per run."""

@@ -16,6 +16,7 @@ from trainops.render.gitops.argocd import app_project, application_set
 from trainops.render.gitops.flux import flux_files
 from trainops.render.gitops.flux_rbac import ARGOCD_ACCOUNT_NAMESPACE, delivered, rbac_objects
 from trainops.render.gitops.health import argocd_cm_patch
+from trainops.render.gitops.notifications import argocd_notifications_cm
 
 __all__ = ["render_gitops"]
 
@@ -29,6 +30,9 @@ def render_gitops(repo: Repository) -> dict[str, Any]:
         files["gitops/argocd/appproject.yaml"] = app_project(repo, placed)
         files["gitops/argocd/applicationset.yaml"] = application_set(repo)
         files["gitops/argocd/argocd-cm-health.yaml"] = argocd_cm_patch(repo.settings)
+        notifications = argocd_notifications_cm(repo)
+        if notifications is not None:
+            files["gitops/argocd/argocd-notifications-cm.yaml"] = notifications
         for cluster in repo.delivered_by("argocd"):
             # A cluster nothing is delivered to needs no account.
             if delivered(repo, cluster, placed[cluster.name]):

@@ -24,6 +24,7 @@ from trainops.jobspec.model import ClusterProfile, Repository
 from trainops.render.delivered import Placed, placed_kinds
 from trainops.render.gitops.flux_rbac import ARGOCD_ACCOUNT_NAMESPACE, SERVICE_ACCOUNT
 from trainops.render.gitops.kinds import GroupKind
+from trainops.render.gitops.notifications import argocd_subscriptions
 from trainops.render.trainjob import PATCH_MANAGER
 
 ARGOCD_API = "argoproj.io/v1alpha1"
@@ -195,10 +196,11 @@ def ignore_differences(cluster: ClusterProfile) -> list[dict[str, Any]]:
     return entries
 
 
-def _element(cluster: ClusterProfile) -> dict[str, Any]:
-    """One list-generator element: everything that differs between clusters."""
+def _element(cluster: ClusterProfile, notifying: bool) -> dict[str, Any]:
+    """One list-generator element: everything that differs between clusters (`notifying`:
+    some Argo CD cluster has notifications, so every element carries its subscriptions)."""
     delivery = cluster.delivery
-    return {
+    element = {
         "cluster": cluster.name,
         "destinationName": delivery.destination_name or "",
         "destinationServer": delivery.destination_server,
@@ -206,6 +208,9 @@ def _element(cluster: ClusterProfile) -> dict[str, Any]:
         "selfHeal": delivery.self_heal,
         "ignoreDifferences": ignore_differences(cluster),
     }
+    if notifying:
+        element["notifications"] = argocd_subscriptions(cluster)
+    return element
 
 
 # Booleans, the either/or destination and the per-cluster ignoreDifferences cannot be
@@ -229,6 +234,13 @@ spec:
 """
 
 
+# The Application's notification subscriptions (notifications.py), merged into its annotations.
+SUBSCRIPTIONS_PATCH = """\
+metadata:
+  annotations: {{ .notifications | toJson }}
+"""
+
+
 def application_set(repo: Repository) -> dict[str, Any]:
     """One ApplicationSet generating an Application per Argo CD cluster (`overlays/<cluster>`).
 
@@ -236,7 +248,8 @@ def application_set(repo: Repository) -> dict[str, Any]:
     Application only, and a cluster's platform objects and ClusterTrainingRuntimes, shared by
     every namespace, must be applied before the jobs naming them (docs/gitops.md)."""
     settings = repo.settings
-    elements = [_element(c) for c in repo.delivered_by("argocd")]
+    notifying = any(c.notifications for c in repo.delivered_by("argocd"))
+    elements = [_element(c, notifying) for c in repo.delivered_by("argocd")]
     return {
         "apiVersion": ARGOCD_API,
         "kind": "ApplicationSet",
@@ -276,6 +289,6 @@ def application_set(repo: Repository) -> dict[str, Any]:
                     "revisionHistoryLimit": REVISION_HISTORY_LIMIT,
                 },
             },
-            "templatePatch": TEMPLATE_PATCH,
+            "templatePatch": TEMPLATE_PATCH + (SUBSCRIPTIONS_PATCH if notifying else ""),
         },
     }

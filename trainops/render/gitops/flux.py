@@ -8,6 +8,8 @@ Layout (what `flux bootstrap --path` or a fleet repository's Kustomization point
     gitops/flux/<cluster>/training.yaml   Kustomization (./overlays/<cluster>/_jobs), depending
                                           on the platform one
     gitops/flux/<cluster>/rbac.yaml       the account both apply as (flux_rbac.py)
+    gitops/flux/<cluster>/notifications.yaml  Providers and Alerts, when the profile has
+                                          `notifications` (notifications.py)
 
 Two Kustomizations, not one: kustomize-controller server-side dry-runs every object of an
 apply stage before applying any (fluxcd/pkg ssa v0.76.1 `ResourceManager.ApplyAll`, used by
@@ -30,6 +32,7 @@ from trainops.facts.trainer import TRAINER_API, TRAINJOB
 from trainops.jobspec.model import ClusterProfile, Repository
 from trainops.render.delivered import JOBS_PART, PLATFORM_PART, Placed, has_platform_part
 from trainops.render.gitops.flux_rbac import SERVICE_ACCOUNT, rbac_objects
+from trainops.render.gitops.notifications import flux_notifications
 
 SOURCE_API = "source.toolkit.fluxcd.io/v1"
 KUSTOMIZE_API = "kustomize.toolkit.fluxcd.io/v1"
@@ -189,6 +192,10 @@ def flux_files(
         platform = platform_kustomization(repo, cluster)
         if platform is not None:
             files[f"gitops/flux/{cluster.name}/platform.yaml"] = platform
+        if cluster.notifications:
+            files[f"gitops/flux/{cluster.name}/notifications.yaml"] = flux_notifications(
+                repo, cluster, platform is not None
+            )
         files[f"gitops/flux/{cluster.name}/rbac.yaml"] = rbac_objects(
             repo,
             cluster,

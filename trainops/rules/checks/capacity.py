@@ -30,7 +30,9 @@ def _gang(obj: Object, ctx: Context) -> Iterator[Violation]:
         pods: Counter[int] = Counter()
         for g in mine:
             pods[g.gpus_per_pod] += at_once[g.replica_type]
-        reason = facts.unplaceable(pods, product.per_node, product.nodes)
+        reason = facts.unplaceable(pods, product.per_node, product.nodes) or facts.port_bound(
+            mine, at_once, product.nodes
+        )
         if reason is None:
             continue
         shape = ", ".join(
@@ -67,8 +69,10 @@ RULES = (
         severity=Severity.ERROR,
         summary="A job whose pods can never all run at once on the GPUs the cluster profile"
         " declares (`capacity.nodes`): a pod larger than a node, more GPUs than the product"
-        " has, or pods that do not pack onto its nodes; elastic jobs judged at `minReplicas`"
-        " (or at a Volcano `minAvailable` above it: the gang waits for that many).",
+        " has, pods that do not pack onto its nodes, or more pods binding one host port than"
+        " there are nodes (`hostPort`, or any containerPort under `hostNetwork`); elastic jobs"
+        " judged at `minReplicas` (or at a Volcano `minAvailable` above it: the gang waits for"
+        " that many).",
         why="A gang-scheduled job (Volcano waits for `minAvailable` pods, Kueue admits a"
         " workload whole) stays Pending forever, holding its queue position; without a gang"
         " scheduler the placed pods hold GPUs and wait for peers that never come.",

@@ -1,5 +1,6 @@
-"""MPIJob rules: `-np` against the slots the job has, fused argv elements, and a Launcher
-that holds GPUs it never uses."""
+"""MPIJob rules: `-np` against the slots the job has, fused argv elements, a Launcher that
+holds GPUs it never uses, and the MPI Operator v2beta1's SSH contract (sshd on the Workers, the
+keys where the pods' user looks)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,15 @@ from collections.abc import Iterator
 
 from trainops.core.findings import Severity
 from trainops.core.manifest import FieldPath as Path
-from trainops.core.values import as_int
+from trainops.core.values import as_dict, as_int
+from trainops.facts.kubeflow import MPIJOB_V2BETA1
+from trainops.facts.mpi_ssh import (
+    DEFAULT_SSH_AUTH_MOUNT_PATH,
+    MPI_OPERATOR_IMAGE,
+    SshImage,
+    image_contract,
+    runs_sshd,
+)
 from trainops.kube.launch import (
     MPI,
     MPI_FLAGS,
@@ -21,6 +30,7 @@ from trainops.kube.launch import (
     shell_script,
 )
 from trainops.kube.objects import Object
+from trainops.kube.pods import Container, PodTemplate
 from trainops.kube.words import line_words
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
@@ -167,6 +177,93 @@ def _launcher_gpus(obj: Object, ctx: Context) -> Iterator[Violation]:
         )
 
 
+def _uid(pod: PodTemplate, c: Container) -> tuple[int | None, Path]:
+    """The uid the container runs as (its own securityContext, else the pod's) and where it
+    is set; None: the image's USER."""
+    own = as_int(c.security_context.get("runAsUser"))
+    if own is not None:
+        return own, (*c.path, "securityContext", "runAsUser")
+    pod_uid = as_int(as_dict(pod.spec.get("securityContext")).get("runAsUser"))
+    return pod_uid, (*pod.spec_path, "securityContext", "runAsUser")
+
+
+def _ssh_contract(obj: Object, ctx: Context) -> Iterator[Violation]:
+    """The MPI Operator v2beta1 reaches the Workers over SSH: they run sshd, and the Launcher
+    and Workers run as the user whose ~/.ssh is `sshAuthMountPath` (facts/mpi_ssh.py)."""
+    if obj.kind != "MPIJob" or obj.manifest.api_version != MPIJOB_V2BETA1:
+        return
+    written = obj.spec.get("sshAuthMountPath")
+    ssh_dir = str(written or DEFAULT_SSH_AUTH_MOUNT_PATH).rstrip("/")
+    said: set[str] = set()
+    for role in ("Worker", "Launcher"):
+        pod = obj.replica(role)
+        containers = pod.containers() if pod is not None else []
+        if pod is None or not containers:
+            continue
+        c = containers[0]  # the operator's: its first container
+        known = image_contract(c.image)
+        uid, uid_path = _uid(pod, c)
+        if uid is None and known is not None and known.uid == 0:
+            uid = 0
+        if role == "Worker":
+            yield from _worker_sshd(c, known, uid)
+        problem = _user_problem(uid, ssh_dir, known, c.image or "")
+        if problem is None or problem in said:
+            continue
+        said.add(problem)
+        where = ("spec", "sshAuthMountPath") if written and uid == 0 else uid_path
+        yield Violation(f"{role} {problem}", where)
+
+
+def _worker_sshd(c: Container, known: SshImage | None, uid: int | None) -> Iterator[Violation]:
+    argv = [word for word, _ in c.argv]
+    fix = " ".join((known or MPI_OPERATOR_IMAGE).worker_command)
+    if argv and not runs_sshd(argv):
+        yield Violation(
+            f"the Worker runs `{' '.join(argv)[:80]}`, not sshd: the MPI Operator v2beta1 starts"
+            " sshd only for a Worker without command and args, so the Launcher's mpirun cannot"
+            f" log in and the job fails; run sshd in the foreground as its command ({fix})",
+            c.argv[0][1],
+        )
+    elif not argv and uid not in (None, 0):
+        yield Violation(
+            "the Worker has no command, so the MPI Operator runs `/usr/sbin/sshd -De` with the"
+            f" image's default config, which uid {uid} cannot run (host keys only root reads,"
+            " a pid file under /run): run the image's non-root sshd config as its command"
+            f" (the MPI Operator's images: {fix})",
+            c.path,
+        )
+
+
+def _user_problem(uid: int | None, ssh_dir: str, known: SshImage | None, image: str) -> str | None:
+    """Why the keys at `ssh_dir` are not the ones ssh uses as `uid`, or None."""
+    if uid == 0 and ssh_dir != DEFAULT_SSH_AUTH_MOUNT_PATH:
+        return (
+            f"runs as root, whose ssh reads /root/.ssh, and the keys are mounted at {ssh_dir}"
+            " (`sshAuthMountPath`): mpirun cannot log in"
+        )
+    if uid is None or uid == 0:
+        return None
+    if known is not None and known.uid != uid:
+        return (
+            f"runs as uid {uid}, which image {image} has no user for (its user is {known.user},"
+            f" uid {known.uid}): OpenSSH refuses to run for a uid without a passwd entry; set"
+            f" runAsUser: {known.uid} and sshAuthMountPath: {known.ssh_dir}"
+        )
+    if ssh_dir == DEFAULT_SSH_AUTH_MOUNT_PATH:
+        home = known.ssh_dir if known is not None else "the .ssh of that user's home"
+        return (
+            f"runs as uid {uid} and the keys are mounted at /root/.ssh (`sshAuthMountPath`'s"
+            f" default), which only root's ssh reads: set sshAuthMountPath to {home}"
+        )
+    if known is not None and ssh_dir != known.ssh_dir:
+        return (
+            f"runs as {known.user} (uid {uid}) of image {image}, whose ssh reads {known.ssh_dir},"
+            f" and the keys are mounted at {ssh_dir}: set sshAuthMountPath: {known.ssh_dir}"
+        )
+    return None
+
+
 RULES = (
     Rule(
         slug="mpi-np-mismatch",
@@ -197,6 +294,32 @@ RULES = (
         example='command: [mpirun, "-x NCCL_DEBUG=INFO", python, train.py]',
         check=_has_space_or_shell,
         pods_only=True,
+    ),
+    Rule(
+        slug="mpi-ssh-contract",
+        code="TO811",
+        severity=Severity.ERROR,
+        summary="An MPI Operator v2beta1 MPIJob that cannot log in to its Workers: a Worker"
+        " that runs no sshd (its command, or a known image's default), or a Launcher/Worker"
+        " user whose ~/.ssh is not `sshAuthMountPath` (default /root/.ssh), or a uid the image"
+        " has no user for.",
+        why="The MPI Operator v0.8 mounts the job's SSH keys at `sshAuthMountPath` and runs the"
+        " Workers' own command; the Launcher's mpirun then logs in to each Worker over ssh as"
+        " the pod's user. Without sshd on the Workers, or with the keys where that user's"
+        " OpenSSH does not look, every run fails at ssh, and a fabric test reports a failed"
+        " fabric. The MPI Operator's images run sshd as `mpiuser` (uid 1000, keys in"
+        " /home/mpiuser/.ssh); Horovod's as root.",
+        fix="Run sshd in the foreground as the Workers' command (the MPI Operator's images:"
+        " `/usr/sbin/sshd -De -f /home/mpiuser/.sshd_config`), set `runAsUser` to the image's"
+        " user and `sshAuthMountPath` to that user's `~/.ssh`.",
+        example="sshAuthMountPath: /home/mpiuser/.ssh   # runAsUser: 1000\n"
+        "Worker: {template: {spec: {containers: [{image: mpioperator/openmpi:0.8.0}]}}}"
+        "  # no sshd",
+        check=_ssh_contract,
+        references=(
+            "https://github.com/kubeflow/mpi-operator/tree/v0.8.0/build/base",
+            "https://github.com/kubeflow/mpi-operator/blob/v0.8.0/examples/v2beta1/pi/pi.yaml",
+        ),
     ),
     Rule(
         slug="mpi-launcher-gpus",

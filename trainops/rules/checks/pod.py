@@ -30,6 +30,17 @@ def _host_network(obj: Object, ctx: Context) -> Iterator[Violation]:
             )
         if ctx.cluster is not None and not ctx.cluster.network.allow_host_network:
             yield Violation(f"cluster `{ctx.cluster.name}` does not allow hostNetwork", path)
+        for c in pod.containers():
+            for i, port in enumerate(c.ports()):
+                host, inside = port.get("hostPort"), port.get("containerPort")
+                if host not in (None, 0) and host != inside:
+                    # apis/core/validation: "must match `containerPort` when `hostNetwork` is true"
+                    yield Violation(
+                        f"container `{c.name}` maps host port {host} to containerPort {inside}"
+                        " under hostNetwork: the API server refuses the pod (hostPort must match"
+                        " containerPort when hostNetwork is true); drop hostPort",
+                        (*c.path, "ports", i, "hostPort"),
+                    )
 
 
 def split_image(image: str) -> tuple[str, str | None, str | None]:
@@ -99,7 +110,8 @@ RULES = (
         code="TO505",
         severity=Severity.ERROR,
         summary="`hostNetwork: true` without `dnsPolicy: ClusterFirstWithHostNet`; error too"
-        " where the cluster forbids hostNetwork.",
+        " where the cluster forbids hostNetwork, and for a hostPort other than its containerPort"
+        " (the API server refuses it under hostNetwork).",
         why="With hostNetwork the default DNS policy falls back to the node's resolver, so the"
         " pod cannot resolve `<job>-master-0` and rendezvous fails.",
         fix="Add `dnsPolicy: ClusterFirstWithHostNet`, or drop hostNetwork where the cluster"

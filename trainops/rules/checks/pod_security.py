@@ -2,7 +2,8 @@
 cluster and without a profile, and `pod-security`, the cluster's own level.
 
 The floor (`facts/pod_security.py:on_floor`) is what no cluster profile may except: hostPID,
-hostIPC, host ports, the node's sensitive paths, unconfined seccomp, custom SELinux, unmasked
+hostIPC, host ports (unless the profile allows host networking, which makes every containerPort
+a host port anyway), the node's sensitive paths, unconfined seccomp, custom SELinux, unmasked
 /proc, unsafe sysctls. `validate --manifests` in CI has no profile and is still a gate on it.
 
 `pod-security` reports the rest of the cluster's level (its exceptions admitted).
@@ -41,8 +42,13 @@ def _namespace_level(obj: Object, ctx: Context) -> pss.Level | None:
 
 
 def _floor(obj: Object, ctx: Context) -> Iterator[Violation]:
+    # A profile that allows host networking admits host ports too (Kubernetes makes every
+    # containerPort of a hostNetwork pod a host port): `pod-security` judges them there.
+    host_network = ctx.cluster is not None and ctx.cluster.network.allow_host_network
     for pod in obj.pods:
         for breach in pss.breaches(pod.metadata, pod.spec):
+            if host_network and breach.exception == "hostPort":
+                continue
             if pss.on_floor(breach):
                 yield Violation(
                     f"{breach.message}: Pod Security `baseline` forbids it ({breach.control}),"
@@ -93,9 +99,10 @@ RULES = (
         code="TO610",
         severity=Severity.ERROR,
         summary="A pod template breaks a Pod Security baseline control that no cluster may"
-        " except: hostPID, hostIPC, a host port, a sensitive hostPath (`/`, `/etc`, `/proc`,"
-        " the container runtime's socket, ...), unconfined seccomp, custom SELinux, unmasked"
-        " /proc, an unsafe sysctl. Checked with or without a cluster profile.",
+        " except: hostPID, hostIPC, a host port (except where the profile allows host"
+        " networking), a sensitive hostPath (`/`, `/etc`, `/proc`, the container runtime's"
+        " socket, ...), unconfined seccomp, custom SELinux, unmasked /proc, an unsafe sysctl."
+        " Checked with or without a cluster profile.",
         why="Each is a way out of the container onto a node that other teams' jobs share:"
         " the node's processes (hostPID: read their environment, signal them), its shared"
         " memory (hostIPC), its root filesystem or the runtime's socket (start any container)."

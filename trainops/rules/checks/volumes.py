@@ -10,6 +10,7 @@ from typing import Any
 
 from trainops.core.findings import Severity
 from trainops.core.values import as_dict, as_list
+from trainops.facts.scratch import CACHE_ENV, OFFLINE_ENV, READ_ONLY_WHEN_OFFLINE
 from trainops.kube.launch import launches
 from trainops.kube.objects import Object
 from trainops.kube.pods import Container, PodTemplate
@@ -109,6 +110,62 @@ def _writes(obj: Object, ctx: Context, pod: PodTemplate) -> Iterator[Violation]:
 def _write_read_only(obj: Object, ctx: Context) -> Iterator[Violation]:
     for pod in obj.pods:
         yield from _writes(obj, ctx, pod)
+
+
+_REFERENCE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
+def _expanded(value: str, earlier: dict[str, str]) -> str:
+    """`$(VAR)` references to earlier literal variables expanded, as the kubelet does."""
+    return _REFERENCE.sub(lambda m: earlier.get(m.group(1), m.group(0)), value)
+
+
+def _cache_dirs(c: Container) -> Iterator[tuple[str, str, Any]]:
+    """(variable, absolute directory, path of its env entry) for the cache variables set."""
+    earlier: dict[str, str] = {}
+    offline = any((c.env[n].value or "").strip() == "1" for n in OFFLINE_ENV if n in c.env)
+    for name, var in c.env.items():
+        if var.value is None:
+            continue
+        value = _expanded(var.value, earlier)
+        earlier[name] = value
+        if name not in CACHE_ENV or not value.startswith("/") or "$(" in value:
+            continue
+        if offline and name in READ_ONLY_WHEN_OFFLINE:
+            continue  # a pre-filled, read-only model cache: the libraries only read it
+        yield name, posixpath.normpath(value), var.path
+
+
+def _cache_on_read_only(obj: Object, ctx: Context) -> Iterator[Violation]:
+    """A cache or home directory the libraries write to (HF_HOME, TRITON_CACHE_DIR, ...) on
+    a read-only mount, or on the read-only root filesystem outside every mount."""
+    for pod in obj.pods:
+        for c in pod.containers(init=True):
+            read_only_root = c.security_context.get("readOnlyRootFilesystem") is True
+            for name, directory, path in _cache_dirs(c):
+                found = _mount_for(c, directory)
+                if found is None:
+                    if not read_only_root:
+                        continue
+                    why = "the root filesystem is read-only and no volume is mounted there"
+                    certain = True
+                else:
+                    reason = _read_only(obj, ctx, pod, found[1])
+                    if reason is None:
+                        continue
+                    why, certain = reason
+                what = "init container" if c.init else "container"
+                fails = (
+                    "the first write fails (Read-only file system)"
+                    if certain
+                    else ("wherever the driver honours ReadOnlyMany the first write fails")
+                )
+                yield Violation(
+                    f"{what} `{c.name}` sets {name}={directory} ({CACHE_ENV[name]}) but {why}:"
+                    f" {fails}. Point {name} at a writable volume (an emptyDir, or the"
+                    " checkpoint claim)",
+                    path,
+                )
 
 
 def _claims(obj: Object, ctx: Context) -> Iterator[tuple[PodTemplate, str, str, Any, set[str]]]:
@@ -226,6 +283,30 @@ RULES = (
         example="initContainers: [{command: [aws, s3, sync, s3://b/ds, /data]}]  # /data readOnly",
         check=_write_read_only,
         pods_only=True,
+    ),
+    Rule(
+        slug="cache-on-read-only",
+        code="TO908",
+        severity=Severity.ERROR,
+        summary="An environment variable the libraries write under (HF_HOME, TRANSFORMERS_CACHE,"
+        " HF_DATASETS_CACHE, TORCH_HOME, TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR,"
+        " XDG_CACHE_HOME, TMPDIR, HOME, ...) pointing into a read-only mount, or onto a"
+        " read-only root filesystem outside every volume.",
+        why="Hugging Face, torch, Triton and Inductor create their cache directories and lock"
+        " files at start-up or at the first download or compile: on a read-only mount that is"
+        " `OSError: [Errno 30] Read-only file system` and every rank dies before it trains."
+        " Seed 001 puts HF_HOME under its read-only dataset mount. With HF_HUB_OFFLINE=1 (or"
+        " TRANSFORMERS_OFFLINE=1) a read-only, pre-filled hub cache is only read and not"
+        " reported.",
+        fix="Point the variable at a writable volume: an emptyDir, or a writable claim (the"
+        " checkpoint volume); keep datasets read-only.",
+        example="env: [{name: HF_HOME, value: /data/hf-cache}]\n"
+        "volumeMounts: [{name: datasets, mountPath: /data, readOnly: true}]",
+        check=_cache_on_read_only,
+        pods_only=True,
+        references=(
+            "https://huggingface.co/docs/huggingface_hub/package_reference/environment_variables",
+        ),
     ),
     Rule(
         slug="dataset-writable",
