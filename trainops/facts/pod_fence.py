@@ -21,9 +21,17 @@ Each field is a way around a fence Pod Security does not see:
 - tolerations and control-plane node selection: tolerating every taint (`operator: Exists`
   without a key) plus `node-role.kubernetes.io/control-plane` lands a job on a control-plane
   node.
-- Secrets: `envFrom` a Secret, Secret and CSI volumes read whatever Secret or external store
-  the namespace has; a job's secrets come through `secretEnv` (one `secretKeyRef` per variable,
-  reviewed in the spec).
+- Secrets: `envFrom` a Secret, Secret and CSI volumes, a `projected` volume's Secret sources,
+  and the storage plugins that log in with a Secret (`cephfs`, `rbd`, `flexVolume`, ...) read
+  whatever Secret or external store the namespace has; a job's secrets come through
+  `secretEnv` (one `secretKeyRef` per variable, reviewed in the spec). A `projected`
+  `serviceAccountToken` is the account's token under another name (issue 35.4: audience
+  `vault` logs in to Vault as the pod's account), held to the same `automountToken` as the
+  kubelet's.
+- Claims (issue 35.1): a pod reads and writes the claims of its volumes, and a clone reads
+  the claim it copies (an ephemeral volume's `dataSource`); a job that creates a claim the
+  profile shares would own the platform's claim and delete it with the job; a DRA
+  `resourceClaimName` takes a device claim another pod may hold.
 """
 
 from __future__ import annotations
@@ -60,6 +68,8 @@ class PodFence:
     """Secrets a job may mount as a volume (a CA bundle, a key file): named by the profile."""
     shared_claims: tuple[tuple[str, bool], ...] = ()
     """Existing claims any job may mount that it does not create: (name, writable)."""
+    pull_secrets: frozenset[str] = frozenset()
+    """Registry credentials (`imagePullSecrets`) jobs may pull with: named by the profile."""
 
 
 def claim_problem(claim: str, writes: bool, own: frozenset[str], fence: PodFence) -> str | None:
@@ -81,6 +91,83 @@ def claim_problem(claim: str, writes: bool, own: frozenset[str], fence: PodFence
             " `readOnly: true`, or have the profile declare it `writable: true`"
         )
     return None
+
+
+def created_claim_problem(claim: str, fence: PodFence) -> str | None:
+    """Why a job may not create (own) `claim`, or None: a claim the profile shares belongs to
+    the platform; the job's delivery would own it and delete it, and everyone's data, with
+    the job (issue 35.1)."""
+    if claim in dict(fence.shared_claims):
+        return (
+            f"claim `{claim}` is shared by the cluster profile (`jobAccess.sharedClaims`): a job"
+            " that creates it (a `size`) would own the platform's claim and delete it with the"
+            " job; mount it without `size`"
+        )
+    return None
+
+
+def written_volumes(pod: Mapping[str, Any]) -> frozenset[str]:
+    """Volumes some container of `pod` can write: mounted without `readOnly`, or attached as a
+    raw block device (`volumeDevices` has no read-only switch; only the claim's own does)."""
+    names = set()
+    for kind in ("containers", "initContainers"):
+        for container in pod.get(kind) or ():
+            if not isinstance(container, Mapping):
+                continue
+            for mount in container.get("volumeMounts") or ():
+                if isinstance(mount, Mapping) and not mount.get("readOnly"):
+                    names.add(str(mount.get("name")))
+            for device in container.get("volumeDevices") or ():
+                if isinstance(device, Mapping):
+                    names.add(str(device.get("name")))
+    return frozenset(names)
+
+
+def claims_used(
+    pod: Mapping[str, Any], written: frozenset[str] | None = None
+) -> Iterator[tuple[Path, str, bool]]:
+    """(path of the claim's name in the pod spec, claim, whether the pod can write it) for each
+    PersistentVolumeClaim a volume mounts or clones. `written`: the volumes containers write
+    (`written_volumes`); None when the containers are not all known (a job's escape hatch,
+    merged into what trainops renders): then every volume not `readOnly` itself writes."""
+    for i, volume in enumerate(pod.get("volumes") or ()):
+        if not isinstance(volume, Mapping):
+            continue
+        pvc = volume.get("persistentVolumeClaim")
+        if isinstance(pvc, Mapping) and isinstance(pvc.get("claimName"), str):
+            writes = not pvc.get("readOnly") and (written is None or volume.get("name") in written)
+            yield ("volumes", i, "persistentVolumeClaim", "claimName"), pvc["claimName"], writes
+        template = (volume.get("ephemeral") or {}).get("volumeClaimTemplate") or {}
+        for key in ("dataSource", "dataSourceRef"):
+            source = (template.get("spec") or {}).get(key)
+            if (
+                isinstance(source, Mapping)
+                and source.get("kind") == "PersistentVolumeClaim"
+                and not source.get("apiGroup")
+                and isinstance(source.get("name"), str)
+            ):
+                path = ("volumes", i, "ephemeral", "volumeClaimTemplate", "spec", key, "name")
+                yield path, source["name"], False
+
+
+def device_claims(pod: Mapping[str, Any]) -> Iterator[tuple[Path, str]]:
+    """(path, name) of each existing DRA ResourceClaim the pod names (`resourceClaimName`,
+    at the pod claim or in its `source`); a
+    `resourceClaimTemplateName` makes the pod its own claim and is not listed."""
+    for i, claim in enumerate(pod.get("resourceClaims") or ()):
+        if not isinstance(claim, Mapping):
+            continue
+        # Kubernetes 1.31 moved it out of `source` (1.26 to 1.30).
+        for where, node in (((), claim), (("source",), claim.get("source"))):
+            if isinstance(node, Mapping) and isinstance(node.get("resourceClaimName"), str):
+                yield ("resourceClaims", i, *where, "resourceClaimName"), node["resourceClaimName"]
+
+
+def device_claim_problem(name: str) -> str:
+    return (
+        f"`resourceClaimName: {name}` takes an existing ResourceClaim: a device another pod or"
+        " team holds; use `resourceClaimTemplateName` (a claim of the pod's own)"
+    )
 
 
 def _toleration_key(tol: Mapping[str, Any]) -> tuple[str, str, str, str]:
@@ -135,6 +222,19 @@ def _account(
             (
                 f"the pod mounts the token of account `{account}`: set"
                 " `automountServiceAccountToken: false`, or declare the account with"
+                " `automountToken: true` in the profile's `jobAccess.serviceAccounts`"
+            ),
+        )
+    if account in fence.token_accounts:
+        return
+    for path, volume, source in _projected(pod, "serviceAccountToken"):
+        audience = source.get("audience")
+        to = f" (audience `{audience}`)" if audience else ""
+        yield (
+            path,
+            (
+                f"volume `{volume}` projects a token of account `{account}`{to}: it logs in as"
+                " the account wherever the audience trusts it; declare the account with"
                 " `automountToken: true` in the profile's `jobAccess.serviceAccounts`"
             ),
         )
@@ -199,24 +299,45 @@ def _control_plane(pod: Mapping[str, Any]) -> Iterator[tuple[Path, str]]:
 
 
 _SOURCES = {"secret": "Secret", "csi": "CSI"}
+_SECRET_ADVICE = (
+    ": a job reads its secrets through `secretEnv` (one variable per key, reviewed in the"
+    " spec), or a Secret the profile lists in `jobAccess.secretVolumes`"
+)
+# Storage plugins that log in with a Secret of the pod's namespace (core/v1 VolumeSource:
+# `secretRef` of cephfs, rbd, iscsi, flexVolume, scaleIO, storageos, cinder; azureFile's
+# `secretName`): the pod reads it through the plugin.
+_LOGIN_SECRETS = ("secretRef", "secretName")
+_LOGIN_PLUGINS = ("azureFile", "cephfs", "cinder", "flexVolume", "iscsi", "rbd", "scaleIO",
+                  "storageos")  # fmt: skip
+
+
+def _projected(
+    pod: Mapping[str, Any], source_key: str
+) -> Iterator[tuple[Path, str, Mapping[str, Any]]]:
+    """(path, volume name, source) of each `projected` volume source of kind `source_key`."""
+    for i, volume in enumerate(pod.get("volumes") or ()):
+        if not isinstance(volume, Mapping) or not isinstance(volume.get("projected"), Mapping):
+            continue
+        for j, source in enumerate(volume["projected"].get("sources") or ()):
+            if isinstance(source, Mapping) and isinstance(source.get(source_key), Mapping):
+                path = ("volumes", i, "projected", "sources", j, source_key)
+                yield path, str(volume.get("name")), source[source_key]
 
 
 def _secrets(pod: Mapping[str, Any], fence: PodFence) -> Iterator[tuple[Path, str]]:
-    for i, volume in enumerate(pod.get("volumes") or ()):
-        if not isinstance(volume, Mapping):
-            continue
-        secret = (volume.get("secret") or {}).get("secretName")
-        for source in ("secret", "csi"):
-            if source in volume and not (source == "secret" and secret in fence.secret_volumes):
-                yield (
-                    ("volumes", i, source),
-                    (
-                        f"volume `{volume.get('name')}` mounts a {_SOURCES[source]} volume"
-                        ":: a job reads its secrets through `secretEnv` (one variable per"
-                        " key, reviewed in the spec), or a Secret the profile lists in"
-                        " `jobAccess.secretVolumes`"
-                    ),
-                )
+    yield from _secret_volumes(pod, fence)
+    for path, name, source in _projected(pod, "secret"):
+        if source.get("name") not in fence.secret_volumes:
+            yield path, f"volume `{name}` projects Secret `{source.get('name')}`" + _SECRET_ADVICE
+    for i, ref in enumerate(pod.get("imagePullSecrets") or ()):
+        if isinstance(ref, Mapping) and ref.get("name") not in fence.pull_secrets:
+            allowed = ", ".join(sorted(fence.pull_secrets)) or "none"
+            yield (
+                ("imagePullSecrets", i),
+                f"image pull Secret `{ref.get('name')}` is not one the cluster profile lets jobs"
+                f" pull with (`jobAccess.imagePullSecrets`: {allowed}): another team's registry"
+                " credentials",
+            )
     for kind in ("containers", "initContainers"):
         for i, container in enumerate(pod.get(kind) or ()):
             for j, source in enumerate((container or {}).get("envFrom") or ()):
@@ -228,3 +349,26 @@ def _secrets(pod: Mapping[str, Any], fence: PodFence) -> Iterator[tuple[Path, st
                             " each variable in `secretEnv`"
                         ),
                     )
+
+
+def _secret_volumes(pod: Mapping[str, Any], fence: PodFence) -> Iterator[tuple[Path, str]]:
+    for i, volume in enumerate(pod.get("volumes") or ()):
+        if not isinstance(volume, Mapping):
+            continue
+        secret = (volume.get("secret") or {}).get("secretName")
+        for source in ("secret", "csi"):
+            if source in volume and not (source == "secret" and secret in fence.secret_volumes):
+                yield (
+                    ("volumes", i, source),
+                    f"volume `{volume.get('name')}` mounts a {_SOURCES[source]} volume"
+                    + _SECRET_ADVICE,
+                )
+        for plugin in _LOGIN_PLUGINS:
+            login = volume.get(plugin)
+            if isinstance(login, Mapping) and any(k in login for k in _LOGIN_SECRETS):
+                yield (
+                    ("volumes", i, plugin),
+                    f"volume `{volume.get('name')}` (`{plugin}`) logs in with a Secret of the"
+                    " namespace: storage credentials are the platform's; have the platform"
+                    " team provide the volume as a claim (`jobAccess.sharedClaims`)",
+                )

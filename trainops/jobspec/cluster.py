@@ -220,6 +220,7 @@ def _job_access(d: dict[str, Any]) -> PodFence:
         ),
         secret_volumes=frozenset(access["secretVolumes"]),
         shared_claims=tuple((c["name"], c["writable"]) for c in access["sharedClaims"]),
+        pull_secrets=frozenset(access["imagePullSecrets"]),
     )
 
 

@@ -38,7 +38,7 @@ def _namespace_level(obj: Object, ctx: Context) -> pss.Level | None:
 
 
 def _floor(obj: Object, ctx: Context) -> Iterator[Violation]:
-    for pod in obj.pods:
+    for pod in obj.all_pods:
         for breach in pss.breaches(pod.metadata, pod.spec):
             if pss.on_floor(breach):
                 yield Violation(
@@ -59,6 +59,8 @@ def _check(obj: Object, ctx: Context) -> Iterator[Violation]:
         level = labelled
     caps = set(profile.allow_capabilities)
     paths = set(profile.allow_host_paths)
+    # A Trainer runtime's pods are partial (the TrainJob's patches complete them): the
+    # level's required fields are judged on the pods that run (`pods`), the floor on all.
     for pod in obj.pods:
         for breach in pss.breaches(pod.metadata, pod.spec):
             if breach.level == "restricted" and level != "restricted":
