@@ -21,6 +21,7 @@ import pykube
 import requests
 
 from trainops.cluster import kinds
+from trainops.cluster.bounded import Refused, bound
 from trainops.cluster.errors import ClusterError
 from trainops.cluster.kubeconfig import Target
 
@@ -99,6 +100,9 @@ class Client:
         self.target = target
         self.timeout = timeout
         self.api = pykube.HTTPClient(target.config, timeout=timeout)
+        # No redirect followed with the kubeconfig's credentials; every answer bounded in
+        # time, size and nesting (cluster/bounded.py).
+        bound(self.api.session, timeout)
         self._resources: dict[tuple[str, str], Resource | None] = {}
 
     @property
@@ -115,6 +119,8 @@ class Client:
                 f"TLS failure talking to {self.where}: {_reason(err)}; check the cluster's"
                 " certificate-authority in the kubeconfig"
             ) from None
+        except Refused as err:
+            raise ClusterError(f"{verb} {what} on {self.where}: the answer {err}") from None
         except requests.exceptions.Timeout:
             raise ClusterError(
                 f"the API server {self.where} did not answer within {self.timeout:g}s"
