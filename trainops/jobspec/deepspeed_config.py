@@ -57,6 +57,10 @@ def _objects(schema: dict[str, Any]) -> list[dict[str, Any]]:
     return [o for option in schema.get("anyOf", ()) for o in _objects(option)]
 
 
+# Beyond a double's exponent (1.8e308) nothing DeepSpeed reads is meaningful.
+MAX_EXPONENT = 308
+
+
 def _number(text: str, types: set[str]) -> int | float | None:
     """The number `text` spells where the schema wants one (None: leave it)."""
     if not _NUMBER.match(text.strip()):
@@ -64,6 +68,10 @@ def _number(text: str, types: set[str]) -> int | float | None:
     try:
         value = Decimal(text.strip())
     except InvalidOperation:
+        return None
+    if not value.is_finite() or abs(value.adjusted()) > MAX_EXPONENT:
+        # `1e999999999` as an int is a billion digits (validate hung, issue 35.8), and no
+        # float holds it: left a string, the schema says it is not a number.
         return None
     if "integer" in types and value == value.to_integral_value():
         return int(value)
