@@ -14,6 +14,7 @@ import sys
 from trainops.cli import cluster_args
 from trainops.cluster import compare
 from trainops.cluster.status import require_namespaces
+from trainops.core.text import inert_lines
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         )
         if text:
             differing += 1
-            sys.stdout.write(text)
+            sys.stdout.write(inert_lines(text))  # the live object is the cluster's
     noun = "object differs" if differing == 1 else "objects differ"
     print(
         f"{differing} of {len(built)} {noun} between Git and cluster {profile.name}"

@@ -24,6 +24,7 @@ from trainops.cli.load import job_on_cluster, load
 from trainops.cluster import preflight as live
 from trainops.cluster.admit import Refused
 from trainops.core.errors import InputError, Problem
+from trainops.core.text import one_line
 from trainops.core.yaml_dump import dump_all
 from trainops.facts.nccl_tests import AllReduceResult, parse_all_reduce, shortfall
 from trainops.jobspec.model import ClusterProfile
@@ -101,7 +102,7 @@ def _apply(
             profile=profile,
             source=source,
             keep=args.keep,
-            say=lambda line: print(f"preflight: {line}"),
+            say=lambda line: print(one_line(f"preflight: {line}")),
         )
     except Refused as refused:
         sys.stdout.write(to_text(refused.findings, refused.checked))
@@ -118,11 +119,11 @@ def _apply(
             if outcome.state != "Succeeded"
             else "the preflight Succeeded but its log holds no all_reduce_perf result"
         )
-        print(f"FAIL: {why} ({where})")
+        print(one_line(f"FAIL: {why} ({where})"))
         for line in (outcome.log or "").splitlines()[-FAILED_TAIL:]:
-            print(f"  | {line}")
+            print(one_line(f"  | {line}"))  # the pod's log: inert
         return 1
-    print(f"preflight: read the log of {where}")
+    print(one_line(f"preflight: read the log of {where}"))
     return _report(args.format, result, profile.watch.min_bus_bandwidth_gbps)
 
 
