@@ -9,6 +9,9 @@ import pytest
 
 from tests.tools import REPO, copy_inputs
 
+# Nothing a test starts outlives the suite: the session fails on a leaked process (issue 35.10).
+pytest_plugins = ["tests.process_guard"]
+
 # DeepSpeed compiles its CPU ops (CPU Adam for ZeRO-Offload, the shm communicator) on first use
 # into TORCH_EXTENSIONS_DIR, guarded by a `lock` file that torch's FileBaton waits on for ever:
 # a compile killed half-way (a timed-out test) leaves it behind, and every later DeepSpeed run on
