@@ -85,6 +85,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--dry-run", action="store_true", help="print each replica's command and env; run nothing"
     )
     parser.add_argument(
+        "--allow-any-program",
+        action="store_true",
+        help="run a program that is not the trainops trainer (the job's own code, as you), with"
+        " a clean environment: none of your credentials (docs/run-local.md)",
+    )
+    parser.add_argument(
         "--prometheus-targets",
         type=Path,
         metavar="FILE",
@@ -191,6 +197,7 @@ def run(args: argparse.Namespace) -> int:
         volumes=_volumes(args.volume),
         backoff_limit=args.backoff_limit,
         max_restarts=args.max_restarts,
+        allow_any_program=args.allow_any_program,
     )
     if args.prometheus_targets is not None:
         scrape.check_writable(args.prometheus_targets)
