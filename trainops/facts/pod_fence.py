@@ -28,10 +28,9 @@ Each field is a way around a fence Pod Security does not see:
   `serviceAccountToken` is the account's token under another name (issue 35.4: audience
   `vault` logs in to Vault as the pod's account), held to the same `automountToken` as the
   kubelet's.
-- Claims (issue 35.1): a pod reads and writes the claims of its volumes, and a clone reads
-  the claim it copies (an ephemeral volume's `dataSource`); a job that creates a claim the
-  profile shares would own the platform's claim and delete it with the job; a DRA
-  `resourceClaimName` takes a device claim another pod may hold.
+- Claims: facts/pod_claims.py (issue 29.3, 35.1).
+- A pod template's metadata: `finalizers`, another `namespace`, `ownerReferences` go onto
+  every pod (issue 35.9).
 """
 
 from __future__ import annotations
@@ -44,6 +43,10 @@ from typing import Any
 # Kustomizations impersonate (render/gitops/flux_rbac.py SERVICE_ACCOUNT; a test keeps the
 # two equal): it may write the training namespaces, so no job may run as it.
 DELIVERY_SERVICE_ACCOUNTS = frozenset({"trainops-delivery"})
+# The namespace the Argo CD delivery account lives in (render/gitops/flux_rbac.py
+# ARGOCD_ACCOUNT_NAMESPACE; a test keeps the two equal): never a training namespace, where a
+# job could run beside the account and its token (issue 35.9).
+DELIVERY_NAMESPACE = "trainops-delivery"
 
 # Node labels of control-plane nodes (kubeadm sets both on older releases):
 # https://kubernetes.io/docs/reference/labels-annotations-taints/#node-role-kubernetes-io-control-plane
@@ -72,102 +75,36 @@ class PodFence:
     """Registry credentials (`imagePullSecrets`) jobs may pull with: named by the profile."""
 
 
-def claim_problem(claim: str, writes: bool, own: frozenset[str], fence: PodFence) -> str | None:
-    """Why a job may not mount `claim` (written to when `writes`), or None. A job owns the
-    claims trainops creates for it; any other claim is another team's data unless the
-    profile shares it, read-only unless it says writable (issue 29.3: a job mounting another
-    job's checkpoint claim read-write could plant a checkpoint that job resumes from)."""
-    if claim in own:
-        return None
-    shared = dict(fence.shared_claims)
-    if claim not in shared:
-        return (
-            f"claim `{claim}` is neither created by this job (give the volume a `size`) nor"
-            " shared by the cluster profile (`jobAccess.sharedClaims`): another job's data"
+def template_metadata(
+    metadata: Mapping[str, Any], namespace: str | None
+) -> Iterator[tuple[Path, str]]:
+    """What a pod template's metadata may not carry onto the pods (issue 35.9): finalizers
+    (the pods, their GPUs and quota, are never deleted), another namespace, owners."""
+    if metadata.get("finalizers"):
+        yield (
+            ("finalizers",),
+            (
+                "the pod template's `finalizers` go onto every pod: nothing deletes them until the"
+                " finalizer's controller says so (GPUs and quota held); remove them"
+            ),
         )
-    if writes and not shared[claim]:
-        return (
-            f"shared claim `{claim}` is read-only for jobs (`jobAccess.sharedClaims`): mount it"
-            " `readOnly: true`, or have the profile declare it `writable: true`"
+    other = metadata.get("namespace")
+    if other is not None and other != namespace:
+        yield (
+            ("namespace",),
+            (
+                f"the pod template names namespace `{other}`, not its object's: remove it (the"
+                " pods' namespace is the job's)"
+            ),
         )
-    return None
-
-
-def created_claim_problem(claim: str, fence: PodFence) -> str | None:
-    """Why a job may not create (own) `claim`, or None: a claim the profile shares belongs to
-    the platform; the job's delivery would own it and delete it, and everyone's data, with
-    the job (issue 35.1)."""
-    if claim in dict(fence.shared_claims):
-        return (
-            f"claim `{claim}` is shared by the cluster profile (`jobAccess.sharedClaims`): a job"
-            " that creates it (a `size`) would own the platform's claim and delete it with the"
-            " job; mount it without `size`"
+    if metadata.get("ownerReferences"):
+        yield (
+            ("ownerReferences",),
+            (
+                "the pod template's `ownerReferences` tie the pods to objects they do not belong"
+                " to (garbage collection follows them); remove them"
+            ),
         )
-    return None
-
-
-def written_volumes(pod: Mapping[str, Any]) -> frozenset[str]:
-    """Volumes some container of `pod` can write: mounted without `readOnly`, or attached as a
-    raw block device (`volumeDevices` has no read-only switch; only the claim's own does)."""
-    names = set()
-    for kind in ("containers", "initContainers"):
-        for container in pod.get(kind) or ():
-            if not isinstance(container, Mapping):
-                continue
-            for mount in container.get("volumeMounts") or ():
-                if isinstance(mount, Mapping) and not mount.get("readOnly"):
-                    names.add(str(mount.get("name")))
-            for device in container.get("volumeDevices") or ():
-                if isinstance(device, Mapping):
-                    names.add(str(device.get("name")))
-    return frozenset(names)
-
-
-def claims_used(
-    pod: Mapping[str, Any], written: frozenset[str] | None = None
-) -> Iterator[tuple[Path, str, bool]]:
-    """(path of the claim's name in the pod spec, claim, whether the pod can write it) for each
-    PersistentVolumeClaim a volume mounts or clones. `written`: the volumes containers write
-    (`written_volumes`); None when the containers are not all known (a job's escape hatch,
-    merged into what trainops renders): then every volume not `readOnly` itself writes."""
-    for i, volume in enumerate(pod.get("volumes") or ()):
-        if not isinstance(volume, Mapping):
-            continue
-        pvc = volume.get("persistentVolumeClaim")
-        if isinstance(pvc, Mapping) and isinstance(pvc.get("claimName"), str):
-            writes = not pvc.get("readOnly") and (written is None or volume.get("name") in written)
-            yield ("volumes", i, "persistentVolumeClaim", "claimName"), pvc["claimName"], writes
-        template = (volume.get("ephemeral") or {}).get("volumeClaimTemplate") or {}
-        for key in ("dataSource", "dataSourceRef"):
-            source = (template.get("spec") or {}).get(key)
-            if (
-                isinstance(source, Mapping)
-                and source.get("kind") == "PersistentVolumeClaim"
-                and not source.get("apiGroup")
-                and isinstance(source.get("name"), str)
-            ):
-                path = ("volumes", i, "ephemeral", "volumeClaimTemplate", "spec", key, "name")
-                yield path, source["name"], False
-
-
-def device_claims(pod: Mapping[str, Any]) -> Iterator[tuple[Path, str]]:
-    """(path, name) of each existing DRA ResourceClaim the pod names (`resourceClaimName`,
-    at the pod claim or in its `source`); a
-    `resourceClaimTemplateName` makes the pod its own claim and is not listed."""
-    for i, claim in enumerate(pod.get("resourceClaims") or ()):
-        if not isinstance(claim, Mapping):
-            continue
-        # Kubernetes 1.31 moved it out of `source` (1.26 to 1.30).
-        for where, node in (((), claim), (("source",), claim.get("source"))):
-            if isinstance(node, Mapping) and isinstance(node.get("resourceClaimName"), str):
-                yield ("resourceClaims", i, *where, "resourceClaimName"), node["resourceClaimName"]
-
-
-def device_claim_problem(name: str) -> str:
-    return (
-        f"`resourceClaimName: {name}` takes an existing ResourceClaim: a device another pod or"
-        " team holds; use `resourceClaimTemplateName` (a claim of the pod's own)"
-    )
 
 
 def _toleration_key(tol: Mapping[str, Any]) -> tuple[str, str, str, str]:

@@ -26,10 +26,15 @@ import jsonschema
 
 from trainops.core.errors import Problem
 from trainops.core.paths import SCHEMA_DIR
-from trainops.facts.deepspeed import AUTO, CONFIG_SCHEMA, DEEPSPEED_VERSION
+from trainops.facts.deepspeed import AUTO, CONFIG_SCHEMA, DEEPSPEED_VERSION, config_json
 from trainops.jobspec.problems import Collector, report_errors
 
 PREFIX: tuple[str, ...] = ("deepspeed", "config")
+# The API server refuses a ConfigMap whose data is over 1 MiB (apimachinery's
+# `MaxSecretSize`, used for ConfigMaps too); trainops renders the config into one, with the
+# keys it generates beside the job's (issue 35.9: sync then fails on every cluster).
+MAX_CONFIGMAP_BYTES = 1024 * 1024
+MAX_CONFIG_BYTES = MAX_CONFIGMAP_BYTES - 64 * 1024
 # A number as YAML 1.2 / JSON spell it, which YAML 1.1 leaves a string (`5e8`, `1E-5`).
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
@@ -106,6 +111,15 @@ def check_config(config: dict[str, Any], out: Collector) -> tuple[dict[str, Any]
     DeepSpeed would refuse or ignore goes to `out`, positioned at the key."""
     found: list[tuple[list[str | int], str, int | float]] = []
     coerced = _coerce(config, _schema(), [], found)
+    size = len(config_json(coerced).encode())
+    if size > MAX_CONFIG_BYTES:
+        out.add(
+            list(PREFIX),
+            f"the DeepSpeed config is {size:,} bytes as JSON: the ConfigMap it is delivered in"
+            f" holds at most {MAX_CONFIGMAP_BYTES:,} (the API server refuses a larger one), with"
+            f" room for what trainops adds: keep it under {MAX_CONFIG_BYTES:,}",
+        )
+        return coerced, []
     validator = jsonschema.Draft202012Validator(_schema())
     before = len(out.problems)
     report_errors(validator.iter_errors(_without_auto(coerced)), out, PREFIX)

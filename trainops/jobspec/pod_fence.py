@@ -9,15 +9,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from trainops.facts.pod_fence import (
+from trainops.facts.pod_claims import (
     claim_problem,
     claims_used,
     created_claim_problem,
     device_claim_problem,
     device_claims,
-    escapes,
     written_volumes,
 )
+from trainops.facts.pod_fence import escapes
 from trainops.jobspec import model
 from trainops.jobspec.problems import Collector
 

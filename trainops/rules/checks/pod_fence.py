@@ -18,16 +18,15 @@ from collections.abc import Iterator
 
 from trainops.core.findings import Severity
 from trainops.core.values import as_dict
-from trainops.facts.pod_fence import (
-    PodFence,
+from trainops.facts.pod_claims import (
     claim_problem,
     claims_used,
     created_claim_problem,
     device_claim_problem,
     device_claims,
-    escapes,
     written_volumes,
 )
+from trainops.facts.pod_fence import PodFence, escapes, template_metadata
 from trainops.kube.objects import Object
 from trainops.kube.pods import PodTemplate
 from trainops.render.pod import JOB_LABEL
@@ -47,6 +46,9 @@ def _check(obj: Object, ctx: Context) -> Iterator[Violation]:
         # A built pod without the field mounts the token: the kubelet's default.
         for path, message in escapes(pod.spec, fence, token_default=True):
             yield Violation(message, (*pod.spec_path, *path))
+        if pod.path:  # a template inside the object (a Pod's metadata is its own)
+            for path, message in template_metadata(pod.metadata, obj.namespace):
+                yield Violation(message, (*pod.path, "metadata", *path))
         yield from _claims(obj, pod, ctx, fence)
     for path in obj.unread_pod_templates:
         yield Violation(
