@@ -17,6 +17,7 @@ from trainops.cli import progress
 from trainops.cli.load import load
 from trainops.core.errors import InputError, Problem
 from trainops.core.git import GitError, default_base
+from trainops.core.text import inert_lines
 from trainops.render import render_repository
 from trainops.report import capacity, capacity_view
 from trainops.report.formats import rules_off_markdown
@@ -64,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
         off = [f"{slug} ({name})" for name, cluster in sorted(repo.clusters.items())
                for slug in switched_off(cluster)]  # fmt: skip
         sections = [s for s in (rules_off_markdown(off), section) if s]
-        sys.stdout.write(diff.format_markdown(changes, shown, sections))
+        sys.stdout.write(inert_lines(diff.format_markdown(changes, shown, sections)))
     else:
-        sys.stdout.write(diff.format_text(changes, shown))
+        # The pull request's values, on CI's log: inert (core/text.py).
+        sys.stdout.write(inert_lines(diff.format_text(changes, shown)))
     return 0

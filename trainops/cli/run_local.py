@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from trainops.core.errors import InputError, Problem
+from trainops.core.text import one_line
 from trainops.runlocal import plan as planning
 from trainops.runlocal import scrape, supervise
 from trainops.runlocal.mpi import make_mpi_plan
@@ -136,7 +137,8 @@ def _pattern(text: str | None) -> re.Pattern[str] | None:
 
 
 def _out(line: str) -> None:
-    print(line, flush=True)
+    # The replicas' output is the job's program's (the pull request's): inert (core/text.py).
+    print(one_line(line), flush=True)
 
 
 def _header(plan: planning.Plan) -> None:
