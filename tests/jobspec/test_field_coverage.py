@@ -98,6 +98,7 @@ NOT_IN_OUTPUT = {
     "clusterprofile:jobAccess.imagePullSecrets": "the pod fence: registry credentials jobs may use",
     "clusterprofile:jobAccess.sharedClaims[].name": "the pod fence: claims jobs may mount",
     "clusterprofile:jobAccess.sharedClaims[].writable": "the pod fence: whether read-write",
+    "clusterprofile:jobAccess.sharedClaims[].createdBy": "the pod fence: the job that creates it",
 }
 
 

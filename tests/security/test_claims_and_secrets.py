@@ -22,6 +22,7 @@ from tests.rules.conftest import make_cluster
 from tests.rules.helpers import manifests_from_text, run
 from tests.security.test_attacks import _refused
 from tests.security.test_pod_fence import KINDS
+from tests.tools import trainops
 from trainops.facts.pod_fence import PodFence
 
 DATASET = "    claimName: nfsordma-datasets\n"
@@ -41,6 +42,24 @@ def test_a_job_cannot_adopt_the_profiles_shared_claim(scratch: Path) -> None:
     line = _line(job, 0, "size: 1Ti")
     assert f"jobs/llm-finetune.yaml:{line}:" in err, err
     assert "claim `nfsordma-datasets` is shared by the cluster profile" in err
+
+
+def test_only_the_job_the_profile_names_creates_a_shared_claim(scratch: Path) -> None:
+    """A claim one job creates for others is shared with `createdBy`: that job may create
+    it, no other job may (it would own and delete it)."""
+    entry = "    - {name: shared-scratch, createdBy: llm-finetune}\n"
+    for name in ("onprem-a100", "cloud-h100"):
+        profile = scratch / f"clusters/{name}.yaml"
+        text = profile.read_text()
+        profile.write_text(text.replace("  sharedClaims:", "  sharedClaims:\n" + entry[:-1], 1))
+    scratch_volume = "  scratch: {mountPath: /scratch, claimName: shared-scratch, size: 1Gi}\n"
+    creator = scratch / "jobs/llm-finetune.yaml"
+    creator.write_text(creator.read_text().replace("volumes:\n", "volumes:\n" + scratch_volume))
+    assert trainops(scratch, "render").returncode == 0
+    other = scratch / "jobs/tf-distributed.yaml"
+    other.write_text(other.read_text().replace("volumes:\n", "volumes:\n" + scratch_volume))
+    err = _refused(scratch, "render", "--check")
+    assert "jobs/tf-distributed.yaml:" in err and "job `llm-finetune`'s (`createdBy`)" in err
 
 
 # (what the job appends, the text of the line the error names, what the error says)

@@ -38,17 +38,22 @@ def claim_problem(claim: str, writes: bool, own: frozenset[str], fence: PodFence
     return None
 
 
-def created_claim_problem(claim: str, fence: PodFence) -> str | None:
-    """Why a job may not create (own) `claim`, or None: a claim the profile shares belongs to
-    the platform; the job's delivery would own it and delete it, and everyone's data, with
-    the job (issue 35.1)."""
-    if claim in dict(fence.shared_claims):
-        return (
-            f"claim `{claim}` is shared by the cluster profile (`jobAccess.sharedClaims`): a job"
-            " that creates it (a `size`) would own the platform's claim and delete it with the"
-            " job; mount it without `size`"
-        )
-    return None
+def created_claim_problem(claim: str, fence: PodFence, job: str | None) -> str | None:
+    """Why job `job` may not create (own) `claim`, or None: a claim the profile shares
+    belongs to the platform, unless the profile names the job that creates it (`createdBy`);
+    any other job's delivery would own it and delete it, and everyone's data, with the job
+    (issue 35.1)."""
+    if claim not in dict(fence.shared_claims):
+        return None
+    creator = dict(fence.claim_creators).get(claim)
+    if creator is not None and creator == job:
+        return None
+    owner = f"job `{creator}`'s (`createdBy`)" if creator else "the platform's"
+    return (
+        f"claim `{claim}` is shared by the cluster profile (`jobAccess.sharedClaims`) and"
+        f" {owner}: a job that creates it (a `size`) would own it and delete it with the job;"
+        " mount it without `size`"
+    )
 
 
 def written_volumes(pod: Mapping[str, Any]) -> frozenset[str]:

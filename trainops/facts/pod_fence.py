@@ -71,6 +71,8 @@ class PodFence:
     """Secrets a job may mount as a volume (a CA bundle, a key file): named by the profile."""
     shared_claims: tuple[tuple[str, bool], ...] = ()
     """Existing claims any job may mount that it does not create: (name, writable)."""
+    claim_creators: tuple[tuple[str, str], ...] = ()
+    """Shared claims a job creates for others (`sharedClaims[].createdBy`): (claim, job)."""
     pull_secrets: frozenset[str] = frozenset()
     """Registry credentials (`imagePullSecrets`) jobs may pull with: named by the profile."""
 

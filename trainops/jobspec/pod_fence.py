@@ -103,7 +103,7 @@ def check_claims(
             for path, claim, writes in _mounts(job, d)
         ]
         found += [
-            (("volumes", v.name, "size"), created_claim_problem(v.claim_name, fence))
+            (("volumes", v.name, "size"), created_claim_problem(v.claim_name, fence, job.name))
             for v in job.volumes
             if v.create
         ]

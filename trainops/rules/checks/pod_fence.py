@@ -62,7 +62,8 @@ def _check(obj: Object, ctx: Context) -> Iterator[Violation]:
 def _created_claim(obj: Object, ctx: Context, fence: PodFence) -> Iterator[Violation]:
     """A claim the set creates: not one the profile shares (the set would own the platform's
     claim and delete it), not a clone of a claim its job may not read (issue 35.1)."""
-    problem = created_claim_problem(obj.name, fence)
+    creator = as_dict(obj.manifest.metadata.get("labels")).get(JOB_LABEL)
+    problem = created_claim_problem(obj.name, fence, creator)
     if problem:
         yield Violation(problem, ("metadata", "name"))
     for key in ("dataSource", "dataSourceRef"):
