@@ -26,13 +26,18 @@ TORCH_EXTENSIONS = REPO / "build" / "torch_extensions"
 def held_open(paths: set[Path]) -> set[Path]:
     """The files of `paths` that some process has open (Linux's /proc; elsewhere none)."""
     held = set()
-    for fd in Path("/proc").glob("[0-9]*/fd/*"):
-        try:
-            target = Path(os.readlink(fd))
-        except OSError:  # the process or descriptor is gone, or not ours to read
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()) if os.path.isdir("/proc") else ():
+        try:  # the process may end while it is read: its folder vanishes (an INTERNALERROR)
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
             continue
-        if target in paths:
-            held.add(target)
+        for fd in fds:
+            try:
+                target = Path(os.readlink(f"/proc/{pid}/fd/{fd}"))
+            except OSError:  # the process or descriptor is gone, or not ours to read
+                continue
+            if target in paths:
+                held.add(target)
     return held
 
 
