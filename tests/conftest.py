@@ -26,7 +26,8 @@ TORCH_EXTENSIONS = REPO / "build" / "torch_extensions"
 def held_open(paths: set[Path]) -> set[Path]:
     """The files of `paths` that some process has open (Linux's /proc; elsewhere none)."""
     held = set()
-    for pid in (p for p in os.listdir("/proc") if p.isdigit()) if os.path.isdir("/proc") else ():
+    pids = [p for p in os.listdir("/proc") if p.isdigit()] if os.path.isdir("/proc") else []
+    for pid in pids:
         try:  # the process may end while it is read: its folder vanishes (an INTERNALERROR)
             fds = os.listdir(f"/proc/{pid}/fd")
         except OSError:
