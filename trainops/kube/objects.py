@@ -179,9 +179,11 @@ class Object:
 
     @lazy
     def unread_pod_templates(self) -> list[Path]:
-        """Where an object of a kind trainops does not read holds pod templates."""
+        """Where an object of a kind trainops does not read holds pod templates (a CRD's
+        schema, thousands of nodes describing them, holds none: not walked)."""
         known = self.pods or self.is_trainjob or self.kind in RUNTIME_KINDS
-        return [] if known else pod_template_paths(self.data)
+        schema = self.kind == "CustomResourceDefinition"
+        return [] if known or schema else pod_template_paths(self.data)
 
     @lazy
     def pods(self) -> list[PodTemplate]:
