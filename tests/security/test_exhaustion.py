@@ -4,11 +4,21 @@ log body, JSON nested 100,000 deep) are tests/cluster/test_bounded_answers.py.""
 
 from __future__ import annotations
 
+import datetime as dt
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+import yaml
+
+from tests.rules.conftest import make_cluster
+from tests.rules.helpers import manifests_from_text, run
 from tests.tools import REPO, tree
+from trainops.cluster.hang import detect
+from trainops.cluster.logs import Log
+from trainops.core.errors import InputError
+from trainops.report.formats import from_json
 
 
 def _refused_within(root: Path, seconds: float) -> str:
@@ -52,3 +62,33 @@ def test_one_string_aliased_thousands_of_times_is_refused_by_its_bytes(scratch: 
     job.write_text(text.replace("\nargs:\n", f"\nargs:\n  - &big {big}\n{aliases}"))
     err = _refused_within(scratch, 120)
     assert "jobs/llm-finetune.yaml:" in err and "bytes of text" in err, err
+
+
+DEEP = "[" * 100_000 + "]" * 100_000  # past the JSON decoder's stack
+
+
+def test_a_deepspeed_configmap_nested_100000_deep_is_a_finding_not_a_traceback() -> None:
+    """`validate --manifests`: the ConfigMap a job's `--deepspeed` names is parsed as JSON."""
+    fixture = REPO / "tests/rules/fixtures/deepspeed-batch-mismatch/fail.yaml"
+    docs = list(yaml.safe_load_all(fixture.read_text()))
+    docs[1]["data"]["ds.json"] = DEEP
+    findings = run(manifests_from_text(yaml.safe_dump_all(docs)), make_cluster())
+    assert any("nests too deep" in f.message for f in findings), [f.message for f in findings]
+
+
+def test_a_report_input_nested_100000_deep_is_bad_input(tmp_path: Path) -> None:
+    findings = tmp_path / "findings.json"
+    findings.write_text(DEEP)
+    with pytest.raises(InputError, match="not `trainops validate --format json` output"):
+        from_json(findings)
+
+
+def test_a_log_line_nested_100000_deep_is_no_step() -> None:
+    """A pod's log line (what `status` and `explain` read for the last step) is anything: a
+    step line nested past the decoder's stack is skipped, the step before it is read."""
+    now = dt.datetime(2026, 1, 1, 1, tzinfo=dt.UTC)
+    deep = '{"event": "step", "x": ' + DEEP + "}"
+    step = '{"event": "step", "step": 7}'
+    log = Log("p", "c", False, [step, deep], ["2026-01-01T00:00:00Z", "2026-01-01T00:59:00Z"])
+    found = detect([log], {}, now, stall_seconds=60)
+    assert found is not None and "last step 7 at 2026-01-01T00:00:00+00:00" in found.cause
