@@ -9,6 +9,9 @@ import pytest
 
 from tests.tools import REPO, copy_inputs
 
+# Nothing a test starts outlives the suite: the session fails on a leaked process (issue 35.10).
+pytest_plugins = ["tests.process_guard"]
+
 # DeepSpeed compiles its CPU ops (CPU Adam for ZeRO-Offload, the shm communicator) on first use
 # into TORCH_EXTENSIONS_DIR, guarded by a `lock` file that torch's FileBaton waits on for ever:
 # a compile killed half-way (a timed-out test) leaves it behind, and every later DeepSpeed run on
@@ -23,13 +26,19 @@ TORCH_EXTENSIONS = REPO / "build" / "torch_extensions"
 def held_open(paths: set[Path]) -> set[Path]:
     """The files of `paths` that some process has open (Linux's /proc; elsewhere none)."""
     held = set()
-    for fd in Path("/proc").glob("[0-9]*/fd/*"):
-        try:
-            target = Path(os.readlink(fd))
-        except OSError:  # the process or descriptor is gone, or not ours to read
+    pids = [p for p in os.listdir("/proc") if p.isdigit()] if os.path.isdir("/proc") else []
+    for pid in pids:
+        try:  # the process may end while it is read: its folder vanishes (an INTERNALERROR)
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
             continue
-        if target in paths:
-            held.add(target)
+        for fd in fds:
+            try:
+                target = Path(os.readlink(f"/proc/{pid}/fd/{fd}"))
+            except OSError:  # the process or descriptor is gone, or not ours to read
+                continue
+            if target in paths:
+                held.add(target)
     return held
 
 

@@ -19,6 +19,7 @@ from typing import NoReturn
 
 import pytest
 
+from tests import processes
 from trainops import build
 
 REPO = Path(__file__).resolve().parent.parent
@@ -135,15 +136,14 @@ def write_file(directory: Path, name: str, text: str | bytes) -> Path:
     return path
 
 
+# A CLI run that takes longer is hung: it fails, and nothing it started outlives it.
+CLI_TIMEOUT = 900.0
+
+
 def trainops(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Run the real CLI in a subprocess, as a user would."""
-    return subprocess.run(
-        [sys.executable, "-m", "trainops", "--root", str(root), *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        check=False,
-    )
+    argv = [sys.executable, "-m", "trainops", "--root", str(root), *args]
+    return processes.run(argv, timeout=CLI_TIMEOUT, text=True, cwd=REPO)
 
 
 def tree(root: Path) -> dict[str, bytes]:

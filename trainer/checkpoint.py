@@ -19,10 +19,12 @@ can see different versions of it (attribute caching) and resume from different s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,7 @@ from trainer.dist import DistEnv, barrier, broadcast_object
 from trainer.errors import ConfigError
 
 LATEST = "latest"
+MAX_POINTER_BYTES = 64
 META = "meta.json"
 TMP_PREFIX = ".tmp-"
 STEP_PREFIX = "step-"
@@ -68,6 +71,29 @@ def _remove(folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+def _read_pointer(pointer: Path) -> str | None:
+    """The text of `latest` (at most MAX_POINTER_BYTES), None when there is none. Only this
+    trainer writes it, a regular file: a symbolic link is planted, and reading through it put
+    the first 80 characters of its target (another team's file, /etc/...) in our log (issue
+    35.9), so it is opened without following links and nothing of it is shown."""
+    try:
+        fd = os.open(pointer, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        fd = -1
+    with contextlib.ExitStack() as stack:
+        if fd >= 0:
+            stack.callback(os.close, fd)
+        if fd < 0 or not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError(
+                f"{pointer} is not a regular file (a symbolic link, a device, a folder): not"
+                " what this trainer writes; delete it (the newest complete checkpoint is then"
+                " used)"
+            )
+        return os.read(fd, MAX_POINTER_BYTES).decode("utf-8", "replace").strip()
+
+
 class CheckpointManager:
     """`resume_point` and `save` are the public surface; both are collective calls."""
 
@@ -95,8 +121,8 @@ class CheckpointManager:
 
         Reads shared storage on this rank alone; the ranks of a job use `resume_point`."""
         pointer = self.root / LATEST
-        if pointer.is_file():
-            name = pointer.read_text(encoding="utf-8").strip()
+        name = _read_pointer(pointer)
+        if name is not None:
             candidate = self.root / name
             if not STEP_NAME.fullmatch(name) or candidate.is_symlink():
                 # Only this trainer writes `latest`, always a step-N folder beside it: anything

@@ -113,8 +113,10 @@ NOT_IN_OUTPUT = {
     "clusterprofile:jobAccess.schedulerNames": "the pod fence: schedulers jobs may name",
     "clusterprofile:jobAccess.tolerations": "the pod fence: tolerations jobs may add",
     "clusterprofile:jobAccess.secretVolumes": "the pod fence: Secrets jobs may mount",
+    "clusterprofile:jobAccess.imagePullSecrets": "the pod fence: registry credentials jobs may use",
     "clusterprofile:jobAccess.sharedClaims[].name": "the pod fence: claims jobs may mount",
     "clusterprofile:jobAccess.sharedClaims[].writable": "the pod fence: whether read-write",
+    "clusterprofile:jobAccess.sharedClaims[].createdBy": "the pod fence: the job that creates it",
 }
 
 

@@ -63,13 +63,15 @@ def _job(root: Path, extra: str) -> Path:
 
 def _allow_hatch(root: Path) -> None:
     """The profiles let jobs use what HATCH asks for (`jobAccess`, the pod fence: an account,
-    a priority class, a Secret volume and a toleration are the platform team's to grant)."""
+    a priority class, a Secret volume, registry credentials and a toleration are the platform
+    team's to grant)."""
     for path in sorted((root / "clusters").glob("*.yaml")):
         profile = yaml.safe_load(path.read_text())
         access = profile.setdefault("jobAccess", {})
         access["serviceAccounts"] = [{"name": "trainer"}]
         access["priorityClasses"] = ["training-high"]
         access["secretVolumes"] = ["bucket-ca"]
+        access["imagePullSecrets"] = ["regcred"]
         access["tolerations"] = [
             {"key": "example.com/spot", "operator": "Exists", "effect": "NoSchedule"}
         ]

@@ -8,6 +8,7 @@ import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
+from tests import processes
 from tests.tools import require_chromium
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "test-artifacts"
@@ -23,13 +24,8 @@ FLAGS = (
 
 
 def _chromium(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [require_chromium(), *FLAGS, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    # Chromium's renderer, GPU and zygote processes too, on a timeout.
+    return processes.run([require_chromium(), *FLAGS, *args], text=True, timeout=120)
 
 
 def dump_dom(page: Path) -> str:

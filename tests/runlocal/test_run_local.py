@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests import processes
 from tests.runlocal.conftest import variant_repo
 from tests.tools import REPO
 
@@ -34,13 +35,13 @@ TIMEOUT = 300
 
 
 def run_local(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    # On a timeout the whole tree goes: subprocess.run killed run-local alone, and its
+    # replicas (torchrun and the trainers) ran on, orphaned (issue 35.10).
+    return processes.run(
         [sys.executable, "-m", "trainops", "--root", str(root), "run-local", *args,
          "--timeout", str(TIMEOUT)],
-        capture_output=True,
         text=True,
         timeout=TIMEOUT + 60,
-        check=False,
     )  # fmt: skip
 
 

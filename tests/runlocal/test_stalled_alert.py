@@ -45,6 +45,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.processes import marked, reap
 from tests.tools import REPO, require_tool
 from trainops.cli import main
 from trainops.runlocal.supervise import POD_MARKER
@@ -166,11 +167,11 @@ def _started(argv: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
         yield proc
     finally:
         proc.send_signal(signal.SIGINT)  # run-local stops its replicas on the way out
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        # Whatever happened, nothing of this run-local outlives the test: its tree, and the
+        # replicas it marked (their own sessions, orphaned if run-local died first).
+        reap(proc, also=marked(POD_MARKER, f"{proc.pid}-"))
 
 
 def _run_local(root: Path, job: str, replicas: int, targets: Path) -> list[str]:

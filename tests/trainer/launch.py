@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests import processes
 from tests.tools import REPO
 
 # Tiny GPT on the learnable synthetic token task: a step takes tens of milliseconds on CPU.
@@ -46,14 +47,9 @@ def torchrun_cmd(args: list[str], nproc: int = 2, max_restarts: int = 0) -> list
 def run_torchrun(
     args: list[str], nproc: int = 2, timeout: float = 240, **extra: str
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        torchrun_cmd(args, nproc),
-        cwd=REPO,
-        env=env(**extra),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
+    # On a timeout the whole tree goes: subprocess.run killed torchrun alone, its workers lived.
+    return processes.run(
+        torchrun_cmd(args, nproc), cwd=REPO, env=env(**extra), text=True, timeout=timeout
     )
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.processes import started
 from tests.tools import REPO
 from trainer.checkpoint import CheckpointManager
 from trainer.dist import DistEnv
@@ -93,14 +94,14 @@ mgr.save(2, write, {"step": 2})
 def test_kill_9_during_save_leaves_previous_checkpoint_loadable(tmp_path: Path) -> None:
     mgr = CheckpointManager(tmp_path, keep=3, env=SINGLE)
     mgr.save(1, write_value(1), {"step": 1})
-    proc = subprocess.Popen(
+    with started(
         [sys.executable, "-c", SAVER, str(tmp_path)], cwd=REPO,
         stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "writing"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    ) as proc:  # fmt: skip
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "writing"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
     assert (tmp_path / ".tmp-step-2" / "half-written").exists()  # killed mid-save
     latest = mgr.latest()

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import processes
 from tests.tools import REPO
 from tests.trainer.launch import TINY_GPT, env, events, one
 
@@ -23,10 +24,9 @@ from tests.trainer.launch import TINY_GPT, env, events, one
 def run_single(args: list[str], cache: Path) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in env().items() if k not in {"RANK", "MASTER_ADDR", "WORLD_SIZE"}}
     clean["TORCHINDUCTOR_CACHE_DIR"] = str(cache)  # where inductor writes what it generated
-    return subprocess.run(
-        [sys.executable, "-m", "trainer", *args], cwd=REPO, env=clean,
-        capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
+    return processes.run(  # inductor's compile workers too, on a timeout
+        [sys.executable, "-m", "trainer", *args], cwd=REPO, env=clean, text=True, timeout=600
+    )
 
 
 @pytest.mark.slow

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.processes import reap
 from tests.tools import REPO, require_module
 from tests.trainer.launch import (
     TINY_GPT,
@@ -99,8 +100,7 @@ def test_killed_worker_resumes_to_the_uninterrupted_state(
         os.kill(pids[1], signal.SIGKILL)
         out, _ = proc.communicate(timeout=240)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        reap(proc)  # torchrun's workers too, whatever happened
     assert proc.returncode == 0, out[-4000:]
     resumed = one(out, "resumed")
     assert resumed["restart_count"] == 1 and resumed["exact"]
@@ -147,8 +147,7 @@ def test_sigterm_checkpoints_and_exits_within_grace_and_serves_metrics(tmp_path:
         out, _ = proc.communicate(timeout=GRACE_SECONDS)
         elapsed = time.monotonic() - sent
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        reap(proc)  # torchrun's workers too, whatever happened
     assert elapsed < GRACE_SECONDS
     stopped = one(out, "stopped")
     # Without --check-ranks no rank gathers or hashes the model on the way out.
@@ -197,8 +196,7 @@ def test_single_process_sigterm_exits_zero_with_checkpoint(tmp_path: Path) -> No
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=GRACE_SECONDS)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        reap(proc)  # torchrun's workers too, whatever happened
     assert proc.returncode == 0, out
     step = one(out, "stopped")["step"]
     assert (tmp_path / "latest").read_text() == f"step-{step}"
@@ -235,8 +233,7 @@ def test_sigterm_during_a_periodic_save_stops_on_that_checkpoint(tmp_path: Path)
             step += interval
         out, _ = proc.communicate(timeout=GRACE_SECONDS)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        reap(proc)  # torchrun's workers too, whatever happened
     assert proc.returncode == 0, out[-3000:]
     assert one(out, "stopped")["step"] == caught, out[-3000:]
     saved = list(range(interval, caught + 1, interval))

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import processes
 from tests.tools import REPO, require_module, require_tool
 from tests.trainer.launch import TINY_GPT, env, free_port, one
 from trainer import mpi
@@ -35,14 +36,8 @@ def _mpirun(tmp_path: Path, program: list[str]) -> subprocess.CompletedProcess[s
     argv = [mpirun, "-np", "2", "--oversubscribe"]
     for name in [*exports, "MASTER_PORT"]:
         argv += ["-x", name]
-    return subprocess.run(
-        [*argv, sys.executable, *program],
-        cwd=REPO,
-        env=env(**extra),
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
+    return processes.run(  # mpirun's ranks too, on a timeout
+        [*argv, sys.executable, *program], cwd=REPO, env=env(**extra), text=True, timeout=240
     )
 
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
+from tests import processes
 from tests.tools import REPO
 from tests.trainer.launch import TINY_GPT, env, torchrun_cmd
 from trainer.watchdog import EXIT_HUNG, FIRST_LINE, Watchdog
@@ -109,9 +109,7 @@ def run_hung_job(tmp_path: Path, *args: str, timeout: float = 180) -> tuple[int,
     at = cmd.index("-m", 3)  # the trainer's `-m`, after torchrun's own options
     cmd[at:at] = ["--redirects", "3", "--log-dir", str(logs)]
     start = time.monotonic()
-    result = subprocess.run(
-        cmd, cwd=REPO, env=extra, capture_output=True, text=True, timeout=timeout, check=False
-    )
+    result = processes.run(cmd, cwd=REPO, env=extra, text=True, timeout=timeout)
     seconds = time.monotonic() - start
     ranks = sorted(logs.rglob("std*.log"), key=lambda f: (f.parent.name, f.name))
     out = result.stdout + result.stderr + "".join(f.read_text() for f in ranks)

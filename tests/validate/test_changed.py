@@ -85,13 +85,13 @@ def test_docs_reach_nothing_and_validate_checks_nothing(
     assert "skipped docs/note.md: nothing built reads it" in err
 
 
-def share_claim(repo: Path, cluster: str, claim: str) -> None:
-    """Let jobs on `cluster` mount another job's claim: the profile's `jobAccess.sharedClaims`
-    (the pod fence refuses it otherwise)."""
+def share_claim(repo: Path, cluster: str, claim: str, created_by: str) -> None:
+    """Let jobs on `cluster` mount job `created_by`'s claim: the profile's
+    `jobAccess.sharedClaims` naming its creator (the pod fence refuses it otherwise)."""
     path = repo / "clusters" / f"{cluster}.yaml"
     profile = yaml.safe_load(path.read_text())
     shared = profile.setdefault("jobAccess", {}).setdefault("sharedClaims", [])
-    shared.append({"name": claim, "writable": True})
+    shared.append({"name": claim, "writable": True, "createdBy": created_by})
     path.write_text(yaml.safe_dump(profile))
 
 
@@ -111,7 +111,7 @@ def test_a_job_naming_another_jobs_claim_gets_it_as_context(
     reader = {**spec, "name": "reader", "replicas": 2}
     reader["volumes"] = {**spec["volumes"], "scratch": {"mountPath": "/scratch"}}
     reader["volumes"]["scratch"]["claimName"] = "writer-scratch"
-    share_claim(repo, "cloud-h100", "writer-scratch")
+    share_claim(repo, "cloud-h100", "writer-scratch", "writer")
     for job in (writer, reader):
         (repo / "jobs" / f"{job['name']}.yaml").write_text(yaml.safe_dump(job))
     git(repo, "add", "-A")
@@ -136,7 +136,7 @@ def test_changing_a_job_rechecks_the_jobs_that_name_it(repo: Path) -> None:
     spec = yaml.safe_load((repo / "jobs" / f"{JOB}.yaml").read_text())
     spec.update(name="follower", targets=[{"cluster": "cloud-h100"}])
     spec["volumes"]["dataset"] = {"mountPath": "/data", "claimName": f"{JOB}-dataset"}
-    share_claim(repo, "cloud-h100", f"{JOB}-dataset")
+    share_claim(repo, "cloud-h100", f"{JOB}-dataset", JOB)
     (repo / "jobs" / "follower.yaml").write_text(yaml.safe_dump(spec))
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "follower")

@@ -165,11 +165,11 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     holder["volumes"]["scratch"]["accessMode"] = "ReadWriteOnce"
     _write(root, holder)
     # The platform shares them: the pod fence lets a job mount only claims it creates and those
-    # its profile lists (`jobAccess.sharedClaims`).
+    # its profile lists (`jobAccess.sharedClaims`, naming the job that creates one).
     for path in sorted((root / "clusters").glob("*.yaml")):
         profile = yaml.safe_load(path.read_text())
         shared = profile.setdefault("jobAccess", {}).setdefault("sharedClaims", [])
-        shared += [{"name": f"{HOLDER}-scratch", "writable": True}]
+        shared += [{"name": f"{HOLDER}-scratch", "writable": True, "createdBy": HOLDER}]
         shared += [{"name": "nobody-creates-this", "writable": True}]
         path.write_text(yaml.safe_dump(profile))
     git(root.parent, "init", "-q", "-b", "main", str(root))

@@ -19,6 +19,7 @@ from trainops.cli import conventions, progress
 from trainops.cli.load import load
 from trainops.core.errors import InputError, Problem
 from trainops.core.git import GitError, default_base
+from trainops.core.text import inert_lines
 from trainops.jobspec.model import ClusterProfile, Repository
 from trainops.render import render_repository
 from trainops.report import capacity, capacity_view, job_changes
@@ -69,9 +70,11 @@ def run(args: argparse.Namespace) -> int:
                for slug in switched_off(cluster)]  # fmt: skip
         sections = [job_changes.format_markdown(jobs)]
         sections += [s for s in (rules_off_markdown(off), section) if s]
-        sys.stdout.write(diff.format_markdown(changes, shown, sections))
+        sys.stdout.write(inert_lines(diff.format_markdown(changes, shown, sections)))
     else:
-        sys.stdout.write(diff.format_text(changes, shown, [job_changes.format_text(jobs)]))
+        # The pull request's values, on CI's log: inert (core/text.py).
+        text = diff.format_text(changes, shown, [job_changes.format_text(jobs)])
+        sys.stdout.write(inert_lines(text))
     refused = job_changes.refused(jobs)
     for line in refused:
         print(f"error: {line}", file=sys.stderr)

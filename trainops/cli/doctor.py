@@ -15,7 +15,7 @@ import json
 import sys
 
 from trainops.build import KustomizeError
-from trainops.cli import cluster_args
+from trainops.cli import cluster_args, conventions
 from trainops.cli.load import load
 from trainops.cluster.doctor_run import examine
 from trainops.core.errors import InputError, Problem
@@ -24,8 +24,8 @@ from trainops.validate.repo import build_overlay
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     cluster_args.add_arguments(parser)
-    parser.add_argument(
-        "-o", "--format", "--output", dest="format", choices=("text", "json"), default="text"
+    conventions.add_format(
+        parser, ("text", "json"), "text", "text: one line per check; json (or yaml): the report"
     )
 
 

@@ -17,6 +17,7 @@ import argparse
 from pathlib import Path
 
 from trainops.cli.load import load
+from trainops.core.text import one_line
 from trainops.importer import command
 
 
@@ -48,11 +49,11 @@ def run(args: argparse.Namespace) -> int:
         out=args.out,
     )
     for path, job in written.jobs:
-        print(f"imported {path} from {job.source} ({job.kind} {job.name})")
+        print(one_line(f"imported {path} from {job.source} ({job.kind} {job.name})"))
         for note in job.notes:
-            print(f"  not carried: {note}")
+            print(one_line(f"  not carried: {note}"))
     for problem in written.result.skipped:
-        print(f"not imported: {problem}")
+        print(one_line(f"not imported: {problem}"))
     if written.jobs:
         print(
             f"{len(written.jobs)} job(s) imported for cluster `{written.cluster.name}`: review"

@@ -14,6 +14,7 @@ import sys
 from trainops.cli import cluster_args
 from trainops.cluster import compare
 from trainops.cluster.status import require_namespaces
+from trainops.core.text import inert_lines
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         )
         if text:
             differing += 1
-            sys.stdout.write(text)
+            sys.stdout.write(inert_lines(text))  # the live object is the cluster's
     for line in unserved:
         print(line, file=sys.stderr)
     compared = len(built) - len(unserved)

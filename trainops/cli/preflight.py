@@ -22,12 +22,15 @@ from typing import Any
 from trainops.cli import cluster_args, conventions
 from trainops.cli.load import job_on_cluster, load
 from trainops.cluster import preflight as live
+from trainops.cluster.admit import Refused
 from trainops.core.errors import InputError, Problem
+from trainops.core.text import one_line
 from trainops.core.yaml_dump import dump_all
 from trainops.facts.nccl_tests import AllReduceResult, parse_all_reduce, shortfall
 from trainops.jobspec.model import ClusterProfile
 from trainops.render import header
 from trainops.render.preflight import preflight_objects, refused_name
+from trainops.report.formats import to_text
 
 # Scheduling 2+ GPU nodes, pulling the image, then 8 B..8 GiB doubling: minutes, not hours.
 DEFAULT_APPLY_TIMEOUT = 1200.0
@@ -83,18 +86,34 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(Problem.whole_file(job.file, refused))
     docs = preflight_objects(job, profile, target, image)
     if args.apply:
-        return _apply(args, profile, docs)
+        return _apply(args, profile, docs, job.file)
     sys.stdout.write(header(f"{job.file} and {profile.file} (trainops preflight)") + dump_all(docs))
     return 0
 
 
-def _apply(args: argparse.Namespace, profile: ClusterProfile, docs: list[dict[str, Any]]) -> int:
+def _apply(
+    args: argparse.Namespace, profile: ClusterProfile, docs: list[dict[str, Any]], source: str
+) -> int:
     if args.timeout <= 0:
         raise InputError(Problem("--timeout", None, None, "must be a positive number"))
     client = cluster_args.connect(args, profile)
-    outcome = live.run(
-        client, docs, args.timeout, keep=args.keep, say=lambda line: print(f"preflight: {line}")
-    )
+    try:
+        outcome = live.run(
+            client,
+            docs,
+            args.timeout,
+            profile=profile,
+            source=source,
+            keep=args.keep,
+            say=lambda line: print(one_line(f"preflight: {line}")),
+        )
+    except Refused as refused:
+        sys.stdout.write(to_text(refused.findings, refused.checked))
+        print(
+            f"FAIL: not created on the cluster: the preflight is the job's own pods, and they"
+            f" break the rules `trainops validate` holds {source} to; fix the job"
+        )
+        return 1
     where = f"launcher pod {outcome.pod}" if outcome.pod else "no launcher pod"
     result = parse_all_reduce(outcome.log or "")
     if outcome.state != "Succeeded" or result is None:
@@ -103,11 +122,11 @@ def _apply(args: argparse.Namespace, profile: ClusterProfile, docs: list[dict[st
             if outcome.state != "Succeeded"
             else "the preflight Succeeded but its log holds no all_reduce_perf result"
         )
-        print(f"FAIL: {why} ({where})")
+        print(one_line(f"FAIL: {why} ({where})"))
         for line in (outcome.log or "").splitlines()[-FAILED_TAIL:]:
-            print(f"  | {line}")
+            print(one_line(f"  | {line}"))  # the pod's log: inert
         return 1
-    print(f"preflight: read the log of {where}")
+    print(one_line(f"preflight: read the log of {where}"))
     return _report(args.format, result, profile.watch.min_bus_bandwidth_gbps)
 
 

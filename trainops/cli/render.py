@@ -11,6 +11,7 @@ import sys
 from trainops.cli import validate
 from trainops.cli.load import load
 from trainops.core.errors import InputError, Problem
+from trainops.core.text import one_line
 from trainops.render import render_repository, write
 from trainops.validate import changes
 
@@ -31,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     scope = validate.changed_scope(args, repo)
     for job in repo.jobs:
         for note in job.notes:
-            print(f"note: {note}", file=sys.stderr)
+            print(one_line(f"note: {note}"), file=sys.stderr)
     if args.check:
         if scope is None:
             files = render_repository(repo)

@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from trainops.core.errors import InputError, Problem
+from trainops.core.text import one_line
 from trainops.runlocal import op_cache, scrape, supervise
 from trainops.runlocal import plan as planning
 from trainops.runlocal.mpi import make_mpi_plan
@@ -107,6 +108,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--dry-run", action="store_true", help="print each replica's command and env; run nothing"
     )
     parser.add_argument(
+        "--allow-any-program",
+        action="store_true",
+        help="run a program that is not the trainops trainer (the job's own code, as you), with"
+        " a clean environment: none of your credentials (docs/run-local.md)",
+    )
+    parser.add_argument(
         "--prometheus-targets",
         type=Path,
         metavar="FILE",
@@ -152,7 +159,8 @@ def _pattern(text: str | None) -> re.Pattern[str] | None:
 
 
 def _out(line: str) -> None:
-    print(line, flush=True)
+    # The replicas' output is the job's program's (the pull request's): inert (core/text.py).
+    print(one_line(line), flush=True)
 
 
 def _header(plan: planning.Plan) -> None:
@@ -223,6 +231,7 @@ def run(args: argparse.Namespace) -> int:
         volumes=_volumes(args.volume),
         backoff_limit=args.backoff_limit,
         max_restarts=args.max_restarts,
+        allow_any_program=args.allow_any_program,
     )
     if args.prometheus_targets is not None:
         scrape.check_writable(args.prometheus_targets)

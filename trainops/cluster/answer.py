@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainops.core.text import one_line
+
 LAST = "last lines"
 DIED_OF = "the traceback it died of"
 
@@ -92,4 +94,5 @@ class Explanation:
         if self.unread:
             out.append("Could not read:")
             out += [f"  {line}" for line in self.unread]
-        return "\n".join(out) + "\n"
+        # Every entry one line, inert: logs, events and names come from the cluster.
+        return "\n".join(one_line(line) for line in out) + "\n"

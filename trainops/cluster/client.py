@@ -15,13 +15,14 @@ import re
 import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from html import unescape
 from typing import Any
 
 import pykube
 import requests
 
 from trainops.cluster import kinds
+from trainops.cluster.answers import reason_of, status_body, status_message
+from trainops.cluster.bounded import Refused, bound
 from trainops.cluster.errors import ClusterError
 from trainops.cluster.kubeconfig import Target
 
@@ -35,9 +36,6 @@ APPLY_PATCH = "application/apply-patch+yaml"
 # in API group "" in the namespace "ml-vision"`; other 403s (quota, admission webhooks,
 # Pod Security) are about the object, not about who asks.
 _RBAC_DENIAL = re.compile(r'cannot (\w+) resource "([^"]*)"')
-# An HTML page instead of a v1 Status, and its title (else its first heading).
-_HTML = re.compile(r"<(?:!doctype html|html)\b", re.IGNORECASE)
-_HTML_TITLE = re.compile(r"<(?:title|h1)[^>]*>(.*?)</(?:title|h1)>", re.IGNORECASE | re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -74,35 +72,6 @@ class ApplyResult:
         return 200 <= self.code < 300
 
 
-def status_message(response: requests.Response) -> str:
-    """The message of the v1 Status in an error response; a proxy's or load balancer's HTML
-    error page (nginx, a cloud's gateway, an auth proxy in front of the API server) as its
-    status line, `502 Bad Gateway`; else the first line of the text."""
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if isinstance(body, dict) and body.get("kind") == "Status" and body.get("message"):
-        return str(body["message"])
-    if _HTML.search(response.text[:2048]):
-        found = _HTML_TITLE.search(response.text)
-        title = " ".join(unescape(found.group(1)).split()) if found else ""
-        what = title or f"{response.status_code} {response.reason or ''}".strip()
-        return f"{what} (an HTML error page: a proxy or load balancer answered, not the API server)"
-    text = response.text.strip().splitlines()
-    return text[0] if text else response.reason or f"HTTP {response.status_code}"
-
-
-def _status_body(response: requests.Response) -> dict[str, Any]:
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if isinstance(body, dict):
-        return body
-    return {"kind": "Status", "code": response.status_code, "message": status_message(response)}
-
-
 class Client:
     """The cluster behind one kubeconfig context."""
 
@@ -110,6 +79,9 @@ class Client:
         self.target = target
         self.timeout = timeout
         self.api = pykube.HTTPClient(target.config, timeout=timeout)
+        # No redirect followed with the kubeconfig's credentials; every answer bounded in
+        # time, size and nesting (cluster/bounded.py).
+        bound(self.api.session, timeout)
         self._resources: dict[tuple[str, str], Resource | None] = {}
 
     @property
@@ -123,9 +95,11 @@ class Client:
             yield
         except requests.exceptions.SSLError as err:
             raise ClusterError(
-                f"TLS failure talking to {self.where}: {_reason(err)}; check the cluster's"
+                f"TLS failure talking to {self.where}: {reason_of(err)}; check the cluster's"
                 " certificate-authority in the kubeconfig"
             ) from None
+        except Refused as err:
+            raise ClusterError(f"{verb} {what} on {self.where}: the answer {err}") from None
         except requests.exceptions.Timeout:
             raise ClusterError(
                 f"the API server {self.where} did not answer within {self.timeout:g}s"
@@ -133,7 +107,7 @@ class Client:
             ) from None
         except requests.exceptions.ConnectionError as err:
             raise ClusterError(
-                f"cannot connect to the API server {self.where}: {_reason(err)}"
+                f"cannot connect to the API server {self.where}: {reason_of(err)}"
             ) from None
         except requests.HTTPError as err:
             if err.response is None:
@@ -146,7 +120,7 @@ class Client:
         except pykube.PyKubeError as err:
             raise ClusterError(f"{verb} {what} on {self.where}: {err}") from None
         except requests.exceptions.RequestException as err:
-            raise ClusterError(f"{verb} {what} on {self.where} failed: {_reason(err)}") from None
+            raise ClusterError(f"{verb} {what} on {self.where} failed: {reason_of(err)}") from None
         except (NotImplementedError, OSError, subprocess.CalledProcessError) as err:
             # pykube-ng's exec credential plugins: an unsupported apiVersion, a missing binary.
             raise ClusterError(
@@ -337,7 +311,7 @@ class Client:
             response.status_code == 403 and _RBAC_DENIAL.search(status_message(response))
         ):
             raise self.http_error(response, "patch", resource.qualified, namespace)
-        return ApplyResult(response.status_code, _status_body(response))
+        return ApplyResult(response.status_code, status_body(response))
 
     # ------------------------------------------------------------------ writes
 
@@ -359,7 +333,7 @@ class Client:
             )
         if not response.ok:
             raise self.http_error(response, "create", resource.qualified, namespace)
-        return _status_body(response)
+        return status_body(response)
 
     def delete(self, resource: Resource, namespace: str | None, name: str) -> None:
         """DELETE one object with background propagation (its pods and Jobs are collected by
@@ -388,12 +362,3 @@ class Client:
         if response.status_code == 401:
             raise self.http_error(response, verb, what, namespace)
         return response
-
-
-def _reason(err: Exception) -> str:
-    """The innermost useful reason of a requests/urllib3 error, on one line."""
-    text = str(err)
-    for marker in ("Caused by ", "] "):
-        if marker in text:
-            text = text.rsplit(marker, 1)[-1]
-    return text.strip(" ()'\"").splitlines()[0] if text.strip() else type(err).__name__

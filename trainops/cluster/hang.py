@@ -56,7 +56,7 @@ def _last_step(log: Log) -> tuple[int, dt.datetime | None] | None:
             continue
         try:
             step = int(json.loads(line[line.index("{") :])["step"])
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):  # a pod's line: anything
             continue
         return step, _time(stamp)
     return None

@@ -21,9 +21,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from trainops.cluster.admit import admit
 from trainops.cluster.client import Client
 from trainops.cluster.errors import ClusterError
 from trainops.facts.kubeflow import JOB_NAME_LABEL, JOB_ROLE_LABEL, REPLICA_TYPE_LABEL
+from trainops.jobspec.model import ClusterProfile
 
 LAUNCHER = "launcher"
 # all_reduce_perf from 8 B to 8 GiB prints ~35 rows; the tail keeps the header and mpirun's
@@ -87,6 +89,8 @@ def run(
     objects: list[dict[str, Any]],
     timeout: float,
     *,
+    profile: ClusterProfile,
+    source: str,
     keep: bool = False,
     poll: float | None = None,
     say: Callable[[str], None] = lambda _: None,
@@ -94,7 +98,10 @@ def run(
     sleep: Callable[[float], None] = time.sleep,
 ) -> Outcome:
     """Create `objects` (the MPIJob first), wait up to `timeout` seconds for its verdict, read
-    the Launcher's log, delete them unless `keep`. Refusals are ClusterErrors (exit 2)."""
+    the Launcher's log, delete them unless `keep`. Objects that break the rules `validate`
+    holds the job to (`profile`'s, made from the spec `source`) are refused before anything
+    is created (`admit.Refused`); the cluster's refusals are ClusterErrors (exit 2)."""
+    admit(objects, profile, source)
     job = objects[0]
     meta = job["metadata"]
     resources = [client.require(o["apiVersion"], o["kind"]) for o in objects]

@@ -18,6 +18,7 @@ from typing import Any
 
 import requests
 
+from trainops.cluster.bounded import Refused, bounded_session
 from trainops.cluster.client import DEFAULT_TIMEOUT_SECONDS, Client
 from trainops.cluster.errors import ClusterError
 
@@ -42,11 +43,14 @@ class Prometheus:
 
     def _get(self, params: dict[str, str]) -> requests.Response:
         if self.url.startswith(("http://", "https://")):
-            get: Callable[[], requests.Response] = lambda: requests.get(  # noqa: E731
+            session = bounded_session(self.timeout)  # cluster/bounded.py
+            get: Callable[[], requests.Response] = lambda: session.get(  # noqa: E731
                 self.url + QUERY_PATH, params=params, timeout=self.timeout
             )
             try:
                 return get()
+            except Refused as err:
+                raise ClusterError(f"Prometheus at {self.url}: the answer {err}") from None
             except requests.exceptions.Timeout:
                 raise ClusterError(
                     f"Prometheus at {self.url} did not answer within {self.timeout:g}s"

@@ -21,6 +21,7 @@ from trainops.cluster.client import Client, Resource
 from trainops.cluster.errors import ClusterError
 from trainops.cluster.hang import DEFAULT_STALL_SECONDS
 from trainops.core.manifest import Manifest
+from trainops.core.text import one_line
 from trainops.facts import gpus as gpu_facts
 from trainops.jobspec.model import ClusterProfile
 
@@ -316,22 +317,25 @@ def table(rows: list[JobStatus]) -> str:
     header = ("NAMESPACE", "NAME", "KIND", "PHASE", "REPLICAS (A/S/F)", "RESTARTS", "GPUS",
               "AGE", "QUEUE", "GIT")  # fmt: skip
     body = [
-        (
-            r.namespace,
-            r.name,
-            r.kind,
-            r.phase,
-            " ".join(f"{t}={c}" for t, c in sorted(r.replicas.items())) or "-",
-            str(r.restarts),
-            str(r.gpus),
-            age_text(r.age_seconds),
-            r.queue or "-",
-            r.git,
+        tuple(  # names from the cluster: inert, one line
+            one_line(cell)
+            for cell in (
+                r.namespace,
+                r.name,
+                r.kind,
+                r.phase,
+                " ".join(f"{t}={c}" for t, c in sorted(r.replicas.items())) or "-",
+                str(r.restarts),
+                str(r.gpus),
+                age_text(r.age_seconds),
+                r.queue or "-",
+                r.git,
+            )
         )
         for r in rows
     ]
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
              for row in [header, *body]]  # fmt: skip
-    notes = [f"{r.namespace}/{r.name}: {f}" for r in rows for f in r.findings]
+    notes = [one_line(f"{r.namespace}/{r.name}: {f}") for r in rows for f in r.findings]
     return "\n".join([*lines, *(["", *notes] if notes else [])]) + "\n"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from trainops.cluster.prometheus import Prometheus
+from trainops.core.text import one_line
 from trainops.facts import monitoring as m
 
 
@@ -74,8 +75,11 @@ def table(rows: list[PodRow]) -> str:
     cells = [[title for title, _, _ in COLUMNS]]
     for row in rows:
         values = row.to_dict()
-        cells.append(
-            ["-" if values[key] is None else fmt.format(values[key]) for _, key, fmt in COLUMNS]
+        cells.append(  # labels from Prometheus: inert on one line
+            [
+                "-" if values[key] is None else one_line(fmt.format(values[key]))
+                for _, key, fmt in COLUMNS
+            ]
         )
     widths = [max(len(r[i]) for r in cells) for i in range(len(COLUMNS))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]

@@ -9,12 +9,18 @@ import re
 import yaml
 
 from trainops.core.errors import Problem
+from trainops.core.limits import MAX_FILE_BYTES
 
 # A Kubernetes manifest has a few hundred nodes; a PyTorchJob with every pod
 # field set a few thousand. One million expanded nodes (aliases counted each
 # time they are used) is far above any real manifest and far below what would
 # exhaust memory when the document is walked.
 MAX_EXPANDED_NODES = 1_000_000
+# Nodes are not the only measure (issue 35.8): one 200 KB string aliased 5,000 times is 5,000
+# nodes and a gigabyte once anything writes the data out (JSON for the schema validator,
+# the rendered YAML) — a MemoryError. The scalars' text, counted each time an alias uses it,
+# is bounded by what trainops reads from one file.
+MAX_EXPANDED_BYTES = MAX_FILE_BYTES
 
 
 class RecursiveAlias(Exception):
@@ -26,9 +32,10 @@ class RecursiveAlias(Exception):
 
 
 def expanded_shape(
-    node: yaml.Node, memo: dict[int, tuple[int, int]], active: set[int]
-) -> tuple[int, int]:
-    """(nodes, depth) once every alias is expanded, memoised per node (linear time).
+    node: yaml.Node, memo: dict[int, tuple[int, int, int]], active: set[int]
+) -> tuple[int, int, int]:
+    """(nodes, depth, bytes of scalar text) once every alias is expanded, memoised per node
+    (linear time).
 
     The depth matters as much as the size: 1,400 anchors each holding an alias of the one
     before nest the data 1,400 levels deep in a file nested two levels deep, and every
@@ -44,25 +51,29 @@ def expanded_shape(
     if key in memo:
         return memo[key]
     active.add(key)
-    size, deepest = 1, 0
+    size, deepest, text = 1, 0, 0
     if isinstance(node, yaml.MappingNode):
         children = [child for pair in node.value for child in pair]
     elif isinstance(node, yaml.SequenceNode):
         children = node.value
     else:
         children = []
+        text = len(node.value) if isinstance(node.value, str) else 0
     for child in children:
         # A scalar is one node however often it is aliased: skip the call and the memo.
         if type(child) is yaml.ScalarNode:
             size += 1
+            text += len(child.value)
         elif id(child) in active:
             raise RecursiveAlias(node, child)
         else:
-            child_size, child_depth = expanded_shape(child, memo, active)
+            child_size, child_depth, child_text = expanded_shape(child, memo, active)
             size += child_size
             deepest = max(deepest, child_depth)
+            text += child_text
     active.discard(key)
-    shape = memo[key] = (size, deepest + 1 if isinstance(node, yaml.CollectionNode) else 0)
+    depth = deepest + 1 if isinstance(node, yaml.CollectionNode) else 0
+    shape = memo[key] = (size, depth, text)
     return shape
 
 

@@ -36,6 +36,7 @@ from trainops.core import yaml_fast
 from trainops.core.errors import InputError, Problem
 from trainops.core.limits import MAX_DEPTH, check_depth, read_bounded
 from trainops.core.yaml_aliases import (
+    MAX_EXPANDED_BYTES,
     MAX_EXPANDED_NODES,
     RecursiveAlias,
     expanded_shape,
@@ -243,8 +244,8 @@ def _pyyaml_documents(text: str) -> list[tuple[yaml.Node, Any]]:
         while loader.check_node():
             node = loader.get_node()
             if not loader.tree_only:
-                size, depth = expanded_shape(node, {}, set())
-                if size > MAX_EXPANDED_NODES or depth > MAX_DEPTH:
+                size, depth, chars = expanded_shape(node, {}, set())
+                if size > MAX_EXPANDED_NODES or depth > MAX_DEPTH or chars > MAX_EXPANDED_BYTES:
                     raise _AliasBomb(node.start_mark.line + 1)
             documents.append((node, loader.construct_document(node)))
     finally:
@@ -261,9 +262,9 @@ def _load_pyyaml(text: str, file: str) -> list[Document]:
                 file,
                 bomb.line,
                 None,
-                f"document expands to more than {MAX_EXPANDED_NODES:,} nodes or"
-                f" {MAX_DEPTH} levels of nesting through aliases; refusing to load it"
-                " (remove the anchors/aliases)",
+                f"document expands to more than {MAX_EXPANDED_NODES:,} nodes,"
+                f" {MAX_EXPANDED_BYTES:,} bytes of text or {MAX_DEPTH} levels of nesting"
+                " through aliases; refusing to load it (remove the anchors/aliases)",
             )
         ) from None
     except yaml.YAMLError as err:

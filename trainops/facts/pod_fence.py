@@ -21,9 +21,16 @@ Each field is a way around a fence Pod Security does not see:
 - tolerations and control-plane node selection: tolerating every taint (`operator: Exists`
   without a key) plus `node-role.kubernetes.io/control-plane` lands a job on a control-plane
   node.
-- Secrets: `envFrom` a Secret, Secret and CSI volumes read whatever Secret or external store
-  the namespace has; a job's secrets come through `secretEnv` (one `secretKeyRef` per variable,
-  reviewed in the spec).
+- Secrets: `envFrom` a Secret, Secret and CSI volumes, a `projected` volume's Secret sources,
+  and the storage plugins that log in with a Secret (`cephfs`, `rbd`, `flexVolume`, ...) read
+  whatever Secret or external store the namespace has; a job's secrets come through
+  `secretEnv` (one `secretKeyRef` per variable, reviewed in the spec). A `projected`
+  `serviceAccountToken` is the account's token under another name (issue 35.4: audience
+  `vault` logs in to Vault as the pod's account), held to the same `automountToken` as the
+  kubelet's.
+- Claims: facts/pod_claims.py (issue 29.3, 35.1).
+- A pod template's metadata: `finalizers`, another `namespace`, `ownerReferences` go onto
+  every pod (issue 35.9).
 """
 
 from __future__ import annotations
@@ -36,6 +43,10 @@ from typing import Any
 # Kustomizations impersonate (render/gitops/flux_rbac.py SERVICE_ACCOUNT; a test keeps the
 # two equal): it may write the training namespaces, so no job may run as it.
 DELIVERY_SERVICE_ACCOUNTS = frozenset({"trainops-delivery"})
+# The namespace the Argo CD delivery account lives in (render/gitops/flux_rbac.py
+# ARGOCD_ACCOUNT_NAMESPACE; a test keeps the two equal): never a training namespace, where a
+# job could run beside the account and its token (issue 35.9).
+DELIVERY_NAMESPACE = "trainops-delivery"
 
 # Node labels of control-plane nodes (kubeadm sets both on older releases):
 # https://kubernetes.io/docs/reference/labels-annotations-taints/#node-role-kubernetes-io-control-plane
@@ -60,27 +71,42 @@ class PodFence:
     """Secrets a job may mount as a volume (a CA bundle, a key file): named by the profile."""
     shared_claims: tuple[tuple[str, bool], ...] = ()
     """Existing claims any job may mount that it does not create: (name, writable)."""
+    claim_creators: tuple[tuple[str, str], ...] = ()
+    """Shared claims a job creates for others (`sharedClaims[].createdBy`): (claim, job)."""
+    pull_secrets: frozenset[str] = frozenset()
+    """Registry credentials (`imagePullSecrets`) jobs may pull with: named by the profile."""
 
 
-def claim_problem(claim: str, writes: bool, own: frozenset[str], fence: PodFence) -> str | None:
-    """Why a job may not mount `claim` (written to when `writes`), or None. A job owns the
-    claims trainops creates for it; any other claim is another team's data unless the
-    profile shares it, read-only unless it says writable (issue 29.3: a job mounting another
-    job's checkpoint claim read-write could plant a checkpoint that job resumes from)."""
-    if claim in own:
-        return None
-    shared = dict(fence.shared_claims)
-    if claim not in shared:
-        return (
-            f"claim `{claim}` is neither created by this job (give the volume a `size`) nor"
-            " shared by the cluster profile (`jobAccess.sharedClaims`): another job's data"
+def template_metadata(
+    metadata: Mapping[str, Any], namespace: str | None
+) -> Iterator[tuple[Path, str]]:
+    """What a pod template's metadata may not carry onto the pods (issue 35.9): finalizers
+    (the pods, their GPUs and quota, are never deleted), another namespace, owners."""
+    if metadata.get("finalizers"):
+        yield (
+            ("finalizers",),
+            (
+                "the pod template's `finalizers` go onto every pod: nothing deletes them until the"
+                " finalizer's controller says so (GPUs and quota held); remove them"
+            ),
         )
-    if writes and not shared[claim]:
-        return (
-            f"shared claim `{claim}` is read-only for jobs (`jobAccess.sharedClaims`): mount it"
-            " `readOnly: true`, or have the profile declare it `writable: true`"
+    other = metadata.get("namespace")
+    if other is not None and other != namespace:
+        yield (
+            ("namespace",),
+            (
+                f"the pod template names namespace `{other}`, not its object's: remove it (the"
+                " pods' namespace is the job's)"
+            ),
         )
-    return None
+    if metadata.get("ownerReferences"):
+        yield (
+            ("ownerReferences",),
+            (
+                "the pod template's `ownerReferences` tie the pods to objects they do not belong"
+                " to (garbage collection follows them); remove them"
+            ),
+        )
 
 
 def _toleration_key(tol: Mapping[str, Any]) -> tuple[str, str, str, str]:
@@ -135,6 +161,19 @@ def _account(
             (
                 f"the pod mounts the token of account `{account}`: set"
                 " `automountServiceAccountToken: false`, or declare the account with"
+                " `automountToken: true` in the profile's `jobAccess.serviceAccounts`"
+            ),
+        )
+    if account in fence.token_accounts:
+        return
+    for path, volume, source in _projected(pod, "serviceAccountToken"):
+        audience = source.get("audience")
+        to = f" (audience `{audience}`)" if audience else ""
+        yield (
+            path,
+            (
+                f"volume `{volume}` projects a token of account `{account}`{to}: it logs in as"
+                " the account wherever the audience trusts it; declare the account with"
                 " `automountToken: true` in the profile's `jobAccess.serviceAccounts`"
             ),
         )
@@ -199,24 +238,45 @@ def _control_plane(pod: Mapping[str, Any]) -> Iterator[tuple[Path, str]]:
 
 
 _SOURCES = {"secret": "Secret", "csi": "CSI"}
+_SECRET_ADVICE = (
+    ": a job reads its secrets through `secretEnv` (one variable per key, reviewed in the"
+    " spec), or a Secret the profile lists in `jobAccess.secretVolumes`"
+)
+# Storage plugins that log in with a Secret of the pod's namespace (core/v1 VolumeSource:
+# `secretRef` of cephfs, rbd, iscsi, flexVolume, scaleIO, storageos, cinder; azureFile's
+# `secretName`): the pod reads it through the plugin.
+_LOGIN_SECRETS = ("secretRef", "secretName")
+_LOGIN_PLUGINS = ("azureFile", "cephfs", "cinder", "flexVolume", "iscsi", "rbd", "scaleIO",
+                  "storageos")  # fmt: skip
+
+
+def _projected(
+    pod: Mapping[str, Any], source_key: str
+) -> Iterator[tuple[Path, str, Mapping[str, Any]]]:
+    """(path, volume name, source) of each `projected` volume source of kind `source_key`."""
+    for i, volume in enumerate(pod.get("volumes") or ()):
+        if not isinstance(volume, Mapping) or not isinstance(volume.get("projected"), Mapping):
+            continue
+        for j, source in enumerate(volume["projected"].get("sources") or ()):
+            if isinstance(source, Mapping) and isinstance(source.get(source_key), Mapping):
+                path = ("volumes", i, "projected", "sources", j, source_key)
+                yield path, str(volume.get("name")), source[source_key]
 
 
 def _secrets(pod: Mapping[str, Any], fence: PodFence) -> Iterator[tuple[Path, str]]:
-    for i, volume in enumerate(pod.get("volumes") or ()):
-        if not isinstance(volume, Mapping):
-            continue
-        secret = (volume.get("secret") or {}).get("secretName")
-        for source in ("secret", "csi"):
-            if source in volume and not (source == "secret" and secret in fence.secret_volumes):
-                yield (
-                    ("volumes", i, source),
-                    (
-                        f"volume `{volume.get('name')}` mounts a {_SOURCES[source]} volume"
-                        ":: a job reads its secrets through `secretEnv` (one variable per"
-                        " key, reviewed in the spec), or a Secret the profile lists in"
-                        " `jobAccess.secretVolumes`"
-                    ),
-                )
+    yield from _secret_volumes(pod, fence)
+    for path, name, source in _projected(pod, "secret"):
+        if source.get("name") not in fence.secret_volumes:
+            yield path, f"volume `{name}` projects Secret `{source.get('name')}`" + _SECRET_ADVICE
+    for i, ref in enumerate(pod.get("imagePullSecrets") or ()):
+        if isinstance(ref, Mapping) and ref.get("name") not in fence.pull_secrets:
+            allowed = ", ".join(sorted(fence.pull_secrets)) or "none"
+            yield (
+                ("imagePullSecrets", i),
+                f"image pull Secret `{ref.get('name')}` is not one the cluster profile lets jobs"
+                f" pull with (`jobAccess.imagePullSecrets`: {allowed}): another team's registry"
+                " credentials",
+            )
     for kind in ("containers", "initContainers"):
         for i, container in enumerate(pod.get(kind) or ()):
             for j, source in enumerate((container or {}).get("envFrom") or ()):
@@ -228,3 +288,26 @@ def _secrets(pod: Mapping[str, Any], fence: PodFence) -> Iterator[tuple[Path, st
                             " each variable in `secretEnv`"
                         ),
                     )
+
+
+def _secret_volumes(pod: Mapping[str, Any], fence: PodFence) -> Iterator[tuple[Path, str]]:
+    for i, volume in enumerate(pod.get("volumes") or ()):
+        if not isinstance(volume, Mapping):
+            continue
+        secret = (volume.get("secret") or {}).get("secretName")
+        for source in ("secret", "csi"):
+            if source in volume and not (source == "secret" and secret in fence.secret_volumes):
+                yield (
+                    ("volumes", i, source),
+                    f"volume `{volume.get('name')}` mounts a {_SOURCES[source]} volume"
+                    + _SECRET_ADVICE,
+                )
+        for plugin in _LOGIN_PLUGINS:
+            login = volume.get(plugin)
+            if isinstance(login, Mapping) and any(k in login for k in _LOGIN_SECRETS):
+                yield (
+                    ("volumes", i, plugin),
+                    f"volume `{volume.get('name')}` (`{plugin}`) logs in with a Secret of the"
+                    " namespace: storage credentials are the platform's; have the platform"
+                    " team provide the volume as a claim (`jobAccess.sharedClaims`)",
+                )

@@ -48,6 +48,9 @@ SUPPORTED_RELEASES: dict[str, tuple[tuple[int, int], ...]] = {
 # into this container only (envInjection can add others), and TrainJob `trainer.*` lands here.
 NODE_JOB = "node"
 NODE_CONTAINER = "node"
+# The initializer jobs (and their containers) of a runtime, and the TrainJob's
+# `spec.initializer` key each reads (`secretRef`, `env`, `storageUri`).
+INITIALIZERS = {"dataset-initializer": "dataset", "model-initializer": "model"}
 # The trainer plugin finds the step that trains by this label on the replicated job.
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 ANCESTOR_TRAINER = "trainer"

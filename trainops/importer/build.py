@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from trainops.core.errors import InputError, Problem
+from trainops.core.text import one_line
 from trainops.core.yamlio import Document, load_file
 from trainops.facts.kubeflow import JOB_NAME_LABEL
 from trainops.importer.adopt import with_hatch
@@ -44,11 +45,15 @@ class Imported:
     """What could not be carried, and why."""
 
     def text(self) -> str:
+        # One comment line each, whatever the manifest's keys and names hold: a newline in a
+        # dropped key wrote `secretEnv:` into the spec below (issue 35.6).
         lines = [
             "# yaml-language-server: $schema=../trainops/schemas/trainingjob.schema.json",
-            f"# Imported by `trainops import` from {self.source} ({self.kind} {self.name}).",
+            one_line(
+                f"# Imported by `trainops import` from {self.source} ({self.kind} {self.name})."
+            ),
         ]
-        lines += [f"# not carried: {n.message}" for n in self.notes]
+        lines += [one_line(f"# not carried: {n.message}") for n in self.notes]
         body = yaml.safe_dump(self.spec, sort_keys=False, default_flow_style=False, width=100)
         return "\n".join(lines) + "\n" + body
 

@@ -313,6 +313,10 @@ def _job_access(d: dict[str, Any]) -> PodFence:
         ),
         secret_volumes=frozenset(access["secretVolumes"]),
         shared_claims=tuple((c["name"], c["writable"]) for c in access["sharedClaims"]),
+        claim_creators=tuple(
+            (c["name"], c["createdBy"]) for c in access["sharedClaims"] if "createdBy" in c
+        ),
+        pull_secrets=frozenset(access["imagePullSecrets"]),
     )
 
 

@@ -32,6 +32,7 @@ from trainops.facts.deepspeed import (
     CONFIG_SCHEMA,
     DEEPSPEED_VERSION,
     ZERO,
+    config_json,
     ignored_zero_keys,
     stages_text,
     zero_stage,
@@ -39,6 +40,11 @@ from trainops.facts.deepspeed import (
 from trainops.jobspec.problems import Collector, report_errors
 
 PREFIX: tuple[str, ...] = ("deepspeed", "config")
+# The API server refuses a ConfigMap whose data is over 1 MiB (apimachinery's
+# `MaxSecretSize`, used for ConfigMaps too); trainops renders the config into one, with the
+# keys it generates beside the job's (issue 35.9: sync then fails on every cluster).
+MAX_CONFIGMAP_BYTES = 1024 * 1024
+MAX_CONFIG_BYTES = MAX_CONFIGMAP_BYTES - 64 * 1024
 # A number as YAML 1.2 / JSON spell it, which YAML 1.1 leaves a string (`5e8`, `1E-5`).
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
@@ -66,6 +72,10 @@ def _objects(schema: dict[str, Any]) -> list[dict[str, Any]]:
     return [o for option in schema.get("anyOf", ()) for o in _objects(option)]
 
 
+# Beyond a double's exponent (1.8e308) nothing DeepSpeed reads is meaningful.
+MAX_EXPONENT = 308
+
+
 def _number(text: str, types: set[str]) -> int | float | None:
     """The number `text` spells where the schema wants one (None: leave it)."""
     if not _NUMBER.match(text.strip()):
@@ -73,6 +83,10 @@ def _number(text: str, types: set[str]) -> int | float | None:
     try:
         value = Decimal(text.strip())
     except InvalidOperation:
+        return None
+    if not value.is_finite() or abs(value.adjusted()) > MAX_EXPONENT:
+        # `1e999999999` as an int is a billion digits (validate hung, issue 35.8), and no
+        # float holds it: left a string, the schema says it is not a number.
         return None
     if "integer" in types and value == value.to_integral_value():
         return int(value)
@@ -107,6 +121,15 @@ def check_config(config: dict[str, Any], out: Collector) -> tuple[dict[str, Any]
     DeepSpeed would refuse or ignore goes to `out`, positioned at the key."""
     found: list[tuple[list[str | int], str, int | float]] = []
     coerced = _coerce(config, _schema(), [], found)
+    size = len(config_json(coerced).encode())
+    if size > MAX_CONFIG_BYTES:
+        out.add(
+            list(PREFIX),
+            f"the DeepSpeed config is {size:,} bytes as JSON: the ConfigMap it is delivered in"
+            f" holds at most {MAX_CONFIGMAP_BYTES:,} (the API server refuses a larger one), with"
+            f" room for what trainops adds: keep it under {MAX_CONFIG_BYTES:,}",
+        )
+        return coerced, []
     validator = jsonschema.Draft202012Validator(_schema())
     before = len(out.problems)
     report_errors(validator.iter_errors(_without_auto(coerced)), out, PREFIX)

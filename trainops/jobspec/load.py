@@ -21,6 +21,7 @@ from trainops.core.errors import InputError, Problem
 from trainops.core.yamlio import Document
 from trainops.facts import deepspeed as ds_facts
 from trainops.facts.kubernetes_schemas import parse_version
+from trainops.facts.pod_fence import DELIVERY_NAMESPACE
 from trainops.jobspec import (
     consumer_names,
     fits,
@@ -286,16 +287,18 @@ def _delivery_namespaces_apart(
     Argo CD's its Applications and cluster secrets; a job there could read or edit them."""
     out = Collector(doc)
     tools = {
-        settings.flux_namespace: "fluxNamespace",
-        settings.argocd_namespace: "argocdNamespace",
+        settings.flux_namespace: f"the delivery tool's own namespace ({paths.SETTINGS_FILE}"
+        " `fluxNamespace`)",
+        settings.argocd_namespace: f"the delivery tool's own namespace ({paths.SETTINGS_FILE}"
+        " `argocdNamespace`)",
+        DELIVERY_NAMESPACE: "the namespace of the account Argo CD delivers as",
     }
     for index, namespace in enumerate(cluster.namespaces):
         if namespace in tools:
             out.add(
                 ["namespaces", index],
-                f"`{namespace}` is the delivery tool's own namespace ({paths.SETTINGS_FILE}"
-                f" `{tools[namespace]}`): jobs must not run beside the GitOps controllers'"
-                " objects; use another namespace for training",
+                f"`{namespace}` is {tools[namespace]}: jobs must not run beside the GitOps"
+                " controllers' objects or accounts; use another namespace for training",
             )
     return out.problems
 

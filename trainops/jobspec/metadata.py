@@ -29,6 +29,14 @@ RESERVED: tuple[tuple[str, str], ...] = (
     ("kubernetes.io", "Kubernetes itself"),
     ("k8s.io", "Kubernetes itself"),
     ("training.kubeflow.org", "the Training Operator"),
+    # What changes how nodes and the mesh treat the pods (issue 35.9): the platform's call.
+    ("karpenter.sh", "the platform team (Karpenter: whether a node may be disrupted)"),
+    ("karpenter.k8s.aws", "the platform team (Karpenter)"),
+    ("linkerd.io", "the platform team (the Linkerd mesh: injection, proxy settings)"),
+    ("istio.io", "the platform team (the Istio mesh: injection, traffic)"),
+    ("kuma.io", "the platform team (the Kuma mesh)"),
+    ("consul.hashicorp.com", "the platform team (the Consul mesh)"),
+    ("vault.hashicorp.com", "the platform team (Vault's agent injects secrets: `secretEnv`)"),
 )
 # app.kubernetes.io/managed-by and /name are rendered by trainops.
 RESERVED_KEYS = {

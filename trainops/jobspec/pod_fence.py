@@ -10,7 +10,15 @@ from collections.abc import Iterator
 from typing import Any
 
 from trainops.core.errors import Addition
-from trainops.facts.pod_fence import claim_problem, escapes
+from trainops.facts.pod_claims import (
+    claim_problem,
+    claims_used,
+    created_claim_problem,
+    device_claim_problem,
+    device_claims,
+    written_volumes,
+)
+from trainops.facts.pod_fence import escapes
 from trainops.jobspec import model
 from trainops.jobspec.problems import Collector
 
@@ -26,6 +34,7 @@ def _asked(d: dict[str, Any]) -> Iterator[tuple[dict[str, Any], list[str | int],
         "affinity": d.get("affinity"),
         "volumes": d.get("extraVolumes"),
         "containers": d.get("sidecars"),
+        "imagePullSecrets": [{"name": n} for n in d.get("imagePullSecrets") or ()] or None,
     }
     yield {k: v for k, v in first.items() if v is not None}, [], True
     templates = [(["podTemplate"], d.get("podTemplate"))]
@@ -50,39 +59,68 @@ def check_fence(d: dict[str, Any], clusters: list[model.ClusterProfile], out: Co
         out.add(list(path), f"{message} (cluster {', '.join(f'`{n}`' for n in names)})")
 
 
+def _written(d: dict[str, Any]) -> frozenset[str]:
+    """The volumes a container the job adds writes: a sidecar, the escape hatch's containers,
+    the training container's `extraVolumeMounts` (mounted without `readOnly`, or as a raw
+    block device)."""
+    names = set(written_volumes({"containers": d.get("sidecars") or []}))
+    names |= written_volumes({"containers": [{"volumeMounts": d.get("extraVolumeMounts") or []}]})
+    for spec, _, first_class in _asked(d):
+        if not first_class:
+            names |= written_volumes(spec)
+    return frozenset(names)
+
+
+def _mounts(
+    job: model.TrainingJob, d: dict[str, Any]
+) -> Iterator[tuple[list[str | int], str, bool]]:
+    """(where, claim, whether the job writes it) for each existing claim the job mounts or
+    clones: its volumes without `size`, and the escape hatch's volumes."""
+    writes_sync = job.data_sync.volume if job.data_sync is not None else None
+    written = _written(d)
+    for v in job.volumes:
+        if not v.create:
+            writes = not v.read_only or v.name in (writes_sync, *written)
+            yield ["volumes", v.name, "claimName"], v.claim_name, writes
+    for spec, where, first_class in _asked(d):
+        # The hatch's containers merge into ours: a volume not `readOnly` itself writes.
+        for path, claim, writes in claims_used(spec):
+            head = "extraVolumes" if first_class else path[0]
+            yield [*where, head, *path[1:]], claim, writes
+
+
 def check_claims(
     job: model.TrainingJob, d: dict[str, Any], clusters: list[model.ClusterProfile], out: Collector
 ) -> None:
-    """Existing claims (a volume's `claimName` without `size`, a PVC in the escape hatch)
-    against each cluster's `jobAccess.sharedClaims`."""
+    """Existing claims (a volume's `claimName` without `size`, a PVC or a clone in the escape
+    hatch) against each cluster's `jobAccess.sharedClaims`; no claim the profile shares
+    created by the job; no existing DRA ResourceClaim (issue 35.1)."""
     own = frozenset(v.claim_name for v in job.volumes if v.create)
-    writes_sync = job.data_sync.volume if job.data_sync is not None else None
-    mounts: list[tuple[list[str | int], str, bool]] = [
-        (["volumes", v.name, "claimName"], v.claim_name, not v.read_only or v.name == writes_sync)
-        for v in job.volumes
-        if not v.create
-    ]
-    for spec, where, first_class in _asked(d):
-        if first_class:
-            continue
-        for i, volume in enumerate(spec.get("volumes") or ()):
-            pvc = (volume or {}).get("persistentVolumeClaim") or {}
-            if isinstance(pvc.get("claimName"), str):
-                path = [*where, "volumes", i, "persistentVolumeClaim", "claimName"]
-                mounts.append((path, pvc["claimName"], not pvc.get("readOnly")))
-    for path, claim, writes in mounts:
-        names = [c.name for c in clusters if claim_problem(claim, writes, own, c.job_access)]
-        problem = next(
-            (p for c in clusters if (p := claim_problem(claim, writes, own, c.job_access))), None
-        )
-        if problem:
-            # A claim the profile does not share yet: sharing it is the addition (one that is
-            # shared read-only and written to is a choice, not an addition).
-            shared = {c.name for c in clusters if claim in dict(c.job_access.shared_claims)}
-            entry = {"name": claim, "writable": True} if writes else {"name": claim}
-            additions = tuple(
-                Addition(n, ("jobAccess", "sharedClaims"), (entry,))
-                for n in names
-                if n not in shared
-            )
-            out.add(path, f"{problem} (cluster {', '.join(f'`{n}`' for n in names)})", additions)
+    problems: dict[tuple[tuple[str | int, ...], str], list[str]] = {}
+    fixes: dict[tuple[tuple[str | int, ...], str], list[Addition]] = {}
+    for cluster in clusters:
+        fence = cluster.job_access
+        found: list[tuple[tuple[str | int, ...], str | None]] = []
+        for at, claim, writes in _mounts(job, d):
+            problem = claim_problem(claim, writes, own, fence)
+            found.append((tuple(at), problem))
+            if problem and claim not in dict(fence.shared_claims):
+                # A claim the profile does not share yet: sharing it is `trainops upgrade`'s
+                # addition (one shared read-only and written to is a choice, not an addition).
+                entry = {"name": claim, "writable": True} if writes else {"name": claim}
+                addition = Addition(cluster.name, ("jobAccess", "sharedClaims"), (entry,))
+                fixes.setdefault((tuple(at), problem), []).append(addition)
+        found += [
+            (("volumes", v.name, "size"), created_claim_problem(v.claim_name, fence, job.name))
+            for v in job.volumes
+            if v.create
+        ]
+        for spec, where, first_class in _asked(d):
+            if not first_class:
+                found += [((*where, *p), device_claim_problem(n)) for p, n in device_claims(spec)]
+        for path, problem in found:
+            if problem:
+                problems.setdefault((path, problem), []).append(cluster.name)
+    for (path, problem), names in problems.items():
+        on = ", ".join(f"`{n}`" for n in names)
+        out.add(list(path), f"{problem} (cluster {on})", tuple(fixes.get((path, problem), ())))

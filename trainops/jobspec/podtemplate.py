@@ -85,6 +85,8 @@ def check_metadata(d: dict[str, Any], out: Collector) -> None:
     ]
     for where, template in templates:
         meta = template.get("metadata") or {}
+        for key in sorted(set(meta) - {"labels", "annotations"}):
+            out.add([*where, "metadata", key], template_metadata_problem(str(key)))
         for kind, key in (("label", "labels"), ("annotation", "annotations")):
             if isinstance(meta.get(key), dict):
                 blocks.append((kind, [*where, "metadata", key], meta[key]))
@@ -93,6 +95,18 @@ def check_metadata(d: dict[str, Any], out: Collector) -> None:
             problem = metadata_problem(kind, str(key), value)
             if problem:
                 out.add([*where, key], problem)
+
+
+def template_metadata_problem(key: str) -> str:
+    """Why a job's pod template may not set `metadata.<key>` (issue 35.9): the Training
+    Operator copies it onto every pod; `finalizers` keep each pod from ever being deleted (a
+    job, its quota and its GPUs that never go away), `namespace` and `ownerReferences` name
+    objects the pods do not belong to."""
+    return (
+        f"`metadata.{key}` in a pod template is copied onto every pod: a job sets only its pods'"
+        " `labels` and `annotations` (`finalizers` would keep the pods, their GPUs and quota,"
+        " from ever being deleted); remove it"
+    )
 
 
 def metadata_problem(kind: str, key: str, value: Any) -> str | None:

@@ -23,15 +23,11 @@ from trainops.facts.kubeflow import (
 )
 from trainops.facts.kubeflow import elastic_range as operator_elastic_range
 from trainops.facts.schedulers import VOLCANO_JOB_GROUP
-from trainops.facts.trainer import TRAINER_GROUP, TRAINJOB
+from trainops.facts.trainer import RUNTIME_KINDS, TRAINER_GROUP, TRAINJOB
 from trainops.facts.workloads import (
     INDEXED,
     JOB_NAME_LABELS,
     JOBSET_GROUP,
-    JOBSET_NAME_LABEL,
-    JOBSET_REPLICATED_JOB_LABEL,
-    LWS_GROUP,
-    LWS_NAME_LABEL,
 )
 from trainops.kube.launch import launches, trains
 from trainops.kube.lazy import lazy
@@ -41,7 +37,14 @@ from trainops.kube.pods import (
     requests_accelerator,
     training_container_index,
 )
-from trainops.kube.trainjob import node_pod
+from trainops.kube.templates import (
+    job_parallelism,
+    pod_template_paths,
+    replicated_job_pods,
+    template_at,
+    workload_pods,
+)
+from trainops.kube.trainjob import node_pod, other_pods
 from trainops.kube.trainjob import source_path as trainjob_source_path
 
 # Kinds whose pods run to completion: one that holds an accelerator is a training pod.
@@ -163,6 +166,30 @@ class Object:
         return as_dict(self.spec.get("runPolicy"))
 
     @lazy
+    def all_pods(self) -> list[PodTemplate]:
+        """Every pod template the object makes a controller create: `pods`, a TrainJob's
+        other replicated jobs (initializers), a Trainer runtime's own, or in a kind trainops
+        does not read, whatever is shaped like one (`unread_pod_templates`). What the fences
+        hold (Pod Security, `pod-fence`; issue 35.5): rules about training read `pods`."""
+        if self.is_trainjob:
+            return [*self.pods, *other_pods(self.data, self.runtime.data if self.runtime else None)]
+        if self.pods:
+            return self.pods
+        if self.group == TRAINER_GROUP and self.kind in RUNTIME_KINDS:
+            template = as_dict(self.spec.get("template"))
+            jobs = as_dict(template.get("spec")).get("replicatedJobs")
+            return replicated_job_pods(jobs, ("spec", "template", "spec", "replicatedJobs"), "")
+        return [template_at(self.data, path) for path in self.unread_pod_templates]
+
+    @lazy
+    def unread_pod_templates(self) -> list[Path]:
+        """Where an object of a kind trainops does not read holds pod templates (a CRD's
+        schema, thousands of nodes describing them, holds none: not walked)."""
+        known = self.pods or self.is_trainjob or self.kind in RUNTIME_KINDS
+        schema = self.kind == "CustomResourceDefinition"
+        return [] if known or schema else pod_template_paths(self.data)
+
+    @lazy
     def pods(self) -> list[PodTemplate]:
         if self.is_kubeflow_job:
             return self._replica_pods()
@@ -186,11 +213,9 @@ class Object:
                     restart_policy_explicit="restartPolicy" in spec,
                 )
             ]
-        if self.group == LWS_GROUP and self.kind == "LeaderWorkerSet":
-            return self._lws_pods()
         path = CORE_TEMPLATE_PATHS.get(self.kind)
         if path is None or self.group not in {"apps", "batch"}:
-            return []
+            return workload_pods(self.kind, self.group, self.data)
         node: Any = self.data
         for part in path:
             node = as_dict(node).get(str(part))
@@ -269,56 +294,9 @@ class Object:
 
     def _jobset_pods(self) -> list[PodTemplate]:
         """Each replicated Job's pod template: `replicas` Jobs of `parallelism` pods each."""
-        pods = []
-        for i, raw in enumerate(as_list(self.spec.get("replicatedJobs"))):
-            rjob = as_dict(raw)
-            job_spec = as_dict(as_dict(rjob.get("template")).get("spec"))
-            template = as_dict(job_spec.get("template"))
-            spec = as_dict(template.get("spec"))
-            path: Path = ("spec", "replicatedJobs", i, "template", "spec", "template")
-            jobs = as_int(rjob.get("replicas"))
-            name = str(rjob.get("name", f"job-{i}"))
-            pods.append(
-                PodTemplate(
-                    template,
-                    path,
-                    replica_type=name,
-                    replicas=(1 if jobs is None else jobs) * job_parallelism(job_spec),
-                    restart_policy=str(spec.get("restartPolicy", "Always")),
-                    restart_policy_path=(*path, "spec", "restartPolicy"),
-                    restart_policy_explicit="restartPolicy" in spec,
-                    extra_labels={JOBSET_NAME_LABEL: self.name, JOBSET_REPLICATED_JOB_LABEL: name},
-                )
-            )
-        return pods
-
-    def _lws_pods(self) -> list[PodTemplate]:
-        """A LeaderWorkerSet's `replicas` groups of `size` pods: a leader (its own template,
-        else the workers') and `size - 1` workers. (Issue 38 reads them for the training
-        rules; issue 35 reads every kind's templates for the fences.)"""
-        lws = as_dict(self.spec.get("leaderWorkerTemplate"))
-        groups, size = as_int(self.spec.get("replicas")), as_int(lws.get("size"))
-        groups, size = 1 if groups is None else groups, 1 if size is None else size
-        roles = [("leader", groups)] if as_dict(lws.get("leaderTemplate")) else []
-        workers = groups * (size - 1) + (0 if roles else groups)
-        pods = []
-        for role, count in [*roles, ("worker", workers)]:
-            path: Path = ("spec", "leaderWorkerTemplate", f"{role}Template")
-            template = as_dict(lws.get(f"{role}Template"))
-            spec = as_dict(template.get("spec"))
-            pods.append(
-                PodTemplate(
-                    template,
-                    path,
-                    replica_type=role,
-                    replicas=count,
-                    restart_policy=str(spec.get("restartPolicy", "Always")),
-                    restart_policy_path=(*path, "spec", "restartPolicy"),
-                    restart_policy_explicit="restartPolicy" in spec,
-                    extra_labels={LWS_NAME_LABEL: self.name},
-                )
-            )
-        return [p for p in pods if p.template]
+        return replicated_job_pods(
+            self.spec.get("replicatedJobs"), ("spec", "replicatedJobs"), self.name
+        )
 
     def _legacy_kubeflow_pods(self) -> list[PodTemplate]:
         """Removed API shapes, read as far as they go: MPIJob v1alpha1's single `template`
@@ -376,14 +354,6 @@ class Object:
 
     def replica(self, rtype: str) -> PodTemplate | None:
         return next((p for p in self.pods if p.rtype == rtype.lower()), None)
-
-
-def job_parallelism(job_spec: dict[str, Any]) -> int:
-    """Pods a batch/v1 Job runs at once: `parallelism` (default 1), at most `completions`."""
-    parallelism = as_int(job_spec.get("parallelism"))
-    completions = as_int(job_spec.get("completions"))
-    count = 1 if parallelism is None else parallelism
-    return min(count, completions) if completions is not None else count
 
 
 def launches_training(pod: PodTemplate) -> bool:

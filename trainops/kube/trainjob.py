@@ -20,6 +20,7 @@ from typing import Any
 from trainops.core.values import as_dict, as_int, as_list
 from trainops.facts.trainer import (
     CLUSTER_TRAINING_RUNTIME,
+    INITIALIZERS,
     JOBSET_NAME_LABEL,
     NODE_CONTAINER,
     NODE_JOB,
@@ -76,10 +77,14 @@ def find_runtime(
     return next((o for o in objects if is_runtime_for(ref, o)), None)
 
 
-def _node_job(runtime: dict[str, Any] | None) -> dict[str, Any]:
+def _replicated_jobs(runtime: dict[str, Any] | None) -> list[Any]:
     template = as_dict(as_dict(as_dict(runtime).get("spec")).get("template"))
-    for job in as_list(as_dict(template.get("spec")).get("replicatedJobs")):
-        if as_dict(job).get("name") == NODE_JOB:
+    return as_list(as_dict(template.get("spec")).get("replicatedJobs"))
+
+
+def _replicated_job(runtime: dict[str, Any] | None, name: str) -> dict[str, Any]:
+    for job in _replicated_jobs(runtime):
+        if as_dict(job).get("name") == name:
             return as_dict(job)
     return {}
 
@@ -162,17 +167,72 @@ def _merge_resources(base: dict[str, Any], over: dict[str, Any]) -> dict[str, An
     return out
 
 
+def _patched(trainjob: dict[str, Any], runtime: dict[str, Any] | None, name: str) -> dict[str, Any]:
+    """The pod template of the runtime's replicated job `name` with the TrainJob's runtime
+    patches aimed at it applied in order."""
+    job = _replicated_job(runtime, name)
+    pod = copy.deepcopy(as_dict(as_dict(job.get("template")).get("spec")).get("template") or {})
+    for patch in _patch_templates(trainjob):
+        for rjob in as_list(as_dict(patch.get("spec")).get("replicatedJobs")):
+            if as_dict(rjob).get("name") == name:
+                rtemplate = as_dict(as_dict(rjob).get("template"))
+                _apply_patch(pod, as_dict(as_dict(rtemplate.get("spec")).get("template")))
+    return pod
+
+
+def _patch_templates(trainjob: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each runtime patch's JobSet template (`trainingRuntimeSpec.template`)."""
+    patches = as_list(as_dict(trainjob.get("spec")).get("runtimePatches"))
+    return [
+        as_dict(as_dict(as_dict(p).get("trainingRuntimeSpec")).get("template")) for p in patches
+    ]
+
+
+def other_pods(trainjob: dict[str, Any], runtime: dict[str, Any] | None) -> list[PodTemplate]:
+    """The TrainJob's pods beside its nodes' (issue 35.5): each other replicated job of its
+    runtime (the dataset and model initializers, an MPI launcher) and each one a runtime patch
+    aims at, patched; an initializer's container reads the Secret the TrainJob's
+    `spec.initializer.<dataset|model>.secretRef` names (the Trainer adds it as `envFrom`)."""
+    names = [str(as_dict(j).get("name")) for j in _replicated_jobs(runtime)]
+    for patch in _patch_templates(trainjob):
+        names += [str(as_dict(j).get("name")) for j in
+                  as_list(as_dict(patch.get("spec")).get("replicatedJobs"))]  # fmt: skip
+    initializer = as_dict(as_dict(trainjob.get("spec")).get("initializer"))
+    names += [job for job, key in INITIALIZERS.items() if key in initializer]
+    pods = []
+    for name in sorted(set(names) - {NODE_JOB}):
+        pod = _patched(trainjob, runtime, name)
+        secret = as_dict(as_dict(initializer.get(INITIALIZERS.get(name, ""))).get("secretRef"))
+        path: tuple[str | int, ...] = ("spec", "runtimePatches")
+        if secret:
+            path = ("spec", "initializer", INITIALIZERS[name])
+            containers = as_list(pod.setdefault("spec", {}).setdefault("containers", []))
+            container = next((c for c in containers if as_dict(c).get("name") == name), None)
+            if container is None:
+                container = {"name": name}
+                containers.append(container)
+            container["envFrom"] = [*as_list(container.get("envFrom")), {"secretRef": secret}]
+        pods.append(_support_pod(pod, path, name))
+    return pods
+
+
+def _support_pod(pod: dict[str, Any], path: tuple[str | int, ...], name: str) -> PodTemplate:
+    restart = as_dict(pod.get("spec")).get("restartPolicy")
+    return PodTemplate(
+        pod,
+        path,
+        replica_type=name,
+        replicas=1,
+        restart_policy=str(restart or DEFAULT_RESTART_POLICY),
+        restart_policy_path=path,
+        restart_policy_explicit=restart is not None,
+    )
+
+
 def node_pod(trainjob: dict[str, Any], runtime: dict[str, Any] | None) -> PodTemplate:
     """The pod template of the TrainJob's training nodes, merged as the Trainer does."""
     spec = as_dict(trainjob.get("spec"))
-    job = _node_job(runtime)
-    pod = copy.deepcopy(as_dict(as_dict(job.get("template")).get("spec")).get("template") or {})
-    for patch in as_list(spec.get("runtimePatches")):
-        template = as_dict(as_dict(as_dict(patch).get("trainingRuntimeSpec")).get("template"))
-        for rjob in as_list(as_dict(template.get("spec")).get("replicatedJobs")):
-            if as_dict(rjob).get("name") == NODE_JOB:
-                rtemplate = as_dict(as_dict(rjob).get("template"))
-                _apply_patch(pod, as_dict(as_dict(rtemplate.get("spec")).get("template")))
+    pod = _patched(trainjob, runtime, NODE_JOB)
     trainer = as_dict(spec.get("trainer"))
     _apply_trainer(pod, trainer)
     ml_policy = as_dict(as_dict(as_dict(runtime).get("spec")).get("mlPolicy"))

@@ -183,7 +183,7 @@ def from_json(path: Path) -> list[Finding]:
             )
             for f in data["findings"]
         ]
-    except (ValueError, KeyError, TypeError) as err:
+    except (ValueError, KeyError, TypeError, RecursionError) as err:
         raise InputError(
             Problem.whole_file(
                 str(path),

@@ -88,7 +88,7 @@ def check(
     off = switched_off(cluster)
     for obj in ctx.objects:
         waived = {**off, **_waived(obj)}
-        for rule in with_pods if obj.pods else without_pods:
+        for rule in with_pods if obj.all_pods else without_pods:
             for violation in rule.check(obj, ctx):
                 path = obj.source_path(violation.path)
                 default = violation.severity or rule.severity

@@ -182,7 +182,11 @@ def trainer_root() -> Path:
     return Path(spec.origin).resolve().parent.parent
 
 
-def local_command(command: list[str], image: str, source: str, notes: list[str]) -> list[str]:
+def local_command(
+    command: list[str], image: str, source: str, notes: list[str], runs_trainer: bool
+) -> list[str]:
+    """The local argv of a container's `command`: our trainer from this checkout when
+    `runs_trainer` (runlocal/program.py), else the program found on this machine's PATH."""
     if not command:
         raise InputError(
             Problem.whole_file(
@@ -193,7 +197,7 @@ def local_command(command: list[str], image: str, source: str, notes: list[str])
         )
     ours, tag = image_is_ours(image)
     program = command[0]
-    if ours:
+    if runs_trainer:
         root = trainer_root()
         pinned = (
             "" if tag == __version__ else f"; the job pins {tag}, this checkout is {__version__}"

@@ -32,7 +32,6 @@ from trainops.runlocal.adapt import (
     LOCAL_HOST,
     apply_arg_edits,
     free_port,
-    image_is_ours,
     trainer_root,
 )
 from trainops.runlocal.operator_env import Replica
@@ -45,6 +44,8 @@ from trainops.runlocal.plan import (
     Plan,
     backoff_limit,
 )
+from trainops.runlocal.program import admit as admit_program
+from trainops.runlocal.program import clean_env
 from trainops.runlocal.source import BuiltJob
 
 INSTALL_HINT = (
@@ -172,8 +173,11 @@ def make_mpi_plan(built: BuiltJob, options: Options, workdir: Path) -> Plan:  # 
     start = len(argv) - len(read.program)
     program, program_args = argv[start : start + 1], argv[start + 1 :]
     image = str(c.get("image", ""))
-    ours = image_is_ours(image)[0]
-    if ours and program_args[:2] == ["-m", "trainer"]:
+    # The ranks' program, as runlocal/program.py judges a container's argv.
+    ours = admit_program(
+        image, [*program, *program_args], built.source, options.allow_any_program, notes
+    )
+    if ours:
         notes.append(
             f"image {image} is our trainer: the ranks run `python -m trainer` from {trainer_root()}"
         )
@@ -190,7 +194,8 @@ def make_mpi_plan(built: BuiltJob, options: Options, workdir: Path) -> Plan:  # 
         *program,
         *program_args,
     ]
-    proc_env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMI"))}
+    inherited = os.environ if ours else clean_env()  # another program: none of ours
+    proc_env = {k: v for k, v in inherited.items() if not k.startswith(("OMPI_", "PMI"))}
     proc_env.update(pod_env)
     proc_env["CUDA_VISIBLE_DEVICES"] = ""
     if hasattr(os, "geteuid") and os.geteuid() == 0:

@@ -33,3 +33,5 @@ class Options:
     """Overrides runPolicy.backoffLimit (and the local limit when the job sets none)."""
     max_restarts: int | None = None
     """Overrides elasticPolicy.maxRestarts (torchrun's worker-group restarts)."""
+    allow_any_program: bool = False
+    """Run a program that is not our trainer (runlocal/program.py), with a clean environment."""

@@ -21,13 +21,12 @@ from typing import Any
 from trainops.core.errors import InputError, Problem
 from trainops.facts.kubeflow import default_clean_pod_policy, elastic_range
 from trainops.kube.words import expand_kubelet
-from trainops.runlocal import kube, op_cache
+from trainops.runlocal import kube, op_cache, program
 from trainops.runlocal.adapt import (
     LOCAL_HOST,
     apply_arg_edits,
     free_port,
     host_rewriter,
-    image_is_ours,
     local_command,
     renumber_arg,
     scale,
@@ -246,10 +245,16 @@ class _Planner:
         args = [renumber_arg(paths(self.host(a)), renumber) for a in args]
         command = [paths(self.host(a)) for a in command]
         image = str(c.get("image", ""))
-        ours = image_is_ours(image)[0]
+        notes = self.notes if first else []
+        written = [str(a) for a in (*c.get("command", []), *c.get("args", []))]
+        ours = program.admit(
+            image, written, self.built.source, self.options.allow_any_program, notes
+        )
         apply_arg_edits(args, self.options, ours, self.changes if first else [])
-        argv = local_command(command, image, self.built.source, self.notes if first else [])
-        proc_env = {k: v for k, v in os.environ.items() if not _INHERITED_LAUNCHER_VARS.match(k)}
+        argv = local_command(command, image, self.built.source, notes, ours)
+        # Another program sees none of this machine's variables but the few it needs.
+        inherited = os.environ if ours else program.clean_env()
+        proc_env = {k: v for k, v in inherited.items() if not _INHERITED_LAUNCHER_VARS.match(k)}
         proc_env.update(pod_env)
         proc_env["CUDA_VISIBLE_DEVICES"] = ""
         proc_env["DS_ACCELERATOR"] = "cpu"

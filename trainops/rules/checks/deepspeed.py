@@ -149,6 +149,12 @@ def deepspeed_configs(obj: Object, ctx: Context) -> list[DeepSpeedConfig]:
                                         f"{source} is not valid JSON: {err}")
                     )  # fmt: skip
                     continue
+                except RecursionError:  # JSON nested past the decoder's stack (issue 35.8)
+                    found.append(
+                        DeepSpeedConfig(pod, c, launch, file, path, source, None,
+                                        f"{source} nests too deep to be a DeepSpeed config")
+                    )  # fmt: skip
+                    continue
                 found.append(DeepSpeedConfig(pod, c, launch, file, path, source, as_dict(config)))
     return found
 

@@ -79,7 +79,7 @@ def _unpinned(obj: Object, ctx: Context) -> Iterator[Violation]:
 
 
 def _privileged(obj: Object, ctx: Context) -> Iterator[Violation]:
-    for pod in obj.pods:
+    for pod in obj.all_pods:
         for c in pod.containers(init=True):
             sc = c.security_context
             base = (*c.path, "securityContext")

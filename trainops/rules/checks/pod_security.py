@@ -45,7 +45,7 @@ def _floor(obj: Object, ctx: Context) -> Iterator[Violation]:
     # A profile that allows host networking admits host ports too (Kubernetes makes every
     # containerPort of a hostNetwork pod a host port): `pod-security` judges them there.
     host_network = ctx.cluster is not None and ctx.cluster.network.allow_host_network
-    for pod in obj.pods:
+    for pod in obj.all_pods:
         for breach in pss.breaches(pod.metadata, pod.spec):
             if host_network and breach.exception == "hostPort":
                 continue
@@ -73,6 +73,8 @@ def _check(obj: Object, ctx: Context) -> Iterator[Violation]:
     caps = set(profile.allow_capabilities) if privileged else set()
     paths = set(profile.allow_host_paths) if privileged else set()
     host_network = cluster.network.allow_host_network and privileged
+    # A Trainer runtime's pods are partial (the TrainJob's patches complete them): the
+    # level's required fields are judged on the pods that run (`pods`), the floor on all.
     for pod in obj.pods:
         for breach in pss.breaches(pod.metadata, pod.spec):
             if breach.level == "restricted" and level != "restricted":
