@@ -8,9 +8,11 @@ overlays, checked to be up to date first, built and read back as objects.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,6 +27,12 @@ from trainops.render import render_repository, write
 # single-threaded and on a large repository takes most of the run (kustomize's own
 # cost grows faster than linearly with the resources in an overlay).
 MAX_PARALLEL_BUILDS = os.cpu_count() or 1
+# Memory-backed scratch space (Linux): the rendered tree kustomize builds is written, read
+# once and deleted, and on a disk file system creating and unlinking its thousands of small
+# files cost more CPU than everything else validate does besides kustomize (4.2 s against
+# 0.3 s for 10,200 files). Used only with room to spare, and never when TMPDIR names a place.
+MEMORY_SCRATCH = Path("/dev/shm")
+SCRATCH_HEADROOM_BYTES = 256 << 20
 
 
 class KustomizeError(Exception):
@@ -74,6 +82,30 @@ def write_tree(files: Mapping[str, str], dest: Path) -> None:
         path = dest / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
+
+
+def scratch_parent(size: int) -> str | None:
+    """Where to write a temporary tree of about `size` bytes: the memory-backed file system
+    when it is there, writable and has room (with `SCRATCH_HEADROOM_BYTES` left over); None
+    (the system's temporary directory) otherwise, or when TMPDIR chooses one."""
+    if os.environ.get("TMPDIR") or not MEMORY_SCRATCH.is_dir():
+        return None
+    try:
+        free = shutil.disk_usage(MEMORY_SCRATCH).free
+    except OSError:
+        return None
+    if free < 2 * size + SCRATCH_HEADROOM_BYTES or not os.access(MEMORY_SCRATCH, os.W_OK):
+        return None
+    return str(MEMORY_SCRATCH)
+
+
+@contextlib.contextmanager
+def scratch_tree(files: Mapping[str, str], prefix: str) -> Iterator[Path]:
+    """A temporary directory holding `files` (see `write_tree`), deleted on exit."""
+    size = sum(len(text) for text in files.values())
+    with tempfile.TemporaryDirectory(prefix=prefix, dir=scratch_parent(size)) as tmp:
+        write_tree(files, Path(tmp))
+        yield Path(tmp)
 
 
 def overlays_in(tree: Path) -> list[str]:

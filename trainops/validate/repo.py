@@ -10,7 +10,6 @@ a SARIF upload or a GitHub annotation can point at).
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -195,9 +194,7 @@ def _validate(
         for note in job.notes
     ]
     stores: dict[tuple[str, str], SchemaStore] = {}
-    with tempfile.TemporaryDirectory(prefix="trainops-validate-") as tmp:
-        work = Path(tmp)
-        build.write_tree(files, work)
+    with build.scratch_tree(files, "trainops-validate-") as work:
         builds = build.build_overlays(work, names, run)
         # Indexed while the first overlays build.
         index = _source_index(files)
@@ -257,9 +254,8 @@ def build_overlay(
         )
     files = render_repository(repo)
     overlay = f"{paths.OVERLAYS_DIR}/{cluster_name}"
-    with tempfile.TemporaryDirectory(prefix="trainops-build-") as tmp:
-        build.write_tree(files, Path(tmp))
-        built = run(Path(tmp) / overlay)
+    with build.scratch_tree(files, "trainops-build-") as tmp:
+        built = run(tmp / overlay)
     manifests, problems = documents_to_manifests(
         yamlio.load_text(built, f"kustomize build {overlay}"), cluster_name
     )
