@@ -7,9 +7,9 @@ is a copy of the shipped job `TEMPLATES[i % len(TEMPLATES)]`, renamed `<template
 the copies of the clusters its template targets. The specs are edited as text (only the
 `name:` line and the targets block), so everything else is exactly the shipped spec.
 
-With `groups` > 1 the clusters are copied `copies x groups` times and job `i` targets the
-copies of one group (groups take turns, a template's worth of jobs at a time): a fleet `groups` times larger whose overlays are each as
-large as the one-group fleet's. kustomize's own time grows with the square of the objects in
+With `groups` > 1 the clusters are copied `copies x groups` times and each job targets the
+copies of one group (the groups take turns, a template's worth of jobs at a time): a fleet
+`groups` times larger whose overlays are each as large as the one-group fleet's. kustomize's own time grows with the square of the objects in
 one overlay (its resource map checks every object it adds against those it holds: 2,500
 ConfigMaps in one kustomization build in 9 CPU seconds, 5,000 in 63), so 5,000 jobs in 6
 overlays of ~19,000 objects each would take kustomize hours (and pass its 300 s timeout per
