@@ -129,7 +129,21 @@ def build_overlays(
 
     The builds start together (up to one per core) and are handed out in order, so the
     caller works on the first while the others still build, and nothing depends on timing.
+    They start at the first item asked for; `started_builds` starts them at once.
     """
+    with started_builds(tree, clusters, run) as builds:
+        yield from builds
+
+
+@contextlib.contextmanager
+def started_builds(
+    tree: Path,
+    clusters: Sequence[str],
+    run: Callable[[Path], str] = kustomize,
+) -> Iterator[Iterator[tuple[str, Built]]]:
+    """`build_overlays`, the builds started on entry: what the caller does before it reads
+    the first (indexing the rendered files) runs while kustomize builds. On exit the builds
+    not started are dropped and the running ones waited for."""
 
     def one(name: str) -> Built:
         try:
@@ -137,11 +151,17 @@ def build_overlays(
         except KustomizeError as err:
             return err
 
-    workers = max(1, min(len(clusters), MAX_PARALLEL_BUILDS))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        pending = [pool.submit(one, name) for name in clusters]
+    def in_order() -> Iterator[tuple[str, Built]]:
         for name, future in zip(clusters, pending, strict=True):
             yield name, future.result()
+
+    workers = max(1, min(len(clusters), MAX_PARALLEL_BUILDS))
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        pending = [pool.submit(one, name) for name in clusters]
+        yield in_order()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def check_up_to_date(root: Path, repo: Repository) -> None:

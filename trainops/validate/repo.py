@@ -194,8 +194,10 @@ def _validate(
         for note in job.notes
     ]
     stores: dict[tuple[str, str], SchemaStore] = {}
-    with build.scratch_tree(files, "trainops-validate-") as work:
-        builds = build.build_overlays(work, names, run)
+    with (
+        build.scratch_tree(files, "trainops-validate-") as work,
+        build.started_builds(work, names, run) as builds,
+    ):
         # Indexed while the first overlays build.
         index = _source_index(files)
         for name, built in builds:
