@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from trainops.core import paths, yamlio
@@ -33,6 +33,7 @@ MAX_PARALLEL_BUILDS = os.cpu_count() or 1
 # 0.3 s for 10,200 files). Used only with room to spare, and never when TMPDIR names a place.
 MEMORY_SCRATCH = Path("/dev/shm")
 SCRATCH_HEADROOM_BYTES = 256 << 20
+PAGE = 4096
 
 
 class KustomizeError(Exception):
@@ -99,13 +100,24 @@ def scratch_parent(size: int) -> str | None:
     return str(MEMORY_SCRATCH)
 
 
+def tree_size(files: Mapping[str, str]) -> int:
+    """Bytes `files` take written out: a memory-backed file system gives each file whole pages."""
+    return sum(-(-max(len(text), 1) // PAGE) * PAGE for text in files.values())
+
+
+@contextlib.contextmanager
+def scratch_dir(prefix: str, size: int) -> Iterator[Path]:
+    """An empty temporary directory for a tree of about `size` bytes, deleted on exit."""
+    with tempfile.TemporaryDirectory(prefix=prefix, dir=scratch_parent(size)) as tmp:
+        yield Path(tmp)
+
+
 @contextlib.contextmanager
 def scratch_tree(files: Mapping[str, str], prefix: str) -> Iterator[Path]:
     """A temporary directory holding `files` (see `write_tree`), deleted on exit."""
-    size = sum(len(text) for text in files.values())
-    with tempfile.TemporaryDirectory(prefix=prefix, dir=scratch_parent(size)) as tmp:
-        write_tree(files, Path(tmp))
-        yield Path(tmp)
+    with scratch_dir(prefix, tree_size(files)) as tree:
+        write_tree(files, tree)
+        yield tree
 
 
 def overlays_in(tree: Path) -> list[str]:
@@ -144,24 +156,50 @@ def started_builds(
     """`build_overlays`, the builds started on entry: what the caller does before it reads
     the first (indexing the rendered files) runs while kustomize builds. On exit the builds
     not started are dropped and the running ones waited for."""
+    with Builds(tree, run, len(clusters)) as builds:
+        for name in clusters:
+            builds.start(name)
+        yield builds.results(clusters)
 
-    def one(name: str) -> Built:
+
+class Builds:
+    """Overlays built while the rest of their tree is still written: `write` puts rendered
+    files in the tree (a path once: a build may be reading it), `start` begins an overlay's
+    build (one process per core at most), `results` hands them out in a given order. A
+    context manager: on exit the builds not started are dropped and the running ones waited
+    for."""
+
+    def __init__(self, tree: Path, run: Callable[[Path], str], overlays: int) -> None:
+        self.tree, self.run = tree, run
+        self.written: set[str] = set()
+        self.pending: dict[str, Future[Built]] = {}
+        self.pool = ThreadPoolExecutor(max_workers=max(1, min(overlays, MAX_PARALLEL_BUILDS)))
+
+    def __enter__(self) -> Builds:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def write(self, files: Mapping[str, str]) -> None:
+        new = {rel: text for rel, text in files.items() if rel not in self.written}
+        write_tree(new, self.tree)
+        self.written.update(new)
+
+    def start(self, cluster: str) -> None:
+        if cluster not in self.pending:
+            self.pending[cluster] = self.pool.submit(self._one, cluster)
+
+    def _one(self, cluster: str) -> Built:
         try:
-            return run(tree / paths.OVERLAYS_DIR / name)
+            return self.run(self.tree / paths.OVERLAYS_DIR / cluster)
         except KustomizeError as err:
             return err
 
-    def in_order() -> Iterator[tuple[str, Built]]:
-        for name, future in zip(clusters, pending, strict=True):
-            yield name, future.result()
-
-    workers = max(1, min(len(clusters), MAX_PARALLEL_BUILDS))
-    pool = ThreadPoolExecutor(max_workers=workers)
-    try:
-        pending = [pool.submit(one, name) for name in clusters]
-        yield in_order()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    def results(self, clusters: Sequence[str]) -> Iterator[tuple[str, Built]]:
+        """(cluster, build) for each of `clusters` (each started), in that order."""
+        for name in clusters:
+            yield name, self.pending[name].result()
 
 
 def check_up_to_date(root: Path, repo: Repository) -> None:

@@ -10,7 +10,7 @@ a SARIF upload or a GitHub annotation can point at).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +21,7 @@ from trainops.core.findings import Finding, Severity
 from trainops.core.manifest import Manifest
 from trainops.facts import kustomize as kustomize_facts
 from trainops.jobspec.model import ClusterProfile, Repository
-from trainops.render import TRAINER_V2_BASE, render_part, render_repository
+from trainops.render import TRAINER_V2_BASE, render_in_parts, render_part, render_repository
 from trainops.validate.crd import load_crd_dir
 from trainops.validate.load import documents_to_manifests
 from trainops.validate.pipeline import validate_manifests
@@ -170,6 +170,33 @@ def _build_finding(name: str, message: str) -> Finding:
     return Finding(RULE_BUILD, Severity.ERROR, message, file=file, cluster=name)
 
 
+# Bytes per job and per job placement a rendered tree takes at most, written out (4 on
+# average, in pages of 4 KiB: the shipped jobs x clusters).
+_TREE_BYTES_PER_PLACEMENT = 32 << 10
+
+
+def _tree_size(repo: Repository) -> int:
+    """About how much room the rendered tree takes written out (see `build.scratch_parent`)."""
+    placements = sum(len(job.targets) + 1 for job in repo.jobs)
+    return (placements + 4 * len(repo.clusters)) * _TREE_BYTES_PER_PLACEMENT
+
+
+def _write_and_start(
+    parts: Iterable[tuple[str | None, dict[str, str]]], names: list[str], builds: build.Builds
+) -> dict[str, str]:
+    """Write each rendered part and start the build of its cluster at once (while the next
+    parts render), then every build of `names`; the rendered files, sorted by path."""
+    files: dict[str, str] = {}
+    for cluster, rendered in parts:
+        builds.write(rendered)
+        files.update(rendered)
+        if cluster in names:
+            builds.start(cluster)
+    for name in names:
+        builds.start(name)
+    return dict(sorted(files.items()))
+
+
 def _validate(
     root: Path,
     repo: Repository,
@@ -180,11 +207,12 @@ def _validate(
     run: Callable[[Path], str],
     part: Part | None,
 ) -> RepoResult:
+    parts: Iterable[tuple[str | None, dict[str, str]]]
     if part is None:
-        files = render_repository(repo)
+        parts = render_in_parts(repo)
         names = [cluster_name] if cluster_name else sorted(repo.clusters)
     else:
-        files = render_part(repo, part.clusters, gitops=part.gitops)
+        parts = [(None, render_part(repo, part.clusters, gitops=part.gitops))]
         names = sorted(part.clusters)
     result = RepoResult()
     # What the loader changed and says so (a YAML 1.1 `5e8` made a number): spec warnings.
@@ -195,12 +223,13 @@ def _validate(
     ]
     stores: dict[tuple[str, str], SchemaStore] = {}
     with (
-        build.scratch_tree(files, "trainops-validate-") as work,
-        build.started_builds(work, names, run) as builds,
+        build.scratch_dir("trainops-validate-", _tree_size(repo)) as work,
+        build.Builds(work, run, len(names)) as builds,
     ):
-        # Indexed while the first overlays build.
+        files = _write_and_start(parts, names, builds)
+        # Indexed while the overlays build.
         index = _source_index(files)
-        for name, built in builds:
+        for name, built in builds.results(names):
             if isinstance(built, build.KustomizeError):
                 result.findings.append(_build_finding(name, f"kustomize build failed: {built}"))
                 continue
