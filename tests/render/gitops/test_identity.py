@@ -3,7 +3,7 @@
 Found by mutation testing (`make mutation`): a wrong `kind`, a misspelt `metadata` key, an
 un-templated Application name or a misspelt CEL condition type passed every other test,
 because the CRD schemas let unknown metadata through and the behaviour tests that catch them
-run the CLI in a subprocess. Each test says which upstream rule makes the value right.
+ran the CLI in a subprocess then. Each test says which upstream rule makes the value right.
 """
 
 from __future__ import annotations
