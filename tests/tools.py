@@ -131,26 +131,28 @@ def trainops(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
     A fresh interpreter per call cost each of hundreds of CLI tests 0.4 s of imports and start
     (issue 39). `trainops_process` starts one, for a test about the process itself."""
+    return cli("--root", str(root), *args)
+
+
+def cli(*argv: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    """`trainops *argv` run in `cwd`, in this process (see `trainops`)."""
     from trainops.cli import main  # noqa: PLC0415 (the CLI's imports stay out of conftest)
 
-    argv = ["--root", str(root), *args]
     out, err = io.StringIO(), io.StringIO()
-    cwd = os.getcwd()
-    os.chdir(REPO)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = main(argv)
-            except SystemExit as stop:
-                code = _exit_code(stop.code)
-            except Exception:  # what the interpreter does with an uncaught exception
-                traceback.print_exc()
-                code = 1
-    finally:
-        os.chdir(cwd)
-        # The loader freezes what exists when it finishes (`yamlio.gc_paused`): hand the
-        # heap back to the collector, as a process's exit would.
-        gc.unfreeze()
+    with contextlib.chdir(cwd):
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    code = main(list(argv))
+                except SystemExit as stop:
+                    code = _exit_code(stop.code)
+                except Exception:  # what the interpreter does with an uncaught exception
+                    traceback.print_exc()
+                    code = 1
+        finally:
+            # The loader freezes what exists when it finishes (`yamlio.gc_paused`): hand the
+            # heap back to the collector, as a process's exit would.
+            gc.unfreeze()
     return subprocess.CompletedProcess(["trainops", *argv], code, out.getvalue(), err.getvalue())
 
 
