@@ -10,7 +10,7 @@ a SARIF upload or a GitHub annotation can point at).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +21,13 @@ from trainops.core.findings import Finding, Severity
 from trainops.core.manifest import Manifest
 from trainops.facts import kustomize as kustomize_facts
 from trainops.jobspec.model import ClusterProfile, Repository
-from trainops.render import TRAINER_V2_BASE, render_in_parts, render_part, render_repository
+from trainops.render import (
+    TRAINER_V2_BASE,
+    gitops_files,
+    render_in_parts,
+    render_part,
+    render_repository,
+)
 from trainops.validate.crd import load_crd_dir
 from trainops.validate.load import documents_to_manifests
 from trainops.validate.pipeline import validate_manifests
@@ -182,19 +188,29 @@ def _tree_size(repo: Repository) -> int:
 
 
 def _write_and_start(
-    parts: Iterable[tuple[str | None, dict[str, str]]], names: list[str], builds: build.Builds
+    parts: Iterable[tuple[Collection[str], dict[str, str]]], names: list[str], builds: build.Builds
 ) -> dict[str, str]:
-    """Write each rendered part and start the build of its cluster at once (while the next
-    parts render), then every build of `names`; the rendered files, sorted by path."""
+    """Write each rendered part and start the builds of `names` it completes at once (while
+    the next parts render), then any left; the rendered files, sorted by path."""
     files: dict[str, str] = {}
-    for cluster, rendered in parts:
+    for completed, rendered in parts:
         builds.write(rendered)
         files.update(rendered)
-        if cluster in names:
-            builds.start(cluster)
+        for cluster in completed:
+            if cluster in names:
+                builds.start(cluster)
     for name in names:
         builds.start(name)
     return dict(sorted(files.items()))
+
+
+def _changed_parts(
+    repo: Repository, part: Part
+) -> Iterator[tuple[Collection[str], dict[str, str]]]:
+    """`render_part`'s files in two parts: the overlays, then gitops/ (which renders every job
+    on every cluster for the kinds it allows: 2.3 s of 5,000 jobs, while the overlays build)."""
+    yield tuple(part.clusters), render_part(repo, part.clusters, gitops=False)
+    yield (), gitops_files(repo) if part.gitops else {}
 
 
 def _validate(
@@ -207,13 +223,15 @@ def _validate(
     run: Callable[[Path], str],
     part: Part | None,
 ) -> RepoResult:
-    parts: Iterable[tuple[str | None, dict[str, str]]]
+    # (the clusters whose overlays the part completes, its files), rendered as they are asked
+    # for: gitops/ last, while the overlays build.
+    parts: Iterable[tuple[Collection[str], dict[str, str]]]
     if part is None:
-        parts = render_in_parts(repo)
+        parts = (((c,) if c else (), files) for c, files in render_in_parts(repo))
         names = [cluster_name] if cluster_name else sorted(repo.clusters)
     else:
-        parts = [(None, render_part(repo, part.clusters, gitops=part.gitops))]
         names = sorted(part.clusters)
+        parts = _changed_parts(repo, part)
     result = RepoResult()
     # What the loader changed and says so (a YAML 1.1 `5e8` made a number): spec warnings.
     result.findings += [
