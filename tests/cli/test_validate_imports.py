@@ -1,6 +1,8 @@
-"""`trainops validate` (without `--server-side`) does not import the cluster client: pykube and
-requests are a tenth of a second of every run, a tenth of a one-job PR's check and of the
-`--manifests` benchmark counting start-up (issue 39). Checked in a fresh interpreter."""
+"""`trainops validate` (without `--server-side`) does not import the cluster client (pykube and
+requests), and `--manifests` not the Python JSON Schema library (jsonschema, which words a
+spec's problems, and kubernetes-validate, whose package imports it): each was a tenth of a
+second or more of every run, a tenth of a one-job PR's check and a sixth of the `--manifests`
+benchmark counting start-up (issue 39). Checked in a fresh interpreter."""
 
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ import io, contextlib, sys
 from trainops.cli import main
 with contextlib.redirect_stdout(io.StringIO()):
     code = main(sys.argv[1:])
-print(" ".join(sorted(m for m in sys.modules if m.split(".")[0] in {"pykube", "requests"}
+heavy = {"pykube", "requests", "jsonschema", "kubernetes_validate"}
+print(" ".join(sorted(m for m in sys.modules if m.split(".")[0] in heavy
                       or m.startswith("trainops.cluster."))))
 """
 

@@ -20,15 +20,17 @@ import re
 from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import jsonschema_rs
 
 from trainops.core.errors import Problem
 from trainops.core.paths import SCHEMA_DIR
 from trainops.facts.deepspeed import AUTO, CONFIG_SCHEMA, DEEPSPEED_VERSION
 from trainops.jobspec.problems import Collector, report_errors
+
+if TYPE_CHECKING:
+    import jsonschema
 
 PREFIX: tuple[str, ...] = ("deepspeed", "config")
 # A number as YAML 1.2 / JSON spell it, which YAML 1.1 leaves a string (`5e8`, `1E-5`).
@@ -43,6 +45,8 @@ def _schema() -> dict[str, Any]:
 
 @cache
 def _validator() -> jsonschema.Draft202012Validator:
+    import jsonschema  # noqa: PLC0415 (see jobspec.schemas.validator)
+
     return jsonschema.Draft202012Validator(_schema())
 
 

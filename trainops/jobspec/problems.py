@@ -8,14 +8,15 @@ import difflib
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
-
-import jsonschema
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from trainops.core.errors import InputError, Problem
 from trainops.core.limits import inside
 from trainops.core.yamlio import Document, load_file
 from trainops.jobspec import schemas
+
+if TYPE_CHECKING:
+    import jsonschema
 
 T = TypeVar("T")
 
