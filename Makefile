@@ -95,6 +95,9 @@ test: lint
 test-fast: setup
 	$(PY) -m pytest -q -m "not slow" -n auto $(PYTEST_ARGS)
 
+## bench: --manifests and the shipped repository (bench/results/validate.json), then the fleet
+## table of docs/validate.md at 500 and 5,000 jobs, each side by side with its ceiling
+## (bench/results/changed.json, bench/results/fleet-table.md; about half an hour on two cores).
 bench: setup
 	$(PY) -m bench.validate
 	$(PY) -m bench.changed --quick

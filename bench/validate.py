@@ -45,7 +45,7 @@ import kubernetes_validate
 import yaml
 
 from bench.mix import KINDS, mixed_documents
-from trainops import build
+from trainops import build, render
 from trainops.cli import main as cli_main
 from trainops.core import yamlio
 from trainops.jobspec import load as spec_load
@@ -210,7 +210,10 @@ def phase_timers(phases: Phases) -> Iterator[None]:
     """Wrap the steps of `validate_repository` (bench only; the library stays untouched)."""
     targets = [
         (spec_load, "load_repository", "load specs"),
-        (repo, "render_repository", "render"),
+        # validate renders a cluster at a time (`render_in_parts`, a generator): its steps.
+        (render, "base_files", "render"),
+        (render, "overlay_files", "render"),
+        (render, "gitops_files", "render"),
         (yamlio, "load_text", "parse YAML with positions"),
         (repo, "documents_to_manifests", "parse YAML with positions"),
         (repo, "_source_index", "map objects to rendered files"),

@@ -8,11 +8,15 @@ test that did not run. `tests/test_no_raw_skips.py` fails when a test skips any 
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import importlib
+import io
 import os
 import shutil
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 from types import ModuleType
 from typing import NoReturn
@@ -141,7 +145,49 @@ CLI_TIMEOUT = 900.0
 
 
 def trainops(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run the real CLI in a subprocess, as a user would."""
+    """Run the real CLI as a user would, in this process: `trainops --root ROOT *args` from
+    the repository root, its exit code, stdout and stderr as `python -m trainops` gives them
+    (a bug's traceback on stderr and exit code 1; argparse's usage errors and exit code 2).
+
+    A fresh interpreter per call cost each of hundreds of CLI tests 0.4 s of imports and start
+    (issue 39). `trainops_process` starts one, for a test about the process itself."""
+    return cli("--root", str(root), *args)
+
+
+def cli(*argv: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    """`trainops *argv` run in `cwd`, in this process (see `trainops`)."""
+    from trainops.cli import main  # noqa: PLC0415 (the CLI's imports stay out of conftest)
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(cwd):
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    code = main(list(argv))
+                except SystemExit as stop:
+                    code = _exit_code(stop.code)
+                except Exception:  # what the interpreter does with an uncaught exception
+                    traceback.print_exc()
+                    code = 1
+        finally:
+            # The loader freezes what exists when it finishes (`yamlio.gc_paused`): hand the
+            # heap back to the collector, as a process's exit would.
+            gc.unfreeze()
+    return subprocess.CompletedProcess(["trainops", *argv], code, out.getvalue(), err.getvalue())
+
+
+def _exit_code(code: object) -> int:
+    """The exit status of `sys.exit(code)`: a message is printed and exits 1."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def trainops_process(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run the real CLI in a fresh `python -m trainops` process, as a user would."""
     argv = [sys.executable, "-m", "trainops", "--root", str(root), *args]
     return processes.run(argv, timeout=CLI_TIMEOUT, text=True, cwd=REPO)
 

@@ -75,8 +75,16 @@ class _DataParallel:
 
 
 def _deepspeed_accepts(config: dict[str, Any], world_size: int = 1) -> bool:
-    """Whether DeepSpeed's own `DeepSpeedConfig` takes `config` at `world_size`."""
-    _distributed()
+    """Whether DeepSpeed's own `DeepSpeedConfig` takes `config` at `world_size`.
+
+    Without a process group `DeepSpeedConfig` takes the world size to be 1 (`dist.get_rank()`
+    raises, deepspeed/runtime/config.py), which is also what the `mpu` says at 1: the group,
+    whose first start in a worker compiles DeepSpeed's shm communicator (minutes on two busy
+    cores), is started only for a larger world."""
+    if world_size != 1:
+        _distributed()
+    else:
+        require_module("deepspeed")
     from deepspeed.runtime.config import DeepSpeedConfig  # noqa: PLC0415 (seconds to import)
 
     try:

@@ -8,14 +8,12 @@ two files for one job both loaded (the later one overwrote the other's output), 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from tests.tools import require_tool, trainops, tree
+from tests.tools import cli, require_tool, trainops, tree
 from trainops import build
 
 
@@ -115,13 +113,7 @@ def test_two_files_for_one_cluster_are_refused(scratch: Path) -> None:
 
 def test_root_is_accepted_after_the_subcommand(scratch: Path, tmp_path: Path) -> None:
     for argv in (["--root", str(scratch), "render"], ["render", "--root", str(scratch)]):
-        result = subprocess.run(
-            [sys.executable, "-m", "trainops", *argv],
-            capture_output=True,
-            text=True,
-            cwd=tmp_path,
-            check=False,
-        )
+        result = cli(*argv, cwd=tmp_path)
         assert result.returncode == 0, (argv, result.stderr)
         assert (scratch / "overlays" / "cloud-h100" / "kustomization.yaml").is_file()
 

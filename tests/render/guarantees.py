@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.render.repos import REPOS, build_overlay, read_yaml, render, render_in_process
+from tests.render.repos import REPOS, build_overlay, read_yaml, render
 from tests.tools import copy_inputs, require_kustomize
 
 # The documented names, spelled out here (not imported) so a changed constant shows up.
@@ -63,20 +63,21 @@ def _pairs() -> list[tuple[str, str]]:
 PAIRS = _pairs()
 
 
-@pytest.fixture(scope="module", params=["cli", "in-process"])
-def build(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+@pytest.fixture(scope="module")
+def build(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """`build(label, cluster)`: render once per repository, kustomize-build each overlay once.
 
-    Rendered by the CLI in a subprocess as a user runs it, and again in-process, the same
-    files (tests/render/repos.py says why).
+    Rendered by the CLI as a user runs it (`trainops render`, in this process, where a mutation
+    tool sees it too: tests/render/repos.py). Each guarantee also ran on the files rendered
+    without the CLI while the CLI ran in a subprocess: the same files (the CLI writes what
+    `render_repository` returns, tests/render/test_render.py), checked twice.
     """
     require_kustomize()
     tmp = tmp_path_factory.mktemp("guarantees")
-    how = render if request.param == "cli" else render_in_process
 
     @functools.cache
     def rendered(label: str) -> Path:
-        return how(copy_inputs(REPOS[label], tmp / label))
+        return render(copy_inputs(REPOS[label], tmp / label))
 
     @functools.cache
     def get(label: str, cluster: str) -> Build:

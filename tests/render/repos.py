@@ -2,7 +2,8 @@
 
 `shipped` is this repository's own jobs and clusters; `rich` (tests/golden/rich) uses every
 spec feature at least once. Both are copied into a scratch directory, rendered with the CLI
-as a user runs it, and each overlay is built with the real kustomize.
+as a user runs it (`tests.tools.trainops`: `main()` in this process), and each overlay is
+built with the real kustomize.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ def render(root: Path) -> Path:
 def render_in_process(root: Path) -> Path:
     """What `render` writes (the CLI's load, render and write), computed in this process.
 
-    The behaviour tests run both ways: as a user (a subprocess), and here, where a mutation
-    tool that credits only tests reaching the code in-process (`make mutation`) sees them.
+    For tests that need the files without the CLI; `render` (the CLI, in this process since
+    issue 39) is also seen by a mutation tool that credits only tests reaching the code
+    in-process (`make mutation`).
     """
     write.write(root, render_repository(load_repository(root)))
     return root

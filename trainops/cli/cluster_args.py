@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trainops.build import KustomizeError
 from trainops.cli.load import load
-from trainops.cluster.client import DEFAULT_TIMEOUT_SECONDS, Client
-from trainops.cluster.kubeconfig import resolve
+from trainops.cluster import DEFAULT_TIMEOUT_SECONDS
 from trainops.core.errors import InputError, Problem
 from trainops.core.manifest import Manifest
 from trainops.jobspec.model import ClusterProfile
 from trainops.validate.repo import build_overlay
+
+if TYPE_CHECKING:
+    from trainops.cluster.client import Client
 
 
 def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,5 +60,10 @@ def connect(args: argparse.Namespace, profile: ClusterProfile) -> Client:
     """A client for the profile's cluster, through the user's kubeconfig."""
     if args.request_timeout <= 0:
         raise InputError(Problem.about("--request-timeout", "must be a positive number"))
+    # pykube and requests, only for a command that talks to a cluster (`validate` parses
+    # these options for `--server-side` alone).
+    from trainops.cluster.client import Client  # noqa: PLC0415
+    from trainops.cluster.kubeconfig import resolve  # noqa: PLC0415
+
     target = resolve(args.kubeconfig, args.context, profile.context, profile.file)
     return Client(target, timeout=args.request_timeout)

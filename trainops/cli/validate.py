@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from trainops import build
-from trainops.cli import cluster_args, conventions, progress, server_side
+from trainops.cli import cluster_args, conventions, progress
 from trainops.cli.load import load
 from trainops.core.errors import InputError, Problem
 from trainops.core.findings import Finding
@@ -105,6 +105,8 @@ def changed_scope(args: argparse.Namespace, repo: Repository) -> changes.Scope |
 
 def run(args: argparse.Namespace) -> int:
     if args.server_side:
+        from trainops.cli import server_side  # noqa: PLC0415 (the cluster client: only here)
+
         return server_side.run(args)
     if args.changed and (args.manifests or args.server_side):
         raise InputError(

@@ -20,14 +20,13 @@ from typing import Any
 import pykube
 import requests
 
-from trainops.cluster import kinds
+from trainops.cluster import DEFAULT_TIMEOUT_SECONDS, kinds
 from trainops.cluster.answers import reason_of, status_body, status_message
 from trainops.cluster.bounded import Refused, bound
 from trainops.cluster.errors import ClusterError
 from trainops.cluster.kubeconfig import Target
 
-# kubectl's own default is no timeout; a CLI that waits forever on a dead VPN is worse.
-DEFAULT_TIMEOUT_SECONDS = 10.0
+__all__ = ["DEFAULT_TIMEOUT_SECONDS", "Client"]
 # Server-side apply: the field manager our dry runs apply as, so field ownership on the
 # cluster reads `trainops` (https://kubernetes.io/docs/reference/using-api/server-side-apply/).
 FIELD_MANAGER = "trainops"

@@ -14,7 +14,7 @@ import re
 import signal
 import stat
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
@@ -69,40 +69,55 @@ def check_depth(text: str, file: str, pieces: Sequence[tuple[int, str]] | None =
     """Refuse YAML nesting deeper than MAX_DEPTH, found from the parser's events (iterative,
     no recursion) before a loader builds a tree out of it (PyYAML's C loader and yaml-rs both
     overflow their stack on deep enough nesting). `pieces`: `split_documents(text)`, when the
-    caller has it already."""
-    if not _may_nest_too_deep(text, pieces if pieces is not None else split_documents(text)):
-        return
+    caller has it already.
+
+    Each document starts at depth 0, so only the documents whose cheap bound exceeds
+    MAX_DEPTH are parsed, each on its own: one document full of brackets (a dashboard's JSON)
+    no longer sends a whole `kustomize build` stream through the event parser. Should one of
+    them not parse on its own, the whole stream is parsed as one."""
+    suspects = [
+        (first, piece)
+        for first, piece in (pieces if pieces is not None else split_documents(text))
+        if _may_nest_too_deep(piece)
+    ]
+    try:
+        for first, piece in suspects:
+            _parse_depth(piece, file, first)
+    except yaml.YAMLError:
+        with contextlib.suppress(yaml.YAMLError):  # the loader reports it with its position
+            _parse_depth(text, file, 0)
+
+
+def _parse_depth(text: str, file: str, first_line: int) -> None:
+    """Raise InputError at the first collection nested past MAX_DEPTH (lines offset by
+    `first_line`); YAMLError when `text` does not parse."""
     loader_class: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     depth = 0
-    try:
-        for event in yaml.parse(text, Loader=loader_class):
-            if isinstance(event, yaml.CollectionStartEvent):
-                depth += 1
-                if depth > MAX_DEPTH:
-                    line = event.start_mark.line + 1 if event.start_mark else None
-                    raise InputError(
-                        Problem(
-                            file,
-                            line,
-                            None,
-                            f"YAML nests more than {MAX_DEPTH} levels deep; refusing to load it",
-                        )
+    for event in yaml.parse(text, Loader=loader_class):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                line = event.start_mark.line + 1 + first_line if event.start_mark else None
+                raise InputError(
+                    Problem(
+                        file,
+                        line,
+                        None,
+                        f"YAML nests more than {MAX_DEPTH} levels deep; refusing to load it",
                     )
-            elif isinstance(event, yaml.CollectionEndEvent):
-                depth -= 1
-    except yaml.YAMLError:
-        return  # the loader reports syntax errors with their position
+                )
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
 
 
-def _may_nest_too_deep(text: str, pieces: Iterable[tuple[int, str]]) -> bool:
-    """Whether a cheap upper bound of the nesting depth exceeds MAX_DEPTH. Each flow bracket
-    opens at most one level, and block style needs one more column of indentation (spaces and
-    `- `) at least every second level (a sequence may sit at its key's column): the bound is
-    brackets + 2 x indentation + 2. Brackets count per document: each starts at depth 0, and
-    a `---` line cannot sit inside a collection (the parser stops there with an error)."""
-    brackets = max((piece.count("[") + piece.count("{") for _, piece in pieces), default=0)
+def _may_nest_too_deep(document: str) -> bool:
+    """Whether a cheap upper bound of one document's nesting depth exceeds MAX_DEPTH. Each
+    flow bracket opens at most one level, and block style needs one more column of
+    indentation (spaces and `- `) at least every second level (a sequence may sit at its
+    key's column): the bound is brackets + 2 x indentation + 2."""
+    brackets = document.count("[") + document.count("{")
     room = (MAX_DEPTH - 2 - brackets) // 2  # the deepest indentation within the bound
-    return room < 0 or re.search(rf"^[ \-?:]{{{room + 1}}}", text, re.MULTILINE) is not None
+    return room < 0 or re.search(rf"^[ \-?:]{{{room + 1}}}", document, re.MULTILINE) is not None
 
 
 def inside(path: Path, root: Path) -> bool:

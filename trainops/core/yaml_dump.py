@@ -3,6 +3,7 @@ no aliases — the same bytes on every machine (generated files are committed an
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -11,11 +12,59 @@ import yaml
 _BaseDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
+_STR = "tag:yaml.org,2002:str"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+# The tag a plain scalar's text reads as (`true`, `1.5`, `null`...): a pure function of the
+# text without path resolvers, which the emitter asks for every scalar it writes, of a few
+# thousand distinct texts over a whole rendered repository. Emptied when full.
+_RESOLVED: dict[str, str] = {}
+_MAX_RESOLVED = 100_000
+
+
 class _Dumper(_BaseDumper):  # type: ignore[misc, valid-type]
-    """Block style, no aliases, literal blocks for multi-line strings."""
+    """Block style, no aliases, literal blocks for multi-line strings.
+
+    The rendered repository is tens of thousands of files of plain JSON data: `represent_data`
+    builds the nodes of dicts, lists and strings directly, as SafeRepresenter's own functions
+    do with aliases ignored and `default_flow_style=False` (the output is byte for byte the
+    same, tests/core/test_yaml_dump.py), and hands every other type to them.
+    """
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
+
+    def represent_data(self, data: Any) -> yaml.Node:
+        kind = type(data)
+        if kind is str:
+            return yaml.ScalarNode(_STR, data, style="|" if "\n" in data else self.default_style)
+        if self.default_flow_style is None:  # a style chosen per node: SafeRepresenter's way
+            node: yaml.Node = super().represent_data(data)
+            return node
+        if kind is dict:
+            items = list(data.items())
+            if self.sort_keys:
+                with contextlib.suppress(TypeError):  # mixed key types: as they come
+                    items.sort()
+            pairs = [(self.represent_data(k), self.represent_data(v)) for k, v in items]
+            return yaml.MappingNode(_MAP, pairs, flow_style=self.default_flow_style)
+        if kind is list:
+            values = [self.represent_data(item) for item in data]
+            return yaml.SequenceNode(_SEQ, values, flow_style=self.default_flow_style)
+        other: yaml.Node = super().represent_data(data)
+        return other
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        if kind is not yaml.ScalarNode or self.yaml_path_resolvers:
+            return super().resolve(kind, value, implicit)
+        if not implicit[0]:  # no implicit resolver applies
+            return self.DEFAULT_SCALAR_TAG
+        tag = _RESOLVED.get(value)
+        if tag is None:
+            if len(_RESOLVED) > _MAX_RESOLVED:
+                _RESOLVED.clear()
+            tag = _RESOLVED[value] = super().resolve(kind, value, implicit)
+        return tag
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

@@ -145,9 +145,18 @@ def pieces_needing_pyyaml(text: str, pieces: Sequence[tuple[int, str]]) -> list[
     ]
 
 
+# Each distinct line's verdict, kept across calls: the files of a rendered repository and
+# the streams kustomize builds from them repeat the same lines (keys, labels, images, probes)
+# thousands of times. Emptied when full, so that it stays a few megabytes.
+_VERDICTS: dict[str, bool] = {}
+_MAX_VERDICTS = 100_000
+
+
 def _flagged_lines(text: str) -> list[int]:
     """0-based numbers, in order, of the lines holding a token the two may read differently."""
-    verdicts: dict[str, bool] = {}
+    verdicts = _VERDICTS
+    if len(verdicts) > _MAX_VERDICTS:
+        verdicts.clear()
     flagged = []
     for number, line in enumerate(text.split("\n")):
         verdict = verdicts.get(line)

@@ -5,13 +5,12 @@ core object against them; both pick the version here, the same way."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from functools import cache
 from pathlib import Path
 from typing import Any
-
-import kubernetes_validate
 
 from trainops.core.errors import InputError, Problem
 
@@ -20,7 +19,18 @@ from trainops.core.errors import InputError, Problem
 # kubernetes-validate package is upgraded.
 DEFAULT_KUBERNETES_VERSION = "1.31"
 
-_K8S_SCHEMA_ROOT = Path(kubernetes_validate.__file__).resolve().parent / "kubernetes-json-schema"
+
+def _package_dir(name: str) -> Path:
+    """Where an installed package's files are, without running its `__init__`."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(f"no package {name!r}: pip install {name.replace('_', '-')}")
+    return Path(next(iter(spec.submodule_search_locations))).resolve()
+
+
+# The schemas kubernetes-validate ships, found without importing it (its package imports the
+# Python jsonschema library: a sixth of the start of `trainops validate`).
+_K8S_SCHEMA_ROOT = _package_dir("kubernetes_validate") / "kubernetes-json-schema"
 _VERSION_DIR = re.compile(r"^v(\d+)\.(\d+)\.\d+-local-strict$")
 
 

@@ -16,13 +16,14 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Sequence
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from trainops.facts.kubernetes_schemas import core_definitions
 from trainops.jobspec import metadata as meta
 from trainops.jobspec.problems import Collector, report_errors
+
+if TYPE_CHECKING:
+    import jsonschema
 
 _CORE = "io.k8s.api.core.v1."
 # Which core definition each first-class field (or each of its items) is.
@@ -41,6 +42,8 @@ def _validator(kubernetes_version: str, definition: str) -> jsonschema.Draft2020
     pod_spec = copy.deepcopy(defs[_CORE + "PodSpec"])
     pod_spec.pop("required", None)
     defs[_CORE + "PodSpec"] = pod_spec
+    import jsonschema  # noqa: PLC0415 (see jobspec.schemas.validator)
+
     return jsonschema.Draft202012Validator({"$ref": f"#/$defs/{_CORE}{definition}", "$defs": defs})
 
 

@@ -8,14 +8,15 @@ import difflib
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
-
-import jsonschema
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from trainops.core.errors import Addition, InputError, Problem
 from trainops.core.limits import inside
 from trainops.core.yamlio import Document, load_file
 from trainops.jobspec import schemas
+
+if TYPE_CHECKING:
+    import jsonschema
 
 T = TypeVar("T")
 
@@ -117,10 +118,11 @@ def _explain(err: jsonschema.ValidationError) -> str:
     return "is invalid: " + str(err.message)
 
 
-def single_mapping(path: Path, root: Path) -> Document | list[Problem]:
-    """The file's one document, which must be a mapping; else the problems."""
+def single_mapping(path: Path, root: Path, confined: bool = False) -> Document | list[Problem]:
+    """The file's one document, which must be a mapping; else the problems. `confined`: the
+    caller knows the file lies inside `root` (see `load_all`)."""
     display = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
-    if not inside(path, root):
+    if not confined and not inside(path, root):
         message = "a symlink to a file outside the repository: put the file itself here"
         return [Problem.whole_file(display, message)]
     try:
@@ -146,8 +148,11 @@ def load_all(
 ) -> list[tuple[T, Document]]:
     """Build an object from every YAML file of `directory`, collecting every problem."""
     built: list[tuple[T, Document]] = []
+    # A file that is not a symlink lies where its folder resolves to: resolving the folder
+    # once spares resolving each of 5,000 job specs component by component.
+    folder_inside = directory.is_dir() and inside(directory, root)
     for path in yaml_files(directory):
-        doc = single_mapping(path, root)
+        doc = single_mapping(path, root, confined=folder_inside and not path.is_symlink())
         if isinstance(doc, list):
             problems += doc
             continue

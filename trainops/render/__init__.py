@@ -6,7 +6,7 @@ nothing; `trainops.render.write` then swaps the result in.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from trainops.core import paths
@@ -284,13 +284,34 @@ def _operators(repo: Repository, job: TrainingJob) -> set[bool]:
 def render_repository(repo: Repository) -> dict[str, str]:
     """Every generated file, relative path -> text, sorted by path."""
     files: dict[str, str] = {}
-    for job in repo.jobs:
-        for trainer_v2 in _operators(repo, job):
-            files.update(base_files(job, trainer_v2))
-    for cluster in repo.clusters.values():
-        files.update(overlay_files(repo, cluster))
-    files.update(gitops_files(repo))
+    for _cluster, part in render_in_parts(repo):
+        files.update(part)
     return dict(sorted(files.items()))
+
+
+def render_in_parts(repo: Repository) -> Iterator[tuple[str | None, dict[str, str]]]:
+    """`render_repository`'s files a part at a time: (cluster name, its overlay and the bases
+    of its jobs not in an earlier part) for each cluster, then (None, the bases of jobs no
+    cluster runs, and gitops/). validate starts a cluster's build as soon as its part is
+    written, while the next parts render."""
+    done: set[tuple[str, bool]] = set()
+
+    def bases(jobs: Iterable[TrainingJob]) -> dict[str, str]:
+        files: dict[str, str] = {}
+        for job in jobs:
+            for trainer_v2 in sorted(_operators(repo, job)):
+                if (job.name, trainer_v2) not in done:
+                    done.add((job.name, trainer_v2))
+                    files.update(base_files(job, trainer_v2))
+        return files
+
+    for cluster in repo.clusters.values():
+        files = bases(job for job, _ in targets_on(repo, cluster))
+        files.update(overlay_files(repo, cluster))
+        yield cluster.name, files
+    rest = bases(repo.jobs)
+    rest.update(gitops_files(repo))
+    yield None, rest
 
 
 def gitops_files(repo: Repository) -> dict[str, str]:

@@ -21,6 +21,7 @@ built with jsonschema-rs once per (store, kind) and cached.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,16 +104,7 @@ class SchemaStore:
     def registry(self) -> jsonschema_rs.Registry:
         """Core definitions under both names they are referenced by, plus our shared files."""
         if self._registry is None:
-            definitions = core_definitions(self.kubernetes_version)
-            without_id = {k: v for k, v in definitions.items() if k != "$id"}
-            resources: list[tuple[str, Any]] = [
-                (CORE_DEFINITIONS_ID, definitions),
-                ((self.crd_dir / CORE_DEFINITIONS_REL).as_uri(), without_id),
-            ]
-            shared = self.crd_dir / "_shared"
-            if shared.is_dir():
-                resources += [(p.as_uri(), _read_json(p)) for p in sorted(shared.glob("*.json"))]
-            self._registry = jsonschema_rs.Registry(resources)
+            self._registry = _registry(self.kubernetes_version, self.crd_dir)
         return self._registry
 
     def lookup(self, gvk: GVK) -> tuple[jsonschema_rs.Validator, SchemaSource] | None:
@@ -139,24 +131,53 @@ class SchemaStore:
         if gvk in self.converted:
             validator = jsonschema_rs.validator_for(self.converted[gvk], registry=self.registry())
             return validator, SchemaSource("crd", where)
-        project = crd_schema_file(self.crd_dir, gvk)
-        if project.is_file():
-            validator = jsonschema_rs.validator_for(
-                _read_json(project), registry=self.registry(), base_uri=project.as_uri()
-            )
-            return validator, SchemaSource("project", str(project.relative_to(self.crd_dir)))
-        core = core_schema_file(self.core_dir, gvk)
-        if core.is_file():
-            schema = _read_json(core)
-            # The file name drops the group's domain (`apps`, `rbac`): make sure the
-            # schema really is for this group, so `foo.example.com/v1 Deployment`
-            # is not validated as an apps/v1 Deployment.
-            declared = {
-                (g.get("group", ""), g.get("version"), g.get("kind"))
-                for g in schema.get("x-kubernetes-group-version-kind", [])
-            }
-            if gvk not in declared:
-                return None
-            validator = jsonschema_rs.validator_for(schema, registry=self.registry())
-            return validator, SchemaSource("core", f"Kubernetes {self.kubernetes_version} {where}")
-        return None
+        return _compiled(self.kubernetes_version, self.crd_dir, gvk)
+
+
+# Compiled once per process and shared by every store of the same Kubernetes version and CRD
+# folder: a repository's clusters, gitops/ and `--changed`'s partial runs each have a store,
+# and compiling the same kinds again for each was a tenth of a one-job pull request's time.
+# What a store's converted CRDs define is its own (`SchemaStore._compile`).
+@functools.cache
+def _registry(kubernetes_version: str, crd_dir: Path) -> jsonschema_rs.Registry:
+    definitions = core_definitions(kubernetes_version)
+    without_id = {k: v for k, v in definitions.items() if k != "$id"}
+    resources: list[tuple[str, Any]] = [
+        (CORE_DEFINITIONS_ID, definitions),
+        ((crd_dir / CORE_DEFINITIONS_REL).as_uri(), without_id),
+    ]
+    shared = crd_dir / "_shared"
+    if shared.is_dir():
+        resources += [(p.as_uri(), _read_json(p)) for p in sorted(shared.glob("*.json"))]
+    return jsonschema_rs.Registry(resources)
+
+
+@functools.cache
+def _compiled(
+    kubernetes_version: str, crd_dir: Path, gvk: GVK
+) -> tuple[jsonschema_rs.Validator, SchemaSource] | None:
+    """The validator of a kind from the project's CRD schemas or the core ones, or None."""
+    group, version, kind = gvk
+    where = f"{group + '/' if group else ''}{version} {kind}"
+    registry = _registry(kubernetes_version, crd_dir)
+    project = crd_schema_file(crd_dir, gvk)
+    if project.is_file():
+        validator = jsonschema_rs.validator_for(
+            _read_json(project), registry=registry, base_uri=project.as_uri()
+        )
+        return validator, SchemaSource("project", str(project.relative_to(crd_dir)))
+    core = core_schema_file(core_schema_dir(kubernetes_version), gvk)
+    if core.is_file():
+        schema = _read_json(core)
+        # The file name drops the group's domain (`apps`, `rbac`): make sure the
+        # schema really is for this group, so `foo.example.com/v1 Deployment`
+        # is not validated as an apps/v1 Deployment.
+        declared = {
+            (g.get("group", ""), g.get("version"), g.get("kind"))
+            for g in schema.get("x-kubernetes-group-version-kind", [])
+        }
+        if gvk not in declared:
+            return None
+        validator = jsonschema_rs.validator_for(schema, registry=registry)
+        return validator, SchemaSource("core", f"Kubernetes {kubernetes_version} {where}")
+    return None
