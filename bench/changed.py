@@ -28,6 +28,7 @@ N instead of 2).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -243,19 +244,24 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(rows) + "\n"
 
 
-def _sizes(argv: list[str]) -> list[int]:
-    if "--jobs" in argv:
-        return [int(argv[argv.index("--jobs") + 1])]
-    return sorted(SIZES)
+def _arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.changed",
+        description="The fleet benchmark: a one-job PR and the whole fleet against bare"
+        " kustomize at 500 and 5,000 jobs, and --manifests against kubernetes-validate.",
+    )
+    parser.add_argument("--quick", action="store_true", help="skip --manifests' scaling to 50,000")
+    parser.add_argument("--pr-only", action="store_true", help="measure the one-job PR alone")
+    parser.add_argument("--jobs", type=int, choices=sorted(SIZES), help="that fleet size alone")
+    parser.add_argument("--runs", type=int, default=RUNS, help=f"best of N (default {RUNS})")
+    return parser.parse_args()
 
 
 def main() -> None:
     global RUNS  # noqa: PLW0603 (one knob for the whole run)
-    argv = sys.argv[1:]
-    if "--runs" in argv:
-        RUNS = int(argv[argv.index("--runs") + 1])
-    quick = "--quick" in argv
-    pr_only = "--pr-only" in argv
+    args = _arguments()
+    RUNS = args.runs
+    quick, pr_only = args.quick, args.pr_only
     results: dict[str, Any] = {
         "machine": {
             "python": platform.python_version(),
@@ -265,7 +271,7 @@ def main() -> None:
         "fleets": {},
     }
     with tempfile.TemporaryDirectory(prefix="trainops-bench-") as tmp:
-        for jobs in _sizes(argv):
+        for jobs in [args.jobs] if args.jobs else sorted(SIZES):
             results["fleets"][str(jobs)] = measure_fleet(Path(tmp), jobs, pr_only)
         if not pr_only:
             results["manifests_5000_vs_kubernetes_validate"] = bench_validate.measure_throughput(
