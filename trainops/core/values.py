@@ -28,9 +28,16 @@ def as_int(value: Any) -> int | None:
 
 # A value a template engine fills in before the manifest is applied: `${VAR}`, `$VAR`,
 # `<YOUR_IMAGE>`, `{{ .Values.x }}`, `__TOKEN__`. It is not the value the rule would judge.
-_PLACEHOLDER = re.compile(r"^(\$\{[^}]*\}|\$[A-Za-z_]\w*|<[^<>]+>|\{\{.*\}\}|__\w+__)$")
+_PLACEHOLDER_TEXT = r"(\$\{[^}]*\}|\$[A-Za-z_]\w*|<[^<>]+>|\{\{.*\}\}|__\w+__)"
+_PLACEHOLDER = re.compile(f"^{_PLACEHOLDER_TEXT}$")
+_HAS_PLACEHOLDER = re.compile(_PLACEHOLDER_TEXT)
 
 
 def is_placeholder(value: str) -> bool:
     """The whole value is a template placeholder."""
     return bool(_PLACEHOLDER.match(value.strip()))
+
+
+def has_placeholder(value: str) -> bool:
+    """Some of the value is a template placeholder (`${RUN}-train`): its final text is unknown."""
+    return bool(_HAS_PLACEHOLDER.search(value))
