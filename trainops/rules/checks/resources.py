@@ -29,8 +29,8 @@ def _gpu_request_limit(obj: Object, ctx: Context) -> Iterator[Violation]:
     for pod in obj.pods:
         for c in pod.containers(init=True):
             for name, value in c.requests.items():
-                if not is_gpu_resource(str(name), gpu_products(ctx.cluster)):
-                    continue
+                if value is None or not is_gpu_resource(str(name), gpu_products(ctx.cluster)):
+                    continue  # an empty request is the schema's finding (no value)
                 path = (*c.path, "resources", "requests", str(name))
                 if name not in c.limits:
                     yield Violation(
@@ -38,7 +38,8 @@ def _gpu_request_limit(obj: Object, ctx: Context) -> Iterator[Violation]:
                         " extended resources must have request = limit",
                         path,
                     )
-                elif str(c.limits[name]) != str(value):
+                elif c.limits[name] is not None and str(c.limits[name]) != str(value):
+                    # An empty limit (`nvidia.com/gpu:`) is the schema's finding: no value.
                     yield Violation(
                         f"container `{c.name}` requests {name}: {value} but limits it to"
                         f" {c.limits[name]}; extended resources cannot be overcommitted",
