@@ -311,3 +311,35 @@ def test_deepspeed_config_sources(mount: str, volume: str, key: str, expected: s
         assert not found
     else:
         assert len(found) == 1 and expected in found[0].message, [f.message for f in found]
+
+
+# --- resources-unbounded: the message says what is missing, and only that ---------------------
+
+
+@pytest.mark.parametrize(
+    ("resources", "said", "unsaid"),
+    [
+        ("{limits: {nvidia.com/gpu: 4, memory: 32Gi}, requests: {nvidia.com/gpu: 4}}",
+         "CPU request", "memory limit"),
+        ("{limits: {nvidia.com/gpu: 4}, requests: {nvidia.com/gpu: 4, cpu: '8'}}",
+         "memory limit", "CPU request"),
+    ],
+    ids=["memory-limited", "cpu-requested"],
+)  # fmt: skip
+def test_unbounded_gpu_container_names_only_what_is_missing(
+    resources: str, said: str, unsaid: str
+) -> None:
+    """A public NCCL-test MPIJob had a memory limit and no CPU request, and was told what
+    a missing memory limit costs."""
+    text = f"""apiVersion: v1
+kind: Pod
+metadata: {{name: p}}
+spec:
+  containers:
+    - name: trainer
+      image: registry.example/train:1.0
+      command: [torchrun, --nproc-per-node=4, train.py]
+      resources: {resources}
+"""
+    [found] = _of(run(manifests_from_text(text)), "resources-unbounded")
+    assert said in found.message and unsaid not in found.message, found.message
