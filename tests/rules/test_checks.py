@@ -19,6 +19,47 @@ def _of(findings: list[Finding], rule: str) -> list[Finding]:
 # --- rdma-incomplete / network-mismatch: where NCCL settings take effect ----------------------
 
 MPIJOB_PASS = (FIXTURES / "rdma-incomplete" / "pass-mpijob.yaml").read_text()
+# RDMA through a privileged container on the host network (a bare-metal RoCE recipe, as in a
+# public RCCL-test MPIJob): the runtime gives a privileged container every device node of the
+# host, /dev/infiniband included, and hostNetwork the RDMA interfaces; no device plugin
+# resource. Not a pass fixture: `privileged` is an error of its own, which no manifest waives.
+PRIVILEGED_ROCE = """# RDMA through a privileged container on the host network (a bare-metal RoCE recipe): a
+# privileged container is given every device node of the host, /dev/infiniband included,
+# and hostNetwork gives it the RDMA interfaces; no device plugin resource is needed.
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata:
+  name: collectives
+  namespace: ml-train
+spec:
+  slotsPerWorker: 8
+  runPolicy: {cleanPodPolicy: All}
+  mpiReplicaSpecs:
+    Launcher:
+      replicas: 1
+      template:
+        spec:
+          containers:
+            - name: launcher
+              image: registry.example/collectives:2.1
+              command: [mpirun, --allow-run-as-root, -np, "16", -x, "NCCL_IB_HCA==mlx5_0,mlx5_1",
+                        /opt/tests/all_reduce_perf, -b, 1G, -e, 4G]
+              resources: {limits: {cpu: "1", memory: 2Gi}}
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          hostNetwork: true
+          dnsPolicy: ClusterFirstWithHostNet
+          containers:
+            - name: worker
+              image: registry.example/collectives:2.1
+              securityContext: {privileged: true}
+              resources:
+                limits: {amd.com/gpu: 8, cpu: "64", memory: 512Gi}
+              volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+          volumes: [{name: dshm, emptyDir: {medium: Memory, sizeLimit: 64Gi}}]
+"""
 
 
 def test_mpirun_exports_apply_to_the_launcher_when_it_runs_ranks() -> None:
@@ -28,6 +69,13 @@ def test_mpirun_exports_apply_to_the_launcher_when_it_runs_ranks() -> None:
     found = _of(run(manifests_from_text(text)), "rdma-incomplete")
     assert [(f.severity, f.message.split(" ")[0]) for f in found] == [("warning", "Launcher")]
     assert "exported by mpirun in Launcher" in found[0].message
+
+
+def test_a_privileged_rank_container_has_the_rdma_devices() -> None:
+    assert not _of(run(manifests_from_text(PRIVILEGED_ROCE)), "rdma-incomplete")
+    unprivileged = PRIVILEGED_ROCE.replace("securityContext: {privileged: true}", "")
+    [found] = _of(run(manifests_from_text(unprivileged)), "rdma-incomplete")
+    assert "requests no RDMA device" in found.message
 
 
 def test_launcher_env_reaches_the_ranks_with_intel_mpi_only() -> None:
