@@ -74,6 +74,7 @@ UNDESCRIBED: dict[str, int] = {
     "crds/monitoring.coreos.com/servicemonitor_v1.json": 6,
     "crds/ray.io/raycluster_v1.json": 0,
     "crds/ray.io/rayjob_v1.json": 0,
+    "crds/resource.nvidia.com/computedomain_v1beta1.json": 0,
     "crds/scheduling.volcano.sh/podgroup_v1beta1.json": 9,
     "crds/scheduling.volcano.sh/queue_v1beta1.json": 24,
     "crds/source.toolkit.fluxcd.io/gitrepository_v1.json": 22,
