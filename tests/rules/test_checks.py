@@ -23,10 +23,7 @@ MPIJOB_PASS = (FIXTURES / "rdma-incomplete" / "pass-mpijob.yaml").read_text()
 # public RCCL-test MPIJob): the runtime gives a privileged container every device node of the
 # host, /dev/infiniband included, and hostNetwork the RDMA interfaces; no device plugin
 # resource. Not a pass fixture: `privileged` is an error of its own, which no manifest waives.
-PRIVILEGED_ROCE = """# RDMA through a privileged container on the host network (a bare-metal RoCE recipe): a
-# privileged container is given every device node of the host, /dev/infiniband included,
-# and hostNetwork gives it the RDMA interfaces; no device plugin resource is needed.
-apiVersion: kubeflow.org/v2beta1
+PRIVILEGED_ROCE = """apiVersion: kubeflow.org/v2beta1
 kind: MPIJob
 metadata:
   name: collectives

@@ -5,6 +5,7 @@ not train (a Deployment serving a model) are left to the other rules."""
 from __future__ import annotations
 
 from tests.rules.helpers import FIXTURES, manifests_from_file, manifests_from_text, run
+from trainops.kube.templates import ray_pods
 
 GPU_POD = """
       containers:
@@ -107,8 +108,6 @@ def test_resources_unbounded_one_finding_per_container() -> None:
 def test_a_ray_cluster_pods_are_read_per_group() -> None:
     """KubeRay: the head (one pod) and each worker group (`replicas` x `numOfHosts` pods);
     a RayJob's cluster sits under `rayClusterSpec`, beside its submitter pod."""
-    from trainops.kube.templates import ray_pods
-
     pod = {"spec": {"containers": [{"name": "ray", "image": "registry.example/ray:2.52"}]}}
     cluster = {"headGroupSpec": {"template": pod},
                "workerGroupSpecs": [{"groupName": "tpu", "replicas": 2, "numOfHosts": 4,

@@ -325,4 +325,3 @@ def test_an_unlisted_toleration_is_quoted_as_yaml() -> None:
         "toleration {key: nautilus.io/hardware, operator: Equal, value: large-gpu,"
         " effect: NoSchedule} is not one"
     ), message
-
