@@ -388,3 +388,22 @@ spec:
 """
     [found] = _of(run(manifests_from_text(text)), "resources-unbounded")
     assert said in found.message and unsaid not in found.message, found.message
+
+
+def test_gpu_product_affinity_values_are_quoted_as_yaml() -> None:
+    """The values a node affinity asks for are shown as written (were a Python list repr)."""
+    text = """apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: ml-train}
+spec:
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms:
+          - matchExpressions:
+              - {key: nvidia.com/gpu.product, operator: In, values: [NVIDIA-L4, NVIDIA-T4]}
+  containers:
+    - {name: c, image: registry.example/c:1.0}
+"""
+    [found] = _of(run(manifests_from_text(text), make_cluster()), "gpu-product-unknown")
+    assert "nvidia.com/gpu.product in [NVIDIA-L4, NVIDIA-T4] matches" in found.message
