@@ -331,3 +331,33 @@ def test_committed_status_is_a_finding(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["validate", "--manifests", str(path), "--format", "json"]) == 1
     [finding] = json.loads(capsys.readouterr().out)["findings"]
     assert finding["line"] == 7 and "status" in finding["message"]
+
+
+EMPTY_GPU_LIMIT = """apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+    - name: c
+      image: registry.example/train:1.0
+      resources:
+        requests:
+          nvidia.com/gpu: 8
+        limits:
+          nvidia.com/gpu:
+"""
+
+
+def test_empty_value_is_one_readable_finding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`nvidia.com/gpu:` left empty (seen in a public envsubst template): the schema says the
+    key has no value, once, in words; not the validator's `oneOf` wording, and not a second
+    finding from the request/limit rule about a limit of `None`."""
+    path = write_file(tmp_path, "p.yaml", EMPTY_GPU_LIMIT)
+    assert main(["validate", "--manifests", str(path), "--format", "json"]) == 1
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    about = [f for f in findings if "nvidia.com/gpu" in f["message"]]
+    assert [(f["rule"], f["line"]) for f in about] == [("schema", 12)], about
+    message = about[0]["message"]
+    assert "has no value" in message and "oneOf" not in message and "None" not in message

@@ -170,3 +170,22 @@ spec:
     assert [w for w, _ in torchrun.program] == ["train.py", "--lr", "0.1"]
     assert [launch.tool for launch in launches(block)][-1] == MPI
     assert launches(block)[-1].option("np")[0] == "2"  # type: ignore[index]
+
+
+def test_a_command_substitution_stays_in_its_word() -> None:
+    """Its `|` and `;` belong to the inner command (a public PyTorchJob computed its node rank
+    with `$(hostname | cut -d- -f4-)` and was read as piping the trainer into `cut`)."""
+    words = line_words("composer -n 8 --node_rank $(hostname | cut -d- -f4-) x.py | tee log")
+    assert [c for c, _ in commands(words)] == [
+        ["composer", "-n", "8", "--node_rank", "$(hostname | cut -d- -f4-)", "x.py"],
+        ["tee", "log"],
+    ]
+    nested = line_words('echo "r=$(echo $(date | cut -c1-2); true)" `id -u | tr -d 0` && go')
+    assert nested == [
+        "echo",
+        "r=$(echo $(date | cut -c1-2); true)",
+        "`id -u | tr -d 0`",
+        "&&",
+        "go",
+    ]
+    assert line_words("echo $(unclosed | x") == ["echo", "$(unclosed", "|", "x"]

@@ -19,6 +19,44 @@ def _of(findings: list[Finding], rule: str) -> list[Finding]:
 # --- rdma-incomplete / network-mismatch: where NCCL settings take effect ----------------------
 
 MPIJOB_PASS = (FIXTURES / "rdma-incomplete" / "pass-mpijob.yaml").read_text()
+# RDMA through a privileged container on the host network (a bare-metal RoCE recipe, as in a
+# public RCCL-test MPIJob): the runtime gives a privileged container every device node of the
+# host, /dev/infiniband included, and hostNetwork the RDMA interfaces; no device plugin
+# resource. Not a pass fixture: `privileged` is an error of its own, which no manifest waives.
+PRIVILEGED_ROCE = """apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata:
+  name: collectives
+  namespace: ml-train
+spec:
+  slotsPerWorker: 8
+  runPolicy: {cleanPodPolicy: All}
+  mpiReplicaSpecs:
+    Launcher:
+      replicas: 1
+      template:
+        spec:
+          containers:
+            - name: launcher
+              image: registry.example/collectives:2.1
+              command: [mpirun, --allow-run-as-root, -np, "16", -x, "NCCL_IB_HCA==mlx5_0,mlx5_1",
+                        /opt/tests/all_reduce_perf, -b, 1G, -e, 4G]
+              resources: {limits: {cpu: "1", memory: 2Gi}}
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          hostNetwork: true
+          dnsPolicy: ClusterFirstWithHostNet
+          containers:
+            - name: worker
+              image: registry.example/collectives:2.1
+              securityContext: {privileged: true}
+              resources:
+                limits: {amd.com/gpu: 8, cpu: "64", memory: 512Gi}
+              volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+          volumes: [{name: dshm, emptyDir: {medium: Memory, sizeLimit: 64Gi}}]
+"""
 
 
 def test_mpirun_exports_apply_to_the_launcher_when_it_runs_ranks() -> None:
@@ -28,6 +66,13 @@ def test_mpirun_exports_apply_to_the_launcher_when_it_runs_ranks() -> None:
     found = _of(run(manifests_from_text(text)), "rdma-incomplete")
     assert [(f.severity, f.message.split(" ")[0]) for f in found] == [("warning", "Launcher")]
     assert "exported by mpirun in Launcher" in found[0].message
+
+
+def test_a_privileged_rank_container_has_the_rdma_devices() -> None:
+    assert not _of(run(manifests_from_text(PRIVILEGED_ROCE)), "rdma-incomplete")
+    unprivileged = PRIVILEGED_ROCE.replace("securityContext: {privileged: true}", "")
+    [found] = _of(run(manifests_from_text(unprivileged)), "rdma-incomplete")
+    assert "requests no RDMA device" in found.message
 
 
 def test_launcher_env_reaches_the_ranks_with_intel_mpi_only() -> None:
@@ -311,3 +356,54 @@ def test_deepspeed_config_sources(mount: str, volume: str, key: str, expected: s
         assert not found
     else:
         assert len(found) == 1 and expected in found[0].message, [f.message for f in found]
+
+
+# --- resources-unbounded: the message says what is missing, and only that ---------------------
+
+
+@pytest.mark.parametrize(
+    ("resources", "said", "unsaid"),
+    [
+        ("{limits: {nvidia.com/gpu: 4, memory: 32Gi}, requests: {nvidia.com/gpu: 4}}",
+         "CPU request", "memory limit"),
+        ("{limits: {nvidia.com/gpu: 4}, requests: {nvidia.com/gpu: 4, cpu: '8'}}",
+         "memory limit", "CPU request"),
+    ],
+    ids=["memory-limited", "cpu-requested"],
+)  # fmt: skip
+def test_unbounded_gpu_container_names_only_what_is_missing(
+    resources: str, said: str, unsaid: str
+) -> None:
+    """A public NCCL-test MPIJob had a memory limit and no CPU request, and was told what
+    a missing memory limit costs."""
+    text = f"""apiVersion: v1
+kind: Pod
+metadata: {{name: p}}
+spec:
+  containers:
+    - name: trainer
+      image: registry.example/train:1.0
+      command: [torchrun, --nproc-per-node=4, train.py]
+      resources: {resources}
+"""
+    [found] = _of(run(manifests_from_text(text)), "resources-unbounded")
+    assert said in found.message and unsaid not in found.message, found.message
+
+
+def test_gpu_product_affinity_values_are_quoted_as_yaml() -> None:
+    """The values a node affinity asks for are shown as written (were a Python list repr)."""
+    text = """apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: ml-train}
+spec:
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms:
+          - matchExpressions:
+              - {key: nvidia.com/gpu.product, operator: In, values: [NVIDIA-L4, NVIDIA-T4]}
+  containers:
+    - {name: c, image: registry.example/c:1.0}
+"""
+    [found] = _of(run(manifests_from_text(text), make_cluster()), "gpu-product-unknown")
+    assert "nvidia.com/gpu.product in [NVIDIA-L4, NVIDIA-T4] matches" in found.message

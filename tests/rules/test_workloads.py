@@ -5,6 +5,7 @@ not train (a Deployment serving a model) are left to the other rules."""
 from __future__ import annotations
 
 from tests.rules.helpers import FIXTURES, manifests_from_file, manifests_from_text, run
+from trainops.kube.templates import ray_pods
 
 GPU_POD = """
       containers:
@@ -102,3 +103,19 @@ def test_resources_unbounded_one_finding_per_container() -> None:
         f.message for f in run(manifests_from_file(path)) if f.rule == "resources-unbounded"
     ]
     assert "no memory limit and no CPU request" in message
+
+
+def test_a_ray_cluster_pods_are_read_per_group() -> None:
+    """KubeRay: the head (one pod) and each worker group (`replicas` x `numOfHosts` pods);
+    a RayJob's cluster sits under `rayClusterSpec`, beside its submitter pod."""
+    pod = {"spec": {"containers": [{"name": "ray", "image": "registry.example/ray:2.52"}]}}
+    cluster = {"headGroupSpec": {"template": pod},
+               "workerGroupSpecs": [{"groupName": "tpu", "replicas": 2, "numOfHosts": 4,
+                                     "template": pod}]}  # fmt: skip
+    found = ray_pods("RayCluster", {"metadata": {"name": "rc"}, "spec": cluster})
+    assert [(p.replica_type, p.replicas, p.path) for p in found] == [
+        ("head", 1, ("spec", "headGroupSpec", "template")),
+        ("tpu", 8, ("spec", "workerGroupSpecs", 0, "template")),
+    ]
+    job = {"spec": {"submitterPodTemplate": pod, "rayClusterSpec": cluster}}
+    assert [p.replica_type for p in ray_pods("RayJob", job)] == ["submitter", "head", "tpu"]

@@ -76,8 +76,13 @@ CASES: dict[str, list[dict[str, Any]]] = {
                                "workerTemplate": {"spec": NODE}}}}],
     "pod-template": [{"apiVersion": "v1", "kind": "PodTemplate", "metadata": META,
                       "template": {"spec": ESCAPE}}],
-    "unknown-kind": [{"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": META,
-                      "spec": {"headGroupSpec": {"template": {"spec": ESCAPE}}}}],
+    "ray-job": [{"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": META,
+                 "spec": {"entrypoint": "python t.py", "rayClusterSpec": {
+                     "headGroupSpec": {"template": {"spec": NODE}},
+                     "workerGroupSpecs": [{"groupName": "g", "template": {"spec": ESCAPE}}]}}}],
+    "unknown-kind": [{"apiVersion": "ray.io/v1", "kind": "RayService", "metadata": META,
+                      "spec": {"rayClusterConfig": {"headGroupSpec": {
+                          "template": {"spec": ESCAPE}}}}}],
 }  # fmt: skip
 SAYS = {
     "trainjob-initializer-secret": ("`envFrom` a Secret",),
@@ -93,6 +98,8 @@ def test_every_pod_template_is_held_to_the_fence(case: str) -> None:
                 if f.rule == "pod-fence" and f.severity == "error"]  # fmt: skip
     for says in SAYS.get(case, ("delivery account", "Secret volume")):
         assert any(says in m for m in messages), (says, messages)
+    if case != "unknown-kind":
+        assert not any("not a kind trainops reads" in m for m in messages), messages
 
 
 def test_the_pod_security_floor_reads_every_template_without_a_profile() -> None:

@@ -16,7 +16,7 @@ import yaml
 
 from tests.security.test_attacks import _refused
 from tests.tools import REPO, trainops
-from trainops.facts.pod_fence import DELIVERY_SERVICE_ACCOUNTS
+from trainops.facts.pod_fence import DELIVERY_SERVICE_ACCOUNTS, PodFence, escapes
 from trainops.render.gitops.flux_rbac import SERVICE_ACCOUNT
 
 # One job per kind each shipped cluster renders: PyTorchJob, TFJob, MPIJob and, on the
@@ -311,3 +311,17 @@ def test_claims_under_validation_are_held_to_the_profile(tmp_path: Path) -> None
     assert with_profile.returncode == 1
     bare = trainops(REPO, *args)
     assert not [f for f in json.loads(bare.stdout)["findings"] if f["rule"] == "pod-fence"]
+
+
+def test_an_unlisted_toleration_is_quoted_as_yaml() -> None:
+    """The toleration is shown as the user would write it in `jobAccess.tolerations` (a public
+    NRP job's four tolerations were printed as Python dicts: `{'key': ...}`)."""
+    pod = {"containers": [], "automountServiceAccountToken": False,
+           "tolerations": [{"effect": "NoSchedule", "key": "nautilus.io/hardware",
+                            "operator": "Equal", "value": "large-gpu"}]}  # fmt: skip
+    [(path, message)] = list(escapes(pod, PodFence(), token_default=False))
+    assert path == ("tolerations", 0)
+    assert message.startswith(
+        "toleration {key: nautilus.io/hardware, operator: Equal, value: large-gpu,"
+        " effect: NoSchedule} is not one"
+    ), message

@@ -27,10 +27,21 @@ def as_int(value: Any) -> int | None:
 
 
 # A value a template engine fills in before the manifest is applied: `${VAR}`, `$VAR`,
-# `<YOUR_IMAGE>`, `{{ .Values.x }}`, `__TOKEN__`. It is not the value the rule would judge.
-_PLACEHOLDER = re.compile(r"^(\$\{[^}]*\}|\$[A-Za-z_]\w*|<[^<>]+>|\{\{.*\}\}|__\w+__)$")
+# `<YOUR_IMAGE>`, `{{ .Values.x }}`, `__TOKEN__`, and the capitals a `sed` script replaces
+# (`PLACEHOLDER_IMAGE`, `YOUR_HF_TOKEN`, `REPLACE_ME`). It is not the value a rule would judge.
+_PLACEHOLDER_TEXT = (
+    r"(\$\{[^}]*\}|\$[A-Za-z_]\w*|<[^<>]+>|\{\{.*\}\}|__\w+__"
+    r"|\b(PLACEHOLDER|YOUR|REPLACE|CHANGE)_[A-Z0-9_]+\b|\b(REPLACE|CHANGE)_?ME\b)"
+)
+_PLACEHOLDER = re.compile(f"^{_PLACEHOLDER_TEXT}$")
+_HAS_PLACEHOLDER = re.compile(_PLACEHOLDER_TEXT)
 
 
 def is_placeholder(value: str) -> bool:
     """The whole value is a template placeholder."""
     return bool(_PLACEHOLDER.match(value.strip()))
+
+
+def has_placeholder(value: str) -> bool:
+    """Some of the value is a template placeholder (`${RUN}-train`): its final text is unknown."""
+    return bool(_HAS_PLACEHOLDER.search(value))

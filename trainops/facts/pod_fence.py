@@ -115,6 +115,13 @@ def _toleration_key(tol: Mapping[str, Any]) -> tuple[str, str, str, str]:
             str(tol.get("effect") or ""))  # fmt: skip
 
 
+def _toleration_text(tol: Mapping[str, Any]) -> str:
+    """A toleration as YAML flow, in the order people write it (to paste into the profile)."""
+    order = ("key", "operator", "value", "effect", "tolerationSeconds")
+    keys = [k for k in order if k in tol] + sorted(str(k) for k in tol if k not in order)
+    return "{" + ", ".join(f"{k}: {tol[k]}" for k in keys) + "}"
+
+
 def escapes(
     pod: Mapping[str, Any], fence: PodFence, token_default: bool
 ) -> Iterator[tuple[Path, str]]:
@@ -215,7 +222,7 @@ def _scheduling(pod: Mapping[str, Any], fence: PodFence) -> Iterator[tuple[Path,
         what = (
             "tolerates every taint (`operator: Exists` without a key)"
             if tol.get("operator") == "Exists" and not tol.get("key")
-            else f"toleration {dict(tol)} is not one the cluster profile allows"
+            else f"toleration {_toleration_text(tol)} is not one the cluster profile allows"
         )
         yield ("tolerations", i), f"{what}: add it to `jobAccess.tolerations` if jobs need it"
     yield from _control_plane(pod)

@@ -31,6 +31,13 @@ LWS_GROUP = "leaderworkerset.x-k8s.io"
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 LWS_ENV = frozenset({"LWS_LEADER_ADDRESS", "LWS_GROUP_SIZE", "LWS_WORKER_INDEX"})
 
+# KubeRay (ray.io): a RayCluster's head pod and worker groups (`replicas` x `numOfHosts` pods
+# each), which a RayJob embeds as `rayClusterSpec` beside its submitter pod; the operator
+# labels a cluster's pods with its name (`ray-operator/controllers/ray/utils/constant.go`).
+# https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/config.html
+RAY_GROUP = "ray.io"
+RAY_CLUSTER_LABEL = "ray.io/cluster"
+
 # Accelerators other than GPUs, by device plugin resource name: Intel Gaudi, AWS Trainium and
 # Inferentia (Neuron), Google TPUs.
 # https://docs.habana.ai/en/latest/Orchestration/Gaudi_Kubernetes/Device_Plugin_for_Kubernetes.html

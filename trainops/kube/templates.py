@@ -5,7 +5,8 @@ know, whatever is shaped like a pod template is found and held to them too.
 - `workload_pods`: core and add-on workloads whose template sits at a known path: a
   ReplicationController (`spec.template`), a core PodTemplate (`template`), a
   LeaderWorkerSet (`spec.leaderWorkerTemplate`: a leader and `size - 1` workers per group,
-  the leader's template defaulting to the workers').
+  the leader's template defaulting to the workers'), a KubeRay RayCluster or RayJob (the
+  head, each worker group, a RayJob's submitter).
 - `replicated_job_pods`: each replicated Job's pod template of a JobSet-shaped list (a
   JobSet's own, a Trainer (Cluster)TrainingRuntime's `spec.template.spec.replicatedJobs`).
 - `pod_template_paths`: where mappings shaped like a pod template (a `spec` whose
@@ -23,6 +24,8 @@ from trainops.facts.workloads import (
     JOBSET_REPLICATED_JOB_LABEL,
     LWS_GROUP,
     LWS_NAME_LABEL,
+    RAY_CLUSTER_LABEL,
+    RAY_GROUP,
 )
 from trainops.kube.pods import PodTemplate
 
@@ -50,8 +53,10 @@ def _pod(
 
 
 def workload_pods(kind: str, group: str, data: dict[str, Any]) -> list[PodTemplate]:
-    """The pod templates of a ReplicationController, a core PodTemplate or a LeaderWorkerSet;
-    [] for any other kind."""
+    """The pod templates of a ReplicationController, a core PodTemplate, a LeaderWorkerSet,
+    a RayCluster or a RayJob; [] for any other kind."""
+    if group == RAY_GROUP and kind in {"RayCluster", "RayJob"}:
+        return ray_pods(kind, data)
     spec = as_dict(data.get("spec"))
     replicas = as_int(spec.get("replicas"))
     groups = 1 if replicas is None else replicas
@@ -74,6 +79,34 @@ def workload_pods(kind: str, group: str, data: dict[str, Any]) -> list[PodTempla
     if as_dict(lws.get("workerTemplate")):
         path = (*LWS_TEMPLATE, "workerTemplate")
         pods.append(_pod(lws["workerTemplate"], path, workers + groups, "worker", labels))
+    return pods
+
+
+def ray_pods(kind: str, data: dict[str, Any]) -> list[PodTemplate]:
+    """A RayCluster's head and worker groups; a RayJob's (`spec.rayClusterSpec`, the cluster
+    it creates, named by the operator) and its submitter pod."""
+    spec = as_dict(data.get("spec"))
+    prefix: Path = ("spec",)
+    labels: dict[str, str] = {}
+    pods = []
+    if kind == "RayJob":
+        if as_dict(spec.get("submitterPodTemplate")):
+            path: Path = ("spec", "submitterPodTemplate")
+            pods.append(_pod(spec["submitterPodTemplate"], path, 1, "submitter"))
+        spec, prefix = as_dict(spec.get("rayClusterSpec")), ("spec", "rayClusterSpec")
+    else:
+        labels = {RAY_CLUSTER_LABEL: str(as_dict(data.get("metadata")).get("name", ""))}
+    head = as_dict(as_dict(spec.get("headGroupSpec")).get("template"))
+    if head:
+        pods.append(_pod(head, (*prefix, "headGroupSpec", "template"), 1, "head", labels))
+    for i, raw in enumerate(as_list(spec.get("workerGroupSpecs"))):
+        group = as_dict(raw)
+        if not as_dict(group.get("template")):
+            continue
+        count = (as_int(group.get("replicas")) or 0) * (as_int(group.get("numOfHosts")) or 1)
+        path = (*prefix, "workerGroupSpecs", i, "template")
+        name = str(group.get("groupName", f"group-{i}"))
+        pods.append(_pod(group["template"], path, count, name, labels))
     return pods
 
 

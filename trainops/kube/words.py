@@ -106,17 +106,53 @@ def script_lines(script: str) -> list[str]:
     return script.replace("\\\n", " ").split("\n")
 
 
+def _substitutions(line: str) -> list[tuple[int, int]]:
+    """The spans of the command substitutions `$(...)` (nested ones inside the outer) and
+    `` `...` `` in `line`; an unclosed one is left out."""
+    spans: list[tuple[int, int]] = []
+    i = 0
+    while i < len(line):
+        if line.startswith("$(", i):
+            depth, j = 1, i + 2
+            while j < len(line) and depth:
+                depth += {"(": 1, ")": -1}.get(line[j], 0)
+                j += 1
+            if depth:
+                return spans
+            spans.append((i, j))
+            i = j
+        elif line[i] == "`":
+            j = line.find("`", i + 1)
+            if j < 0:
+                return spans
+            spans.append((i, j + 1))
+            i = j + 1
+        else:
+            i += 1
+    return spans
+
+
 def line_words(line: str) -> list[str]:
     """One line's words and operators as sh splits them (quotes removed, comments cut); a line
-    shlex cannot split (an unclosed quote) falls back to whitespace."""
+    shlex cannot split (an unclosed quote) falls back to whitespace. A command substitution
+    stays inside its word (`--rank=$(hostname | cut -d- -f2)` is one word, its `|` no
+    operator of the line)."""
     line = _FD_REDIRECT.sub(" ", line)
+    kept: dict[str, str] = {}
+    for start, end in reversed(_substitutions(line)):
+        token = f"__trainops_subst_{len(kept)}__"
+        kept[token] = line[start:end]
+        line = line[:start] + token + line[end:]
     try:
         lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
         lexer.whitespace_split = True
         lexer.commenters = "#"
-        return list(lexer)
+        words = list(lexer)
     except ValueError:
-        return line.split()
+        words = line.split()
+    for token, text in kept.items():
+        words = [w.replace(token, text) for w in words]
+    return words
 
 
 def commands(words: list[str]) -> list[tuple[list[str], str]]:

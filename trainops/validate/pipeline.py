@@ -124,6 +124,13 @@ def _schema_findings(
                 _subschema(schema, at),
                 _subschema(schema, at[:-1]),
             )
+        elif error.instance is None:
+            # `key:` with nothing after it: YAML's null, which a Quantity or a list reads as
+            # empty; the validator's own wording (`oneOf`, "not of type") hides that.
+            message = (
+                f"{path_text(path)}: has no value (the key is written with nothing after it):"
+                " give it a value or delete the key"
+            )
         elif type(error.kind).__name__ == "Required":
             missing = getattr(error.kind, "property", None)
             message = f"{path_text(path)}: required field `{missing}` is missing"

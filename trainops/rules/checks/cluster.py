@@ -49,7 +49,8 @@ def _gpu_product(obj: Object, ctx: Context) -> Iterator[Violation]:
                 values = [str(v) for v in as_list(expr.get("values"))]
                 if values and not set(values) & known[key]:
                     yield Violation(
-                        f"node affinity {key} in {values} matches no GPU product of cluster"
+                        f"node affinity {key} in [{', '.join(values)}] matches no GPU product"
+                        " of cluster"
                         f" `{ctx.cluster.name}`",
                         (
                             *pod.spec_path, "affinity", "nodeAffinity",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
@@ -141,6 +142,12 @@ def _nnodes_mismatch(obj: Object, ctx: Context) -> Iterator[Violation]:
     yield from _workload_nnodes(obj, ctx)
 
 
+def _accelerate(words: list[tuple[str, Path]]) -> bool:
+    """`accelerate launch ...` (Hugging Face Accelerate: it calls torch.distributed.run)."""
+    heads = [posixpath.basename(w) for w, _ in words[:2]]
+    return heads == ["accelerate", "launch"]
+
+
 def _needs_torchrun(obj: Object, ctx: Context) -> Iterator[Violation]:
     if obj.elastic_policy is None:
         return
@@ -161,6 +168,12 @@ def _needs_torchrun(obj: Object, ctx: Context) -> Iterator[Violation]:
             )
         elif DEEPSPEED in tools:
             message = "launches with the `deepspeed` launcher, which does not do elastic rendezvous"
+        elif any(_accelerate(launch.words) for launch in launches(main)):
+            message = (
+                "launches with `accelerate launch`, which runs torch's elastic agent with its"
+                " own fixed `--num_machines` and `--main_process_ip`, not the operator's PET_*"
+                " rendezvous settings: the job never scales; use torchrun"
+            )
         else:
             message = "does not launch through torchrun, so no elastic agent joins the rendezvous"
         yield Violation(
@@ -284,9 +297,10 @@ RULES = (
         code="TO205",
         severity=Severity.ERROR,
         summary="elasticPolicy but the command does not launch through torchrun (e.g. the"
-        " deprecated `torch.distributed.launch`, or plain `python`).",
+        " deprecated `torch.distributed.launch`, `accelerate launch`, or plain `python`).",
         why="Only torchrun's elastic agent reads the PET_* variables and joins the rendezvous;"
-        " anything else runs a fixed world and the elasticPolicy does nothing.",
+        " anything else runs a fixed world and the elasticPolicy does nothing (`accelerate"
+        " launch` runs the agent, but with its own fixed machine count and endpoint).",
         fix="Launch with `torchrun` (or `python -m torch.distributed.run`) and no fixed --nnodes.",
         example="elasticPolicy: {minReplicas: 1, maxReplicas: 4}\n"
         "command: [python, -m, torch.distributed.launch, train.py]",

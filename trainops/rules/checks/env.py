@@ -108,16 +108,27 @@ def _undefined(obj: Object, ctx: Context) -> Iterator[Violation]:
                     )
 
 
+# Values that switch something on or off (`RAY_ENABLE_K8S_TOKEN_AUTH: "true"`): no credential.
+_SWITCH_VALUES = frozenset({"true", "false", "yes", "no", "on", "off", "0", "1"})
+
+
+def _literal_secret(name: str, value: str) -> bool:
+    """A secret-named variable given its value in the manifest (not a `$(VAR)` reference, a
+    template's placeholder, or an on/off switch)."""
+    return (
+        bool(value)
+        and says_secret(name)
+        and not _REFERENCE.fullmatch(value)
+        and not is_placeholder(value)
+        and value.strip().lower() not in _SWITCH_VALUES
+    )
+
+
 def _plain_secret(obj: Object, ctx: Context) -> Iterator[Violation]:
     for pod in obj.pods:
         for c in pod.containers(init=True):
             for var in c.env.values():
-                if (
-                    var.value
-                    and says_secret(var.name)
-                    and not _REFERENCE.fullmatch(var.value)
-                    and not is_placeholder(var.value)
-                ):
+                if var.value and _literal_secret(var.name, var.value):
                     yield Violation(
                         f"container `{c.name}` sets {var.name} to a literal value: anyone who"
                         " can read the manifest (and Git history) has it",
@@ -125,12 +136,7 @@ def _plain_secret(obj: Object, ctx: Context) -> Iterator[Violation]:
                     )
             for launch in launches(c):
                 for name, (value, path) in launch.mpi_exports.items():
-                    if (
-                        value
-                        and says_secret(name)
-                        and not _REFERENCE.fullmatch(value)
-                        and not is_placeholder(value)
-                    ):
+                    if _literal_secret(name, value):
                         yield Violation(
                             f"mpirun exports {name} with a literal value in the command line",
                             path,
@@ -187,8 +193,9 @@ RULES = (
         severity=Severity.ERROR,
         summary="An env var whose name says secret (TOKEN, PASSWORD, SECRET, API_KEY,"
         " ACCESS_KEY, ...) with a literal value instead of a secretKeyRef (names ending in"
-        " _FILE, _PATH, _DIR, ... hold a path to a secret and are exempt, and so is a template"
-        " placeholder such as `${HF_TOKEN}`, filled in before apply).",
+        " _FILE, _PATH, _DIR, ... hold a path to a secret and are exempt, and so are a template"
+        " placeholder such as `${HF_TOKEN}` or `PLACEHOLDER_HF_TOKEN`, filled in before apply,"
+        " and an on/off value such as `true`).",
         why="A literal in a manifest lives in Git history, in `kubectl get -o yaml` and in every"
         " rendered diff.",
         fix="Store it in a Secret and use `valueFrom.secretKeyRef`.",

@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from trainops.core.findings import Severity
+from trainops.core.values import as_dict
 from trainops.facts.kubeflow import default_clean_pod_policy
+from trainops.facts.workloads import RAY_GROUP
 from trainops.kube.objects import Object
+from trainops.kube.pods import requests_accelerator
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
 
@@ -96,6 +99,9 @@ def _ttl_missing(obj: Object, ctx: Context) -> Iterator[Violation]:
     """Pods left running after the job finished, holding their GPUs: the kind's operator
     defaults cleanPodPolicy to None and the job keeps daemons. An explicit None (kept on
     purpose, to read their logs) and `Running` or `All` (the recommended settings) are fine."""
+    if obj.group == RAY_GROUP and obj.kind == "RayJob":
+        yield from _ray_cluster_kept(obj, ctx)
+        return
     if not obj.is_kubeflow_job:
         return
     policy = obj.run_policy
@@ -114,6 +120,30 @@ def _ttl_missing(obj: Object, ctx: Context) -> Iterator[Violation]:
             " (and holding their GPUs) after the job finished; set runPolicy.cleanPodPolicy:"
             " Running (or All)",
             ("spec", "runPolicy") if policy else ("spec",),
+        )
+
+
+def _ray_cluster_kept(obj: Object, ctx: Context) -> Iterator[Violation]:
+    """A RayJob that creates its cluster (`rayClusterSpec`) and keeps it once the job is done:
+    KubeRay deletes it only with `shutdownAfterJobFinishes: true` (default false) or a
+    `deletionStrategy`. Only a cluster holding accelerators is reported: keeping a CPU
+    cluster to read its dashboard is a choice."""
+    spec = obj.spec
+    if spec.get("shutdownAfterJobFinishes") is True or "deletionStrategy" in spec:
+        return
+    if not as_dict(spec.get("rayClusterSpec")):
+        return  # `clusterSelector`: a running cluster the job does not own
+    held = [p.replica_type or "pod" for p in obj.pods
+            if p.replica_type != "submitter" and requests_accelerator(p, ctx.cluster)]  # fmt: skip
+    if held:
+        yield Violation(
+            "shutdownAfterJobFinishes is not true (KubeRay's default is false): the RayCluster"
+            f" this RayJob creates keeps its {'/'.join(held)} pods running, and holding their"
+            " accelerators, after the job finished; set `shutdownAfterJobFinishes: true` (with"
+            " `ttlSecondsAfterFinished` to keep it a while for the logs)",
+            ("spec", "shutdownAfterJobFinishes")
+            if "shutdownAfterJobFinishes" in spec
+            else ("spec",),
         )
 
 
@@ -221,15 +251,18 @@ RULES = (
         severity=Severity.WARNING,
         summary="A job whose finished state leaves pods running: cleanPodPolicy unset where the"
         " kind's operator defaults it to None (Training Operator v1 MPIJob, TFJob) and the job"
-        " has replicas that never exit (MPI workers, TF parameter servers), and no TTL.",
+        " has replicas that never exit (MPI workers, TF parameter servers), and no TTL; a"
+        " RayJob whose own cluster holds accelerators and is not shut down when the job"
+        " finishes (`shutdownAfterJobFinishes` unset or false, no `deletionStrategy`).",
         why="MPI workers run sshd until killed and parameter servers serve until killed: with"
         " cleanPodPolicy None they keep running, and holding their GPUs and quota, after the"
         " job is done. Completed pods of the other replica types hold nothing, and an explicit"
         " None is a deliberate choice (keep them to read their logs). MPIJob v2beta1 defaults"
-        " to Running, which deletes the workers and keeps the launcher's log as the result.",
+        " to Running, which deletes the workers and keeps the launcher's log as the result."
+        " A RayJob's cluster (head and workers) outlives the job unless it is shut down.",
         fix="Set `runPolicy.cleanPodPolicy: Running` (or `All`): the operator deletes what still"
         " runs and the job object stays as the record (a TTL would delete the job, which GitOps"
-        " re-creates).",
+        " re-creates). A RayJob: `shutdownAfterJobFinishes: true`.",
         example="apiVersion: kubeflow.org/v1\nkind: MPIJob  # no runPolicy.cleanPodPolicy",
         check=_ttl_missing,
     ),

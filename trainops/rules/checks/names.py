@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from trainops.core.findings import Severity
-from trainops.core.values import as_dict, as_int, as_list
+from trainops.core.values import as_dict, as_int, as_list, has_placeholder
 from trainops.facts import derived_names as dn
 from trainops.facts.trainer import ANCESTOR_LABEL, ANCESTOR_TRAINER
 from trainops.kube.objects import Object
@@ -69,6 +69,8 @@ def derived(obj: Object) -> list[dn.DerivedName]:
 
 
 def _refused(obj: Object, ctx: Context) -> Iterator[Violation]:
+    if has_placeholder(obj.name):
+        return  # a template's name (`${RUN_NAME}`): the name applied is not known here
     refused = dn.refused(derived(obj))
     if refused:
         name, why = refused[0]

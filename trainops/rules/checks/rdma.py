@@ -83,10 +83,10 @@ def _infiniband_mount(pod: PodTemplate) -> tuple[Container, Path] | None:
 
 
 def _has_rdma_device(pod: PodTemplate, ctx: Context) -> bool:
-    if _device_resource(pod, ctx):
-        return True
-    mounted = _infiniband_mount(pod)
-    return mounted is not None and _privileged(mounted[0])
+    """The device plugin's resource, or a privileged container: the runtime gives a
+    privileged container every device node of the host, /dev/infiniband included, whether
+    or not it is also mounted as a hostPath."""
+    return _device_resource(pod, ctx) or any(_privileged(c) for c in pod.containers())
 
 
 def _hostpath_devices(pod: PodTemplate, ctx: Context) -> Iterator[Violation]:
@@ -199,13 +199,14 @@ RULES = (
         " NCCL's default and NCCL_IB_HCA only selects HCAs: without the device NCCL silently"
         " falls back to TCP at a fraction of the bandwidth. A hostPath /dev/infiniband shows the"
         " device nodes, but outside a privileged container the device cgroup denies opening"
-        " them. Without IPC_LOCK NCCL cannot pin memory; without the Multus network it has no"
-        " RDMA interface; ranks that lack what the others have slow down every collective."
+        " them (a privileged container has every host device, mounted or not). Without"
+        " IPC_LOCK NCCL cannot pin memory; without the Multus network it has no RDMA"
+        " interface; ranks that lack what the others have slow down every collective."
         " mpirun's `-x` exports take effect in the Worker ranks, not in the Launcher.",
         fix="Request the RDMA device plugin's resource (e.g. `rdma/rdma_shared_device_a: 1`,"
         " `vpc.amazonaws.com/efa`), add capability IPC_LOCK and the Multus network annotation"
-        " on every pod that runs ranks (hostNetwork pods on RDMA nodes: privileged with the"
-        " /dev/infiniband hostPath); or drop the IB settings where the cluster has no RDMA.",
+        " on every pod that runs ranks (hostNetwork pods on RDMA nodes: privileged); or drop"
+        " the IB settings where the cluster has no RDMA.",
         example="env: [{name: NCCL_NET, value: IB}]\nresources: {limits: {nvidia.com/gpu: 8}}",
         check=_rdma_incomplete,
         pods_only=True,

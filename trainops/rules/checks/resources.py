@@ -29,8 +29,8 @@ def _gpu_request_limit(obj: Object, ctx: Context) -> Iterator[Violation]:
     for pod in obj.pods:
         for c in pod.containers(init=True):
             for name, value in c.requests.items():
-                if not is_gpu_resource(str(name), gpu_products(ctx.cluster)):
-                    continue
+                if value is None or not is_gpu_resource(str(name), gpu_products(ctx.cluster)):
+                    continue  # an empty request is the schema's finding (no value)
                 path = (*c.path, "resources", "requests", str(name))
                 if name not in c.limits:
                     yield Violation(
@@ -38,12 +38,21 @@ def _gpu_request_limit(obj: Object, ctx: Context) -> Iterator[Violation]:
                         " extended resources must have request = limit",
                         path,
                     )
-                elif str(c.limits[name]) != str(value):
+                elif c.limits[name] is not None and str(c.limits[name]) != str(value):
+                    # An empty limit (`nvidia.com/gpu:`) is the schema's finding: no value.
                     yield Violation(
                         f"container `{c.name}` requests {name}: {value} but limits it to"
                         f" {c.limits[name]}; extended resources cannot be overcommitted",
                         path,
                     )
+
+
+# What each missing bound costs a GPU container (only the missing ones are said).
+_NO_MEMORY_LIMIT = (
+    "without a memory limit a leak or a too-large batch takes the node's memory from the"
+    " job's other ranks"
+)
+_NO_CPU_REQUEST = "without a CPU request the scheduler may pack it where data loading starves"
 
 
 def _unbounded(obj: Object, ctx: Context) -> Iterator[Violation]:
@@ -54,10 +63,10 @@ def _unbounded(obj: Object, ctx: Context) -> Iterator[Violation]:
         for c in pod.containers():
             path = (*c.path, "resources") if c.resources else c.path
             missing = [
-                what
-                for what, absent in (
-                    ("memory limit", "memory" not in c.limits),
-                    ("CPU request", "cpu" not in c.effective_requests()),
+                (what, why)
+                for what, why, absent in (
+                    ("memory limit", _NO_MEMORY_LIMIT, "memory" not in c.limits),
+                    ("CPU request", _NO_CPU_REQUEST, "cpu" not in c.effective_requests()),
                 )
                 if absent
             ]
@@ -66,9 +75,8 @@ def _unbounded(obj: Object, ctx: Context) -> Iterator[Violation]:
             if container_accelerated(c, ctx):
                 yield Violation(
                     f"container `{c.name}` holds accelerators but has no"
-                    f" {' and no '.join(missing)}: without a memory limit a leak or a too-large"
-                    " batch takes the node's memory from the job's other ranks; without a CPU"
-                    " request the scheduler may pack it where data loading starves",
+                    f" {' and no '.join(what for what, _ in missing)}: "
+                    + "; ".join(why for _, why in missing),
                     path,
                 )
             elif not c.resources.get("limits") and not c.resources.get("requests"):

@@ -11,7 +11,7 @@ from typing import Any
 from trainops.core.findings import Severity
 from trainops.core.values import as_dict, as_list
 from trainops.facts.scratch import CACHE_ENV, OFFLINE_ENV, READ_ONLY_WHEN_OFFLINE
-from trainops.kube.launch import launches
+from trainops.kube.launch import Launch, launches
 from trainops.kube.objects import Object
 from trainops.kube.pods import Container, PodTemplate
 from trainops.rules.context import Context
@@ -27,6 +27,12 @@ _WRITE_KEY = re.compile(
     r"(output|out_dir|save|checkpoint|ckpt|model_dir|model_prefix|log|logging|cache|home|"
     r"results|tensorboard|export|dest|target)"
 )
+# Megatron-LM caches the sample/shuffle indices it builds for `--data-path` next to the data
+# (`<prefix>/cache/GPTDataset_indices`; before core datasets, `<prefix>_*_indexmap_*.npy`)
+# unless `--data-cache-path` names a place: its data directory is written. A Megatron run is
+# known by its `pretrain_*.py` entry point or its model-parallel options.
+# https://github.com/NVIDIA/Megatron-LM/blob/core_r0.12.0/megatron/core/datasets/gpt_dataset.py
+_MEGATRON_OPTIONS = frozenset({"tensor_model_parallel_size", "pipeline_model_parallel_size"})
 # Volume sources the kubelet always mounts read-only.
 # https://kubernetes.io/docs/concepts/storage/volumes/#configmap
 READ_ONLY_SOURCES = ("configMap", "secret", "downwardAPI", "projected")
@@ -210,6 +216,7 @@ def _program_paths(c: Container) -> tuple[list[str], list[str]]:
             writes.append(var.value)
     for launch in launches(c):
         writes += [t for t, _ in write_targets(launch) if t.startswith("/")]
+        writes += _megatron_index_cache(launch)
         for key, (value, _) in {**launch.options, **launch.program_options}.items():
             if not value.startswith("/"):
                 continue
@@ -218,6 +225,17 @@ def _program_paths(c: Container) -> tuple[list[str], list[str]]:
             elif _DATA_KEY.search(key):
                 reads.append(value)
     return reads, writes
+
+
+def _megatron_index_cache(launch: Launch) -> list[str]:
+    """The data directory a Megatron-LM run writes its index cache into, when it does."""
+    options = launch.program_options
+    script = posixpath.basename(launch.program[0][0]) if launch.program else ""
+    megatron = script.startswith("pretrain_") or bool(_MEGATRON_OPTIONS & options.keys())
+    data = options.get("data_path")
+    if not megatron or data is None or "data_cache_path" in options:
+        return []
+    return [posixpath.dirname(data[0])] if data[0].startswith("/") else []
 
 
 def _dataset_writable(obj: Object, ctx: Context) -> Iterator[Violation]:
@@ -318,8 +336,11 @@ RULES = (
         " a ReadOnlyMany claim.",
         why="A writable dataset mount lets a bug in one rank corrupt the data for every run."
         " The dataset is read from how the program is called, never guessed from a mount's"
-        " name: a `/data` volume the job also writes its outputs or caches to is not flagged.",
-        fix="Mount datasets with `readOnly: true`; write outputs and caches elsewhere.",
+        " name: a `/data` volume the job also writes its outputs or caches to is not flagged,"
+        " nor the data of a Megatron-LM run without `--data-cache-path` (it caches its sample"
+        " indices next to the data).",
+        fix="Mount datasets with `readOnly: true`; write outputs and caches elsewhere"
+        " (Megatron-LM: `--data-cache-path`).",
         example="volumeMounts: [{name: ds, mountPath: /data}]  # no readOnly\n"
         "command: [torchrun, train.py, --data_dir=/data/imagenet, --output_dir=/ckpt]",
         check=_dataset_writable,
