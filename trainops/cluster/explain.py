@@ -136,7 +136,12 @@ def _ranked(seen: _Seen, job_running: bool) -> list[Cause]:
     runs, what only the events or Kueue's conditions remember (an eviction, a preemption,
     pods long deleted) is history, not the cause of what its pods do now."""
     live = {_name(p): p.get("metadata") or {} for p in seen.pods}
-    found = [c for p in seen.pods for c in causes_mod.pod_causes(p, scheduler_summary)]
+    found = [
+        c
+        for p in seen.pods
+        for c in causes_mod.pod_causes(p, scheduler_summary)
+        or causes_mod.startup_causes(p, seen.events)
+    ]
     if not job_running:
         evicted = causes_mod.workload_cause(seen.workload) if seen.workload else None
         if evicted is not None:  # Kueue's condition says it better than its event
