@@ -69,13 +69,18 @@ def test_pytorchjob_status_matches_the_upstream_crd(state: str) -> None:
     assert _errors(_crd_status("kubeflow.org/pytorchjobs.yaml", "v1"), status) == []
 
 
+def test_mpijob_status_matches_the_upstream_crd() -> None:
+    status = response("mpijob-status", "launcher-failed")
+    assert _errors(_crd_status("kubeflow.org/mpijobs-v2beta1.yaml", "v2beta1"), status) == []
+
+
 @pytest.mark.parametrize("state", ["running", "complete"])
 def test_trainjob_status_matches_the_upstream_crd(state: str) -> None:
     status = response("trainjob-status", state)
     assert _errors(_crd_status("trainer.kubeflow.org/trainjobs.yaml", "v1alpha1"), status) == []
 
 
-@pytest.mark.parametrize("state", ["podgroup-pending", "podgroup-running"])
+@pytest.mark.parametrize("state", ["podgroup-pending", "podgroup-running", "podgroup-unknown"])
 def test_podgroup_status_matches_the_upstream_crd(state: str) -> None:
     status = response("schedulers", state)
     assert _errors(_crd_status("scheduling.volcano.sh/podgroups.yaml", "v1beta1"), status) == []

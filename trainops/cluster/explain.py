@@ -270,9 +270,7 @@ def _queued(result: Explanation, seen: _Seen) -> bool:
     """Kueue has not admitted the job, or Volcano cannot gang-schedule it."""
     workload, podgroup = seen.workload, seen.podgroup
     if workload is not None and not _true(workload, "Admitted"):
-        reserved = kinds.condition(workload, "QuotaReserved")
-        admitted = kinds.condition(workload, "Admitted")
-        why = (reserved or admitted or {}).get("message") or "waiting in its queue"
+        why = causes_mod.kueue_waiting(workload)
         note = scheduler_note(seen.events, {_name(workload)})
         result.cause = f"Queued: Kueue has not admitted Workload {_name(workload)}: {why}{note}"
         return True
@@ -280,6 +278,11 @@ def _queued(result: Explanation, seen: _Seen) -> bool:
     if podgroup is not None and pg_status.get("phase") not in {"Running", "Completed"}:
         conds = [c for c in pg_status.get("conditions") or [] if c.get("status") == "True"]
         why = conds[-1].get("message") if conds else "waiting for all its pods to fit"
+        if pg_status.get("phase") == "Unknown":  # volcano pkg/scheduler/framework/session.go
+            why = (
+                f"{pg_status.get('running', 0)} of its pods run but the rest of the gang cannot"
+                f" be scheduled: {why}"
+            )
         note = scheduler_note(seen.events, {_name(podgroup)})
         result.cause = (
             f"Pending: Volcano PodGroup {_name(podgroup)} is"
