@@ -227,6 +227,12 @@ def explain(
     if phase in {"Succeeded", "Complete"}:
         cond = kinds.condition(job, phase) or {}
         result.cause, result.healthy = f"{phase}: {cond.get('message', 'the job finished')}", True
+        # The operator's success policy may end a job on its master while a worker failed.
+        result.findings += [
+            f"failed before the job finished: {c.text}"
+            for p in pods
+            for c in causes_mod.pod_causes(p, scheduler_summary)
+        ]
         return result
     ranked = _ranked(seen, phase == "Running")
     if ranked:
@@ -299,9 +305,27 @@ def _by_phase(result: Explanation, seen: _Seen, phase: str) -> None:
         up = sum(1 for p in seen.pods if (p.get("status") or {}).get("phase") == "Running")
         result.cause, result.healthy = f"Running: {up}/{len(seen.pods)} pods running", True
     elif phase == "Failed":
-        result.cause = f"Failed: {message or 'the job failed'}"
+        result.cause = f"Failed: {message or 'the job failed'}{_limit_set(seen.job, message)}"
+    elif phase == "Suspended":
+        result.cause = (
+            f"Suspended: {message or 'the job is suspended'}; its suspend field is true and"
+            " the operator deleted its pods: Kueue resumes it when it admits its Workload,"
+            " else set the field to false"
+        )
     else:
         result.cause = f"{phase}: {message or 'no pod has started yet'}"
+
+
+def _limit_set(job: dict[str, Any], message: str) -> str:
+    """The runPolicy limit the operator's failure message names, with its value
+    (kubeflow/training-operator v1.9.0 pkg/controller.v1/common/job.go: "... has failed
+    because it was active longer than specified deadline", "... reached the specified
+    backoff limit")."""
+    policy = (job.get("spec") or {}).get("runPolicy") or {}
+    for words, key in (("deadline", "activeDeadlineSeconds"), ("backoff limit", "backoffLimit")):
+        if words in message and key in policy:
+            return f" (runPolicy.{key}: {policy[key]})"
+    return ""
 
 
 def _transports(result: Explanation, profile: ClusterProfile, logs: Logs) -> None:
