@@ -232,3 +232,18 @@ def test_pods_the_operator_cannot_create_name_the_admission_that_refused_them(
         " requests.nvidia.com/gpu=32; the namespace's ResourceQuota is used up: wait for other"
         " jobs, or raise the quota"
     )
+
+
+def test_a_gated_pod_names_its_gates_and_who_lifts_them(
+    api: RunningEmulator, repo: Path, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On main: `Pending: Scheduling is blocked due to non-empty scheduling gates`."""
+    gated = pod(JOB, "master", 0, response("pods", "scheduling-gated"))
+    gated["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/topology"}]
+    api.add(_job(repo, "created"), gated)
+    code, out, _ = _explain(capsys, repo, kubeconfig)
+    assert code == 1
+    assert out.splitlines()[0] == (
+        "Pending: pod resnet50-ddp-master-0 waits on its scheduling gates"
+        " kueue.x-k8s.io/topology: the scheduler does not try it until Kueue removes them"
+    )

@@ -131,6 +131,8 @@ def pod_causes(pod: dict[str, Any], summary: Callable[[str, dict[str, Any]], str
         for cond in status.get("conditions") or []:
             if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
                 text = f"Pending: {summary(str(cond.get('message', '')), pod)}"
+                if cond.get("reason") == "SchedulingGated":
+                    text = f"Pending: {kubelet.gated(pod)}"
                 when = str(cond.get("lastTransitionTime") or "")
                 out.append(Cause(text, UNSCHEDULABLE, when, name))
     return out

@@ -241,3 +241,26 @@ def said(term: dict[str, Any], code: int) -> str:
     a StartError), on one line."""
     message = " ".join(str(term.get("message") or "").split())
     return exit_meaning(code) + (f": {message[:300]}" if message else "")
+
+
+def gated(pod: dict[str, Any]) -> str:
+    """A pod the scheduler does not try yet: `spec.schedulingGates` (PodScheduled False,
+    reason SchedulingGated, kubernetes v1.31 pkg/scheduler/framework/plugins/
+    schedulinggates), removed by the controller that added them: Kueue's
+    `kueue.x-k8s.io/topology` once topology-aware scheduling assigned the pod a domain."""
+    gates = [
+        str(g.get("name"))
+        for g in (pod.get("spec") or {}).get("schedulingGates") or []
+        if isinstance(g, dict)
+    ]
+    name = (pod.get("metadata") or {}).get("name", "?")
+    owners = sorted(
+        {
+            "Kueue" if g.startswith("kueue.x-k8s.io/") else "the controller that added it"
+            for g in gates
+        }
+    )
+    return (
+        f"pod {name} waits on its scheduling gates {', '.join(gates) or '?'}: the scheduler"
+        f" does not try it until {' or '.join(owners) or 'their controller'} removes them"
+    )
