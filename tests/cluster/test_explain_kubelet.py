@@ -62,6 +62,13 @@ CASES: dict[str, tuple[str, str, str, str]] = {
         "CrashLoopBackOff: init container fetch-data of pod resnet50-ddp-master-0 keeps"
         " exiting (restarts 3, last exit code 1 Error)",
     ),
+    "init-oom-killed": (
+        "created",
+        "init-oom-killed",
+        "master",
+        "OOMKilled: init container fetch-data of pod resnet50-ddp-master-0 ran out of memory,"
+        " exit code 137; raise its memory limit",
+    ),
     "container-status-unknown": (
         "failed",
         "container-status-unknown",

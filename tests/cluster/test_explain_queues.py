@@ -157,3 +157,25 @@ def test_an_mpijob_whose_launcher_failed_names_the_ranks_exception(
         "Log of pod/horovod-training-launcher-x7k2p container mpi-launcher (current run, the"
         " traceback it died of, 6 lines):" in lines
     )
+
+
+def test_volcanos_fit_errors_are_read_like_the_schedulers(
+    api: RunningEmulator, repo: Path, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On main: `Pending: 0/8 nodes are unavailable: 8 Insufficient nvidia.com/gpu.`, the
+    pod unnamed (only kube-scheduler's "are available" was read)."""
+    job = live(find(built(repo, "onprem-a100"), "PyTorchJob", JOB),
+               response("pytorchjob-status", "created"))  # fmt: skip
+    waiting = pod(JOB, "master", 0, response("pods", "pending-volcano-unschedulable"))
+    waiting["spec"]["schedulerName"] = "volcano"
+    inqueue = {"phase": "Inqueue"}
+    api.add(job, owned("PodGroup", name=JOB, job=JOB, ns="ml-vision", status=inqueue), waiting)
+    code, out, _ = run_cli(
+        capsys, "--root", str(repo), "explain", JOB, "--cluster", "onprem-a100",
+        "--kubeconfig", str(kubeconfig), "--context", "trainops-test",
+    )  # fmt: skip
+    assert code == 1
+    assert out.splitlines()[0] == (
+        "Pending: 0/8 nodes are unavailable: 8 Insufficient nvidia.com/gpu"
+        " (pod resnet50-ddp-master-0)"
+    )

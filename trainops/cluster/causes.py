@@ -154,8 +154,8 @@ def _container_causes(pod: dict[str, Any], c: dict[str, Any], ended: bool) -> li
             within = f" (memory limit {limit})" if limit else ""
             text = (
                 f"OOMKilled: {who} of pod {name} ran out of memory{within}, exit"
-                f" code {term.get('exitCode', SIGKILL_EXIT)}; raise its memory or lower the"
-                " batch size"
+                f" code {term.get('exitCode', SIGKILL_EXIT)}; raise its memory"
+                + (" limit" if who.startswith("init") else " or lower the batch size")
             )
             when = str(term.get("finishedAt") or "")
             out.append(Cause(text, PLATFORM, when, name, cname, previous, past=running))

@@ -11,7 +11,11 @@ from trainops.cluster.causes import event_count, event_time
 
 # The scheduler's summary, e.g. "0/12 nodes are available: 4 Insufficient nvidia.com/gpu,
 # 8 node(s) didn't match Pod's node affinity/selector. preemption: ..."
-_UNSCHEDULABLE = re.compile(r"^0/(\d+) nodes are available: (.*?)(?:\. preemption:.*)?\.?$", re.S)
+# Volcano's (v1.15 pkg/scheduler/api/unschedule_info.go FitErrors) says "0/8 nodes are
+# unavailable: 8 Insufficient nvidia.com/gpu."
+_UNSCHEDULABLE = re.compile(
+    r"^0/(\d+) nodes are (?:un)?available: (.*?)(?:\. preemption:.*)?\.?$", re.S
+)
 _SELECTOR_MISS = re.compile(r"^(\d+) node\(s\) didn't match Pod's node affinity/selector$")
 
 
