@@ -69,6 +69,16 @@ CASES: dict[str, tuple[str, str, str, str]] = {
         "OOMKilled: init container fetch-data of pod resnet50-ddp-master-0 ran out of memory,"
         " exit code 137; raise its memory limit",
     ),
+    "evicted-memory": (
+        "restarting",
+        "evicted-memory",
+        "worker",
+        "Evicted: pod resnet50-ddp-worker-0: The node was low on resource: memory. Threshold"
+        " quantity: 100Mi, available: 71Mi. Container pytorch was using 61Gi, request is 8Gi,"
+        " has larger consumption of memory. (node memory pressure: the kubelet evicts first"
+        " the pods that use more memory than they request; request as much memory as the"
+        " limit)",
+    ),
     "container-status-unknown": (
         "failed",
         "container-status-unknown",
@@ -253,4 +263,21 @@ def test_a_gated_pod_names_its_gates_and_who_lifts_them(
     assert out.splitlines()[0] == (
         "Pending: pod resnet50-ddp-master-0 waits on its scheduling gates"
         " kueue.x-k8s.io/topology: the scheduler does not try it until Kueue removes them"
+    )
+
+
+def test_an_exit_the_operator_recorded_says_what_its_code_means(
+    api: RunningEmulator, repo: Path, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The pods are gone (cleanPodPolicy); the Training Operator's `ExitedWithCode` event
+    (pkg/controller.v1/common/pod.go, v1.9.0) keeps the code: 139 is a segfault. On main:
+    `Exited: pod resnet50-ddp-worker-1 exited with code 139; the pods are gone ...`."""
+    events = response("incidents", "pods-gone")
+    exited = next(e for e in events if e["reason"] == "ExitedWithCode")
+    exited["message"] = "Pod: ml-vision.resnet50-ddp-worker-1 exited with code 139"
+    api.add(_job(repo, "failed"), exited)
+    code, out, _ = _explain(capsys, repo, kubeconfig)
+    assert code == 1
+    assert out.splitlines()[0].startswith(
+        "Exited: pod resnet50-ddp-worker-1 exited with code 139 (SIGSEGV: a segmentation fault"
     )

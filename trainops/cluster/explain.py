@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from trainops.cluster import causes as causes_mod
-from trainops.cluster import hang, kinds, nccl_log, running
+from trainops.cluster import hang, kinds, kueue, nccl_log, running
 from trainops.cluster.answer import DIED_OF, LAST, Explanation, LogTail
 from trainops.cluster.causes import Cause
 from trainops.cluster.client import Client, Resource
@@ -143,7 +143,7 @@ def _ranked(seen: _Seen, job_running: bool) -> list[Cause]:
         or causes_mod.startup_causes(p, seen.events)
     ]
     if not job_running:
-        evicted = causes_mod.workload_cause(seen.workload) if seen.workload else None
+        evicted = kueue.workload_cause(seen.workload) if seen.workload else None
         if evicted is not None:  # Kueue's condition says it better than its event
             found.append(evicted)
         found += [
@@ -276,7 +276,7 @@ def _queued(result: Explanation, seen: _Seen) -> bool:
     """Kueue has not admitted the job, or Volcano cannot gang-schedule it."""
     workload, podgroup = seen.workload, seen.podgroup
     if workload is not None and not _true(workload, "Admitted"):
-        why = causes_mod.kueue_waiting(workload)
+        why = kueue.kueue_waiting(workload)
         note = scheduler_note(seen.events, {_name(workload)})
         result.cause = f"Queued: Kueue has not admitted Workload {_name(workload)}: {why}{note}"
         return True

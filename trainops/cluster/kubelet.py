@@ -187,13 +187,21 @@ _EPHEMERAL = ("ephemeral-storage", "ephemeral local storage", "EmptyDir volume")
 
 def eviction_hint(message: str) -> str:
     """What to do about an eviction, from the kubelet's message ("" when it says nothing
-    we know)."""
+    we know): pkg/kubelet/eviction/helpers.go ("The node was low on resource: %v. ..."),
+    eviction_manager.go Admit ("The node had condition: %v. ")."""
     if any(word in message for word in _EPHEMERAL):
         return (
             " (ephemeral storage: the pod wrote more to its container filesystem, logs or"
             " emptyDir volumes than its limit or the node's free disk; write caches and"
             " checkpoints to a volume, or request ephemeral-storage)"
         )
+    if "low on resource: memory" in message:
+        return (
+            " (node memory pressure: the kubelet evicts first the pods that use more memory"
+            " than they request; request as much memory as the limit)"
+        )
+    if message.startswith("The node had condition:"):
+        return " (the kubelet refused the pod: its node is under that pressure)"
     return ""
 
 
