@@ -79,6 +79,18 @@ CASES: dict[str, tuple[str, str, str, str]] = {
         " the pods that use more memory than they request; request as much memory as the"
         " limit)",
     ),
+    "image-unauthorized": (
+        "created",
+        "err-image-pull-unauthorized",
+        "master",
+        "ErrImagePull: pod resnet50-ddp-master-0 cannot pull image"
+        ' ghcr.io/example/trainer:v1.4.0: failed to pull and unpack image "ghcr.io/example/'
+        'trainer:v1.4.0": failed to resolve reference "ghcr.io/example/trainer:v1.4.0": failed'
+        " to authorize: failed to fetch anonymous token: unexpected status from GET request to"
+        " https://ghcr.io/token?scope=repository%3Aexample%2Ftrainer%3Apull&service=ghcr.io:"
+        " 401 Unauthorized; the registry refused the credentials: add or fix the pod's"
+        " imagePullSecrets",
+    ),
     "container-status-unknown": (
         "failed",
         "container-status-unknown",
@@ -280,4 +292,23 @@ def test_an_exit_the_operator_recorded_says_what_its_code_means(
     assert code == 1
     assert out.splitlines()[0].startswith(
         "Exited: pod resnet50-ddp-worker-1 exited with code 139 (SIGSEGV: a segmentation fault"
+    )
+
+
+def test_an_unbound_claim_is_named(
+    api: RunningEmulator, repo: Path, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On main the scheduler's words alone: which of the pod's claims, and why, unsaid."""
+    waiting = pod(JOB, "master", 0, response("pods", "pending-pvc-unbound"))
+    waiting["spec"]["volumes"] = [
+        {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+        {"name": "checkpoints", "persistentVolumeClaim": {"claimName": "resnet50-ddp-checkpoints"}},
+    ]
+    api.add(_job(repo, "created"), waiting)
+    code, out, _ = _explain(capsys, repo, kubeconfig)
+    assert code == 1
+    assert out.splitlines()[0] == (
+        "Pending: 0/12 nodes are available: pod has unbound immediate PersistentVolumeClaims"
+        " (pod resnet50-ddp-master-0); a claim it mounts (resnet50-ddp-checkpoints) is not"
+        " bound: its StorageClass could not provision a volume (kubectl describe pvc)"
     )

@@ -166,7 +166,7 @@ def _container_causes(pod: dict[str, Any], c: dict[str, Any], ended: bool) -> li
         text = (
             f"{waiting['reason']}: pod {name} cannot pull image {c.get('image', '?')}:"
             f" {waiting.get('message', '')}".rstrip(": ")
-        )
+        ) + kubelet.image_hint(str(waiting.get("message") or ""))
         out.append(Cause(text, PLATFORM, _started(pod.get("status") or {}), name))
     elif waiting.get("reason") in kubelet.CANNOT_START:
         message = str(waiting.get("message") or "").strip()

@@ -272,3 +272,30 @@ def gated(pod: dict[str, Any]) -> str:
         f"pod {name} waits on its scheduling gates {', '.join(gates) or '?'}: the scheduler"
         f" does not try it until {' or '.join(owners) or 'their controller'} removes them"
     )
+
+
+# What the container runtime's pull errors mean (containerd and CRI-O's messages, relayed by
+# the kubelet in `state.waiting.message` of ErrImagePull / ImagePullBackOff).
+_PULL_HINTS = (
+    (("not found", "manifest unknown"), "no such image or tag in the registry: check the"
+     " image name and tag"),
+    (("401 Unauthorized", "403 Forbidden", "pull access denied", "authorization failed",
+      "no basic auth credentials"), "the registry refused the credentials: add or fix the"
+     " pod's imagePullSecrets"),
+    (("x509:", "certificate signed by unknown authority"), "the node does not trust the"
+     " registry's certificate"),
+    (("toomanyrequests", "429 Too Many Requests"), "the registry rate-limits this node: use"
+     " a mirror or authenticated pulls"),
+    (("no match for platform", "exec format error"), "the image has no build for the node's"
+     " platform (amd64 / arm64)"),
+    (("i/o timeout", "no such host", "connection refused"), "the node cannot reach the"
+     " registry"),
+)  # fmt: skip
+
+
+def image_hint(message: str) -> str:
+    """`; <what to do>` for a pull error we know, else ""."""
+    for words, hint in _PULL_HINTS:
+        if any(w in message for w in words):
+            return f"; {hint}"
+    return ""
