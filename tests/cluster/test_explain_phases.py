@@ -88,3 +88,23 @@ def test_a_trainjob_created_suspended_reads_suspended(
     code, out, _ = run_cli(capsys, "--root", str(repo), "status", *where, "-o", "json")
     [row] = [j for j in json.loads(out)["jobs"] if j["name"] == trainjob.name]
     assert row["phase"] == "Suspended"
+
+
+def test_a_job_no_operator_took_up_says_so(
+    api: RunningEmulator, repo: Path, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Applied by Flux, no status, no pods: the operator is down or does not serve the kind.
+    On main: `Unknown: no pod has started yet`."""
+    manifests = built(repo)
+    mpijob = next(m for m in manifests if m.kind == "MPIJob")
+    api.add(live(mpijob.data))
+    code, out, _ = run_cli(
+        capsys, "--root", str(repo), "explain", mpijob.name or "", "--cluster", "cloud-h100",
+        "--kubeconfig", str(kubeconfig),
+    )  # fmt: skip
+    assert code == 1
+    assert out.splitlines()[0] == (
+        "NotReconciled: the MPIJob has no status and no pods: the MPI Operator has not taken"
+        " it up; is its controller running, and does it serve MPIJob (the Training"
+        " Operator's --enable-scheme)? `trainops doctor` checks both"
+    )

@@ -312,6 +312,13 @@ def _by_phase(result: Explanation, seen: _Seen, phase: str) -> None:
             " the operator deleted its pods: Kueue resumes it when it admits its Workload,"
             " else set the field to false"
         )
+    elif phase == "Unknown" and not seen.pods:
+        kind, api = str(seen.job.get("kind")), str(seen.job.get("apiVersion"))
+        result.cause = (
+            f"NotReconciled: the {kind} has no status and no pods: {kinds.provider(api)} has"
+            f" not taken it up; is its controller running, and does it serve {kind} (the"
+            " Training Operator's --enable-scheme)? `trainops doctor` checks both"
+        )
     else:
         result.cause = f"{phase}: {message or 'no pod has started yet'}"
 
