@@ -312,3 +312,18 @@ def test_an_unbound_claim_is_named(
         " (pod resnet50-ddp-master-0); a claim it mounts (resnet50-ddp-checkpoints) is not"
         " bound: its StorageClass could not provision a volume (kubectl describe pvc)"
     )
+
+
+def test_a_pod_still_creating_its_container_is_named(
+    api: RunningEmulator, repo: Path, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No event left (the event TTL) to say why: on main only `Created: PyTorchJob
+    resnet50-ddp is created.`"""
+    api.add(_job(repo, "created"), pod(JOB, "master", 0, response("pods", "pending-recreated")))
+    code, out, _ = _explain(capsys, repo, kubeconfig)
+    assert code == 1
+    assert out.splitlines()[0] == (
+        "Created: PyTorchJob resnet50-ddp is created; pod resnet50-ddp-master-0 is still"
+        " ContainerCreating since 2026-11-23T08:31:06Z: its node pulls the image or mounts its"
+        " volumes (kubectl describe pod resnet50-ddp-master-0)"
+    )

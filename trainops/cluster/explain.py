@@ -320,7 +320,29 @@ def _by_phase(result: Explanation, seen: _Seen, phase: str) -> None:
             " Training Operator's --enable-scheme)? `trainops doctor` checks both"
         )
     else:
-        result.cause = f"{phase}: {message or 'no pod has started yet'}"
+        said, starting = message or "no pod has started yet", _starting(seen.pods)
+        result.cause = f"{phase}: {said.rstrip('.') if starting else said}{starting}"
+
+
+def _starting(pods: list[dict[str, Any]]) -> str:
+    """`; pod <p> is still ContainerCreating since <t> ...` for the longest-waiting pod whose
+    kubelet has not started its containers and said nothing more (no event left)."""
+    waiting = [
+        p
+        for p in pods
+        if any(
+            (c.get("state") or {}).get("waiting", {}).get("reason") == "ContainerCreating"
+            for c in causes_mod.containers(p)
+        )
+    ]
+    if not waiting:
+        return ""
+    first = min(waiting, key=lambda p: str((p.get("status") or {}).get("startTime") or ""))
+    since = (first.get("status") or {}).get("startTime") or "?"
+    return (
+        f"; pod {_name(first)} is still ContainerCreating since {since}: its node pulls the"
+        f" image or mounts its volumes (kubectl describe pod {_name(first)})"
+    )
 
 
 def _limit_set(job: dict[str, Any], message: str) -> str:
