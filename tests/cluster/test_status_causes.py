@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster.conftest import pod, response, run_cli
+from tests.cluster.conftest import built, live, pod, response, run_cli
 from tests.cluster.test_explain import JOB, _job
 from trainops.cluster.emulator_thread import RunningEmulator
 
@@ -70,3 +70,30 @@ def test_a_recovered_restart_is_no_finding(
     """A container that crashed once and runs again, the job Running: nothing to say."""
     api.add(_job(repo, "running"), pod(JOB, "master", 0, response("pods", "crash-loop-running")))
     assert _status(capsys, repo, kubeconfig)[JOB]["findings"] == []
+
+
+def test_a_trainjobs_jobset_pods_are_counted(
+    api: RunningEmulator, repo: Path, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its pods carry the JobSet's label (jobset.sigs.k8s.io/jobset-name), not the Training
+    Operator's: on main `status` counted 0 restarts and said nothing of the crash loop."""
+    trainjob = next(m for m in built(repo, "onprem-h200") if m.kind == "TrainJob")
+    name, ns = trainjob.name or "", trainjob.namespace or "default"
+    looping = pod(name, "node", 0, response("pods", "crash-loop"), ns=ns)
+    looping["metadata"]["name"] = f"{name}-node-0-0-x8k2p"
+    looping["metadata"]["labels"] = {
+        "jobset.sigs.k8s.io/jobset-name": name,
+        "jobset.sigs.k8s.io/replicatedjob-name": "node",
+        "batch.kubernetes.io/job-name": f"{name}-node-0",
+    }
+    api.add(live(trainjob.data, response("trainjob-status", "running")), looping)
+    code, out, err = run_cli(
+        capsys, "--root", str(repo), "status", "--cluster", "onprem-h200",
+        "--kubeconfig", str(kubeconfig), "--context", "trainops-test", "-o", "json",
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    [row] = [j for j in json.loads(out)["jobs"] if j["name"] == name and j["created"]]
+    assert row["restarts"] == 5
+    assert row["findings"][0].startswith(
+        f"CrashLoopBackOff: container pytorch of pod {name}-node-0-0-x8k2p keeps exiting"
+    )

@@ -266,7 +266,10 @@ def collect(
         jobs = [(r, j) for r in served for j in client.list(r, ns)]
         if not jobs:
             continue
-        pods = pods_by_job(client.list(pod_resource, ns, kinds.JOB_NAME_LABEL))
+        listed = client.list(pod_resource, ns, kinds.JOB_NAME_LABEL)
+        if any(r.kind == "TrainJob" for r, _ in jobs):  # a JobSet's pods carry its label
+            listed += client.list(pod_resource, ns, kinds.JOBSET_NAME_LABEL)
+        pods = pods_by_job(listed)
         workloads, podgroups = scheduler_objects(client, profile, ns)
         for resource, job in jobs:
             meta = job.get("metadata") or {}
