@@ -63,19 +63,27 @@ def _errors(validator: jsonschema.Draft202012Validator, instance: Any) -> list[s
     return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(instance)]
 
 
-@pytest.mark.parametrize("state", ["running", "created", "failed", "restarting", "suspended"])
+@pytest.mark.parametrize(
+    "state",
+    sorted(yaml.safe_load((RESPONSES / "pytorchjob-status.yaml").read_text())),
+)
 def test_pytorchjob_status_matches_the_upstream_crd(state: str) -> None:
     status = response("pytorchjob-status", state)
     assert _errors(_crd_status("kubeflow.org/pytorchjobs.yaml", "v1"), status) == []
 
 
-@pytest.mark.parametrize("state", ["running", "complete"])
+def test_mpijob_status_matches_the_upstream_crd() -> None:
+    status = response("mpijob-status", "launcher-failed")
+    assert _errors(_crd_status("kubeflow.org/mpijobs-v2beta1.yaml", "v2beta1"), status) == []
+
+
+@pytest.mark.parametrize("state", ["running", "complete", "suspended"])
 def test_trainjob_status_matches_the_upstream_crd(state: str) -> None:
     status = response("trainjob-status", state)
     assert _errors(_crd_status("trainer.kubeflow.org/trainjobs.yaml", "v1alpha1"), status) == []
 
 
-@pytest.mark.parametrize("state", ["podgroup-pending", "podgroup-running"])
+@pytest.mark.parametrize("state", ["podgroup-pending", "podgroup-running", "podgroup-unknown"])
 def test_podgroup_status_matches_the_upstream_crd(state: str) -> None:
     status = response("schedulers", state)
     assert _errors(_crd_status("scheduling.volcano.sh/podgroups.yaml", "v1beta1"), status) == []

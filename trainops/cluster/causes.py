@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from trainops.cluster import kubelet
+
 # Natures, most root-like first.
 PLATFORM = 0
 """The platform ended the pod: OOM killer, eviction, preemption, node loss, image pull."""
@@ -33,19 +35,6 @@ FOLLOWER = 3
 """The container exited because a peer had gone: its log ends in a collective error."""
 
 _IMAGE_PULL = {"ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull"}
-# The pod condition Kubernetes 1.26+ sets before it deletes a pod for a disruption; reason ->
-# what it means for the job.
-_DISRUPTION = {
-    "PreemptionByScheduler": "Preempted: the scheduler preempted pod {pod} for a higher-priority"
-    " pod",
-    "DeletionByTaintManager": "NodeLost: pod {pod} was deleted because its node {node} became"
-    " not-ready or unreachable",
-    "DeletionByPodGC": "NodeLost: pod {pod} was deleted because its node {node} is gone",
-    "EvictionByEvictionAPI": "Evicted: pod {pod} was evicted through the Eviction API (a node"
-    " drain or a descheduler)",
-    "TerminationByKubelet": "Evicted: the kubelet of node {node} terminated pod {pod} (node"
-    " pressure or node shutdown)",
-}
 KUEUE_EVICTED = "Preempted: Kueue evicted Workload"
 # Exit code 137 is 128 + SIGKILL: the kernel's OOM killer, or a kill after the grace period.
 SIGKILL_EXIT = 137
@@ -119,18 +108,31 @@ def pod_causes(pod: dict[str, Any], summary: Callable[[str, dict[str, Any]], str
         {},
     )
     when = str(disrupted.get("lastTransitionTime") or "")
-    if status.get("reason") == "Evicted":  # node-pressure eviction: the kubelet's own words
-        message = str(status.get("message", "evicted by the kubelet")).strip()
-        text = f"Evicted: pod {name}: {message}{eviction_hint(message)}"
+    reason = str(status.get("reason") or "")
+    if reason:  # the kubelet's own words: Evicted, UnexpectedAdmissionError, OutOf<resource>...
+        message = str(status.get("message", "")).strip() or "ended by the kubelet"
+        hint = kubelet.eviction_hint(message) if reason == "Evicted" else ""
+        if not hint and (meaning := kubelet.pod_reason_hint(reason)):
+            hint = f" ({meaning})"
+        text = f"{reason}: pod {name}: {message}{hint}"
         out.append(Cause(text, PLATFORM, when, name))
-    elif (template := _DISRUPTION.get(str(disrupted.get("reason")))) is not None:
+    elif (template := kubelet.DISRUPTION.get(str(disrupted.get("reason")))) is not None:
         out.append(Cause(template.format(pod=name, node=node), PLATFORM, when, name))
+    elif (lost := kubelet.node_not_ready(pod)) is not None:
+        out.append(Cause(lost[0], PLATFORM, lost[1], name))
+    deleting = (pod.get("metadata") or {}).get("deletionTimestamp")
+    if out and deleting and status.get("phase") in {"Running", "Pending"}:
+        first = out[0]
+        out[0] = replace(first, text=f"{first.text}; {kubelet.stuck(name, str(deleting))}")
     for c in containers(pod):
-        out += _container_causes(pod, c)
+        # The SIGKILL/SIGTERM of a pod the platform ended is no cause of its own.
+        out += _container_causes(pod, c, ended=bool(out))
     if status.get("phase") == "Pending" and not out:
         for cond in status.get("conditions") or []:
             if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
                 text = f"Pending: {summary(str(cond.get('message', '')), pod)}"
+                if cond.get("reason") == "SchedulingGated":
+                    text = f"Pending: {kubelet.gated(pod)}"
                 when = str(cond.get("lastTransitionTime") or "")
                 out.append(Cause(text, UNSCHEDULABLE, when, name))
     return out
@@ -140,8 +142,9 @@ def _started(status: dict[str, Any]) -> str:
     return str(status.get("startTime") or "")
 
 
-def _container_causes(pod: dict[str, Any], c: dict[str, Any]) -> list[Cause]:
+def _container_causes(pod: dict[str, Any], c: dict[str, Any], ended: bool) -> list[Cause]:
     name, cname = _name(pod), str(c.get("name"))
+    who = f"init container {cname}" if cname in _init_names(pod) else f"container {cname}"
     state, last = c.get("state") or {}, c.get("lastState") or {}
     running = "running" in state
     out: list[Cause] = []
@@ -150,70 +153,79 @@ def _container_causes(pod: dict[str, Any], c: dict[str, Any]) -> list[Cause]:
             limit = _limit(pod, cname, "memory")
             within = f" (memory limit {limit})" if limit else ""
             text = (
-                f"OOMKilled: container {cname} of pod {name} ran out of memory{within}, exit"
-                f" code {term.get('exitCode', SIGKILL_EXIT)}; raise its memory or lower the"
-                " batch size"
+                f"OOMKilled: {who} of pod {name} ran out of memory{within}, exit"
+                f" code {term.get('exitCode', SIGKILL_EXIT)}; raise its memory"
+                + (" limit" if who.startswith("init") else " or lower the batch size")
             )
             when = str(term.get("finishedAt") or "")
             out.append(Cause(text, PLATFORM, when, name, cname, previous, past=running))
             return out
     waiting = state.get("waiting") or {}
+    term = state.get("terminated") or {}
     if waiting.get("reason") in _IMAGE_PULL:
         text = (
             f"{waiting['reason']}: pod {name} cannot pull image {c.get('image', '?')}:"
             f" {waiting.get('message', '')}".rstrip(": ")
-        )
+        ) + kubelet.image_hint(str(waiting.get("message") or ""))
         out.append(Cause(text, PLATFORM, _started(pod.get("status") or {}), name))
+    elif waiting.get("reason") in kubelet.CANNOT_START:
+        message = str(waiting.get("message") or "").strip()
+        text = (
+            f"{waiting['reason']}: the kubelet cannot start {who} of pod {name}: {message}".rstrip(
+                ": "
+            )
+        ) + kubelet.cannot_start_hint(message)
+        out.append(Cause(text, PLATFORM, _started(pod.get("status") or {}), name))
+    elif term.get("reason") == "ContainerStatusUnknown":
+        text = (
+            f"ContainerStatusUnknown: the kubelet lost {who} of pod {name}"
+            f" ({term.get('message') or 'it could not be located'}): its node restarted or"
+            " was unreachable when the pod was deleted; the exit code"
+            f" {term.get('exitCode', SIGKILL_EXIT)} is the kubelet's, not the program's"
+        )
+        out.append(Cause(text, PLATFORM, str(term.get("finishedAt") or ""), name))
     elif waiting.get("reason") == "CrashLoopBackOff":
         term = last.get("terminated") or {}
+        code = kubelet.exit_code(term)
         text = (
-            f"CrashLoopBackOff: container {cname} of pod {name} keeps exiting (restarts"
+            f"CrashLoopBackOff: {who} of pod {name} keeps exiting (restarts"
             f" {c.get('restartCount', 0)}, last exit code {term.get('exitCode', '?')}"
             f" {term.get('reason', '')})".replace(" )", ")")
-        )
+        ) + kubelet.said(term, code)
         out.append(Cause(text, EXITED, str(term.get("finishedAt") or ""), name, cname, True))
-    else:
-        term = state.get("terminated") or {}
-        if term and int(term.get("exitCode") or 0) != 0:
-            text = (
-                f"{term.get('reason') or 'Error'}: container {cname} of pod {name} exited"
-                f" with code {term.get('exitCode')}"
-            )
-            out.append(Cause(text, EXITED, str(term.get("finishedAt") or ""), name, cname))
-        elif running and int((last.get("terminated") or {}).get("exitCode") or 0) != 0:
-            # A crash loop caught between two runs: the previous run's log says why.
-            term = last["terminated"]
-            text = (
-                f"{term.get('reason') or 'Error'}: container {cname} of pod {name} exited"
-                f" with code {term.get('exitCode')} and was restarted (restarts"
-                f" {c.get('restartCount', 0)})"
-            )
-            when = str(term.get("finishedAt") or "")
-            out.append(Cause(text, EXITED, when, name, cname, True, past=True))
+    elif (code := kubelet.exit_code(term)) != 0 and not (ended and code in _KILLED):
+        text = (
+            f"{term.get('reason') or 'Error'}: {who} of pod {name} exited with code {code}"
+        ) + kubelet.said(term, code)
+        out.append(Cause(text, EXITED, str(term.get("finishedAt") or ""), name, cname))
+    elif running and (code := kubelet.exit_code(last.get("terminated") or {})) != 0:
+        # A crash loop caught between two runs: the previous run's log says why.
+        term = last["terminated"]
+        text = (
+            f"{term.get('reason') or 'Error'}: {who} of pod {name} exited"
+            f" with code {code}{kubelet.exit_meaning(code)} and was restarted (restarts"
+            f" {c.get('restartCount', 0)})"
+        )
+        when = str(term.get("finishedAt") or "")
+        out.append(Cause(text, EXITED, when, name, cname, True, past=True))
     return out
+
+
+# A container's SIGKILL or SIGTERM exit, when the kubelet ended its pod.
+_KILLED = {SIGKILL_EXIT, 143}
+
+
+def _init_names(pod: dict[str, Any]) -> set[str]:
+    found = ((pod.get("status") or {}).get("initContainerStatuses") or []) + (
+        (pod.get("spec") or {}).get("initContainers") or []
+    )
+    return {str(c.get("name")) for c in found if isinstance(c, dict)}
 
 
 _OOM_KILLED = "OOMKilled"
 # A pod named in an operator's event message: `Pod: <ns>.<pod>` (Training Operator) or
 # `pod <ns>/<pod>` (batch Job, MPI Operator).
 _POD_IN_MESSAGE = re.compile(r"\b[Pp]od:? \"?(?:[a-z0-9-]+[./])?([a-z0-9][-a-z0-9.]*[a-z0-9])")
-# The kubelet's ephemeral-storage eviction messages (pkg/kubelet/eviction/helpers.go:
-# "The node was low on resource: ephemeral-storage.", "Container %s exceeded its local ephemeral
-# storage limit %q.", "Pod ephemeral local storage usage exceeds the total limit of containers
-# %s.", "Usage of EmptyDir volume %q exceeds the limit %q.").
-_EPHEMERAL = ("ephemeral-storage", "ephemeral local storage", "EmptyDir volume")
-
-
-def eviction_hint(message: str) -> str:
-    """What to do about an eviction, from the kubelet's message ("" when it says nothing
-    we know)."""
-    if any(word in message for word in _EPHEMERAL):
-        return (
-            " (ephemeral storage: the pod wrote more to its container filesystem, logs or"
-            " emptyDir volumes than its limit or the node's free disk; write caches and"
-            " checkpoints to a volume, or request ephemeral-storage)"
-        )
-    return ""
 
 
 def _pod_named(message: str) -> str | None:
@@ -271,13 +283,19 @@ def event_causes(events: list[dict[str, Any]]) -> list[Cause]:
             why = (
                 " (SIGKILL: the kernel's OOM killer, or a kill after the grace period)"
                 if code == SIGKILL_EXIT
-                else ""
+                else kubelet.exit_meaning(code)
             )
             text = f"Exited: pod {exited['pod']} exited with code {code}{why}"
             nature = PLATFORM if code == SIGKILL_EXIT else EXITED
             out.append(Cause(text, nature, when, exited["pod"]))
+        elif kubelet.create_failed(reason, message):
+            text = (
+                f"FailedCreate: {kind.lower()}/{name} cannot create its pods: {message}"
+                + kubelet.create_hint(message)
+            )
+            out.append(Cause(text, UNSCHEDULABLE, when, None))
         elif kind == "Pod" and reason in {"Evicted", "Preempted", "OOMKilling"}:
-            text = f"{reason}: pod {name}: {message}{eviction_hint(message)}"
+            text = f"{reason}: pod {name}: {message}{kubelet.eviction_hint(message)}"
             out.append(Cause(text, PLATFORM, when, name, uid=str(obj.get("uid") or "")))
         elif _OOM_KILLED in message:  # an operator's or controller's words for a pod it saw
             pod = _pod_named(message) or (name if kind == "Pod" else None)
@@ -292,24 +310,30 @@ def event_causes(events: list[dict[str, Any]]) -> list[Cause]:
     return out
 
 
-def workload_cause(workload: dict[str, Any]) -> Cause | None:
-    """Kueue's eviction of the job's Workload (preempted, or its node failed): the
-    `Evicted` condition (reason `Preempted`, `PodsReadyTimeout`, ...) or the `Preempted`
-    condition (kueue.x-k8s.io/v1beta1 Workload status, Kueue v0.9+)."""
-    for kind in ("Preempted", "Evicted"):
-        for cond in (workload.get("status") or {}).get("conditions") or []:
-            if cond.get("type") == kind and cond.get("status") == "True":
-                text = (
-                    f"{KUEUE_EVICTED} {_name(workload)}"
-                    f" ({cond.get('reason', kind)}): {cond.get('message', '')}".rstrip(": ")
-                )
-                if cond.get("reason") not in {
-                    "Preempted",
-                    "InClusterQueue",
-                    "InCohortReclamation",
-                    "InCohortFairSharing",
-                    "InCohortReclaimWhileBorrowing",
-                }:
-                    text = text.replace("Preempted: ", "Evicted: ", 1)
-                return Cause(text, PLATFORM, str(cond.get("lastTransitionTime") or ""))
-    return None
+def startup_causes(pod: dict[str, Any], events: list[dict[str, Any]]) -> list[Cause]:
+    """A pod with a node that cannot start, from the events about it: a volume that cannot
+    be attached or mounted, a network the CNI cannot set up (its containers only say
+    ContainerCreating)."""
+    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    if status.get("phase") != "Pending":
+        return []
+    said: dict[str, dict[str, Any]] = {}
+    for e in events:
+        obj = e.get("involvedObject") or {}
+        if (
+            obj.get("kind") == "Pod"
+            and obj.get("name") == meta.get("name")
+            and obj.get("uid") in {None, "", meta.get("uid")}
+            and e.get("reason") in kubelet.STARTUP_EVENTS
+        ):
+            said[str(e.get("reason"))] = e  # events come oldest first: the latest stays
+    out = []
+    for reason, e in sorted(said.items()):
+        message = " ".join(str(e.get("message") or "").split())
+        text = (
+            f"{reason}: pod {_name(pod)} cannot start: {message[:400]}"
+            f"{kubelet.startup_hint(reason, message)} ({reason} x{event_count(e)}, last"
+            f" {event_time(e)})"
+        )
+        out.append(Cause(text, PLATFORM, event_time(e), _name(pod)))
+    return out

@@ -11,7 +11,11 @@ from trainops.cluster.causes import event_count, event_time
 
 # The scheduler's summary, e.g. "0/12 nodes are available: 4 Insufficient nvidia.com/gpu,
 # 8 node(s) didn't match Pod's node affinity/selector. preemption: ..."
-_UNSCHEDULABLE = re.compile(r"^0/(\d+) nodes are available: (.*?)(?:\. preemption:.*)?\.?$", re.S)
+# Volcano's (v1.15 pkg/scheduler/api/unschedule_info.go FitErrors) says "0/8 nodes are
+# unavailable: 8 Insufficient nvidia.com/gpu."
+_UNSCHEDULABLE = re.compile(
+    r"^0/(\d+) nodes are (?:un)?available: (.*?)(?:\. preemption:.*)?\.?$", re.S
+)
 _SELECTOR_MISS = re.compile(r"^(\d+) node\(s\) didn't match Pod's node affinity/selector$")
 
 
@@ -32,7 +36,18 @@ def scheduler_summary(message: str, pod: dict[str, Any]) -> str:
         if miss and int(miss.group(1)) == total and selector:
             wanted = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
             return f"0/{total} nodes have {wanted} (the nodeSelector of pod {_name(pod)})"
-    return f"{first.split('. preemption:')[0].rstrip('.')} (pod {_name(pod)})"
+    said = f"{first.split('. preemption:')[0].rstrip('.')} (pod {_name(pod)})"
+    if "unbound immediate PersistentVolumeClaims" in first:
+        claims = [
+            str(v["persistentVolumeClaim"].get("claimName"))
+            for v in (pod.get("spec") or {}).get("volumes") or []
+            if isinstance(v, dict) and isinstance(v.get("persistentVolumeClaim"), dict)
+        ]
+        said += (
+            f"; a claim it mounts ({', '.join(claims) or '?'}) is not bound: its StorageClass"
+            " could not provision a volume (kubectl describe pvc)"
+        )
+    return said
 
 
 def pod_line(pod: dict[str, Any]) -> str:

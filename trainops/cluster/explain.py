@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from trainops.cluster import causes as causes_mod
-from trainops.cluster import hang, kinds, nccl_log, running
+from trainops.cluster import hang, kinds, kueue, nccl_log, running
 from trainops.cluster.answer import DIED_OF, LAST, Explanation, LogTail
 from trainops.cluster.causes import Cause
 from trainops.cluster.client import Client, Resource
@@ -136,9 +136,14 @@ def _ranked(seen: _Seen, job_running: bool) -> list[Cause]:
     runs, what only the events or Kueue's conditions remember (an eviction, a preemption,
     pods long deleted) is history, not the cause of what its pods do now."""
     live = {_name(p): p.get("metadata") or {} for p in seen.pods}
-    found = [c for p in seen.pods for c in causes_mod.pod_causes(p, scheduler_summary)]
+    found = [
+        c
+        for p in seen.pods
+        for c in causes_mod.pod_causes(p, scheduler_summary)
+        or causes_mod.startup_causes(p, seen.events)
+    ]
     if not job_running:
-        evicted = causes_mod.workload_cause(seen.workload) if seen.workload else None
+        evicted = kueue.workload_cause(seen.workload) if seen.workload else None
         if evicted is not None:  # Kueue's condition says it better than its event
             found.append(evicted)
         found += [
@@ -222,6 +227,12 @@ def explain(
     if phase in {"Succeeded", "Complete"}:
         cond = kinds.condition(job, phase) or {}
         result.cause, result.healthy = f"{phase}: {cond.get('message', 'the job finished')}", True
+        # The operator's success policy may end a job on its master while a worker failed.
+        result.findings += [
+            f"failed before the job finished: {c.text}"
+            for p in pods
+            for c in causes_mod.pod_causes(p, scheduler_summary)
+        ]
         return result
     ranked = _ranked(seen, phase == "Running")
     if ranked:
@@ -265,9 +276,7 @@ def _queued(result: Explanation, seen: _Seen) -> bool:
     """Kueue has not admitted the job, or Volcano cannot gang-schedule it."""
     workload, podgroup = seen.workload, seen.podgroup
     if workload is not None and not _true(workload, "Admitted"):
-        reserved = kinds.condition(workload, "QuotaReserved")
-        admitted = kinds.condition(workload, "Admitted")
-        why = (reserved or admitted or {}).get("message") or "waiting in its queue"
+        why = kueue.kueue_waiting(workload)
         note = scheduler_note(seen.events, {_name(workload)})
         result.cause = f"Queued: Kueue has not admitted Workload {_name(workload)}: {why}{note}"
         return True
@@ -275,6 +284,11 @@ def _queued(result: Explanation, seen: _Seen) -> bool:
     if podgroup is not None and pg_status.get("phase") not in {"Running", "Completed"}:
         conds = [c for c in pg_status.get("conditions") or [] if c.get("status") == "True"]
         why = conds[-1].get("message") if conds else "waiting for all its pods to fit"
+        if pg_status.get("phase") == "Unknown":  # volcano pkg/scheduler/framework/session.go
+            why = (
+                f"{pg_status.get('running', 0)} of its pods run but the rest of the gang cannot"
+                f" be scheduled: {why}"
+            )
         note = scheduler_note(seen.events, {_name(podgroup)})
         result.cause = (
             f"Pending: Volcano PodGroup {_name(podgroup)} is"
@@ -291,9 +305,56 @@ def _by_phase(result: Explanation, seen: _Seen, phase: str) -> None:
         up = sum(1 for p in seen.pods if (p.get("status") or {}).get("phase") == "Running")
         result.cause, result.healthy = f"Running: {up}/{len(seen.pods)} pods running", True
     elif phase == "Failed":
-        result.cause = f"Failed: {message or 'the job failed'}"
+        result.cause = f"Failed: {message or 'the job failed'}{_limit_set(seen.job, message)}"
+    elif phase == "Suspended":
+        result.cause = (
+            f"Suspended: {message or 'the job is suspended'}; its suspend field is true and"
+            " the operator deleted its pods: Kueue resumes it when it admits its Workload,"
+            " else set the field to false"
+        )
+    elif phase == "Unknown" and not seen.pods:
+        kind, api = str(seen.job.get("kind")), str(seen.job.get("apiVersion"))
+        result.cause = (
+            f"NotReconciled: the {kind} has no status and no pods: {kinds.provider(api)} has"
+            f" not taken it up; is its controller running, and does it serve {kind} (the"
+            " Training Operator's --enable-scheme)? `trainops doctor` checks both"
+        )
     else:
-        result.cause = f"{phase}: {message or 'no pod has started yet'}"
+        said, starting = message or "no pod has started yet", _starting(seen.pods)
+        result.cause = f"{phase}: {said.rstrip('.') if starting else said}{starting}"
+
+
+def _starting(pods: list[dict[str, Any]]) -> str:
+    """`; pod <p> is still ContainerCreating since <t> ...` for the longest-waiting pod whose
+    kubelet has not started its containers and said nothing more (no event left)."""
+    waiting = [
+        p
+        for p in pods
+        if any(
+            (c.get("state") or {}).get("waiting", {}).get("reason") == "ContainerCreating"
+            for c in causes_mod.containers(p)
+        )
+    ]
+    if not waiting:
+        return ""
+    first = min(waiting, key=lambda p: str((p.get("status") or {}).get("startTime") or ""))
+    since = (first.get("status") or {}).get("startTime") or "?"
+    return (
+        f"; pod {_name(first)} is still ContainerCreating since {since}: its node pulls the"
+        f" image or mounts its volumes (kubectl describe pod {_name(first)})"
+    )
+
+
+def _limit_set(job: dict[str, Any], message: str) -> str:
+    """The runPolicy limit the operator's failure message names, with its value
+    (kubeflow/training-operator v1.9.0 pkg/controller.v1/common/job.go: "... has failed
+    because it was active longer than specified deadline", "... reached the specified
+    backoff limit")."""
+    policy = (job.get("spec") or {}).get("runPolicy") or {}
+    for words, key in (("deadline", "activeDeadlineSeconds"), ("backoff limit", "backoffLimit")):
+        if words in message and key in policy:
+            return f" (runPolicy.{key}: {policy[key]})"
+    return ""
 
 
 def _transports(result: Explanation, profile: ClusterProfile, logs: Logs) -> None:

@@ -79,6 +79,9 @@ def phase(obj: dict[str, Any]) -> str:
         if trainjob_running(obj.get("status")):
             return "Running"
         return "Unknown"
+    # Created only says the operator made the pods (a TrainJob created suspended by Kueue's
+    # webhook gets Created and Suspended in the same second): any other state wins.
+    true = [c for c in true if c.get("type") != "Created"] or true
     latest = max(
         enumerate(true), key=lambda ic: (str(ic[1].get("lastTransitionTime") or ""), ic[0])
     )

@@ -34,7 +34,10 @@ _EXITCODE = re.compile(r"^(-?\d+)")
 SIGKILL = 9
 _NO_TRACEBACK = "To enable traceback see"
 _CHAINED = ("During handling", "The above exception")
-_RANK_PREFIX = re.compile(r"^\[rank(\d+)\]: ?")
+# The per-rank prefix of a line: torch's excepthook (`[rank1]: `), Open MPI's `mpirun
+# --tag-output` (`[1,0]<stderr>:`, job and rank; the MPI Operator's launcher log) and
+# horovodrun's (`[0]<stderr>:`).
+_RANK_PREFIX = re.compile(r"^(?:\[rank(\d+)\]: ?|\[\d+(?:,\d+)?\]<std(?:err|out)>:)")
 # Lines a program may print after the traceback it dies of (atexit hooks, torch's "destroy
 # process group" warning, NCCL's abort notices) before the log ends.
 TRACEBACK_TRAILER = 30
@@ -85,7 +88,7 @@ def read(
 
 
 def _tag(line: str) -> str:
-    """The `[rank<N>]:` prefix torch's excepthook writes before every line, or ""."""
+    """The rank prefix before every line (`[rank<N>]: `, `[1,0]<stderr>:`), or ""."""
     prefix = _RANK_PREFIX.match(line)
     return prefix.group(0) if prefix else ""
 

@@ -16,9 +16,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainops.cluster import compare, kinds, running
+from trainops.cluster import causes, compare, kinds, running
 from trainops.cluster.client import Client, Resource
 from trainops.cluster.errors import ClusterError
+from trainops.cluster.evidence import scheduler_summary
 from trainops.cluster.hang import DEFAULT_STALL_SECONDS
 from trainops.core.manifest import Manifest
 from trainops.core.text import one_line
@@ -227,6 +228,19 @@ def _running_findings(
     return stuck is not None, findings + [f"could not read {line}" for line in logs.unread]
 
 
+def pod_finding(name: str, pods: list[dict[str, Any]], phase: str, cluster: str) -> list[str]:
+    """The first failure its pods show (causes.py, as `explain` ranks them, without the
+    logs), for a job that has not finished: the row's phase is the operator's, this is why."""
+    if phase in {"Succeeded", "Complete"}:
+        return []
+    found = [c for p in pods for c in causes.pod_causes(p, scheduler_summary)]
+    ranked = causes.rank(found, phase in {"Running", "Hung"})
+    if not ranked:
+        return []
+    more = f" (and {len(ranked) - 1} more)" if len(ranked) > 1 else ""
+    return [f"{ranked[0].text}{more}; trainops explain {name} --cluster {cluster}"]
+
+
 def collect(
     client: Client,
     profile: ClusterProfile,
@@ -252,7 +266,10 @@ def collect(
         jobs = [(r, j) for r in served for j in client.list(r, ns)]
         if not jobs:
             continue
-        pods = pods_by_job(client.list(pod_resource, ns, kinds.JOB_NAME_LABEL))
+        listed = client.list(pod_resource, ns, kinds.JOB_NAME_LABEL)
+        if any(r.kind == "TrainJob" for r, _ in jobs):  # a JobSet's pods carry its label
+            listed += client.list(pod_resource, ns, kinds.JOBSET_NAME_LABEL)
+        pods = pods_by_job(listed)
         workloads, podgroups = scheduler_objects(client, profile, ns)
         for resource, job in jobs:
             meta = job.get("metadata") or {}
@@ -268,6 +285,8 @@ def collect(
                     client, profile, ns, pods[key[2]], (now, stall_seconds)
                 )
                 phase = "Hung" if hung else phase
+            why = pod_finding(key[2], pods.get(key[2], []), phase, profile.name)
+            findings = why + findings
             rows.append(
                 JobStatus(
                     namespace=ns,
