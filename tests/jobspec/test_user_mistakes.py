@@ -1,0 +1,100 @@
+"""Mistakes ML engineers make in job specs, each as a class: what the tools downstream would
+do with it (kustomize, the API server, DeepSpeed, torch) decides what trainops must say."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import yaml
+
+from tests.tools import trainops
+
+LLM = "jobs/llm-finetune.yaml"
+RESNET = "jobs/resnet50-ddp.yaml"
+
+
+def _edit(root: Path, rel: str, old: str, new: str) -> None:
+    path = root / rel
+    text = path.read_text()
+    assert old in text, f"fixture text {old!r} not in {rel}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def _line_of(root: Path, rel: str, needle: str) -> int:
+    lines = (root / rel).read_text().splitlines()
+    return next(n for n, line in enumerate(lines, 1) if needle in line)
+
+
+def test_an_env_value_in_exponent_notation_reaches_the_pod_as_that_text(
+    scratch: Path, tmp_path: Path
+) -> None:
+    """`LR: 1e-4` is text to YAML 1.1 but a number to kustomize (YAML 1.2): written plain into
+    the base, it came out of `kustomize build` as 0.0001, which `env[].value` refuses."""
+    values = {"LR": "1e-4", "STEPS": "1E5", "SCALE": "-.5", "MODE": "0o17"}
+    env = "".join(f"\n  {k}: {v}" for k, v in values.items())
+    _edit(scratch, RESNET, "  NCCL_DEBUG: INFO", "  NCCL_DEBUG: INFO" + env)
+    result = trainops(scratch, "validate", "--cluster", "cloud-h100", "-o", "json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads(result.stdout)["findings"] == []
+    assert trainops(scratch, "render").returncode == 0
+    built = trainops(
+        scratch, "build", "--cluster", "cloud-h100", "--output", str(tmp_path / "built")
+    )
+    assert built.returncode == 0, built.stderr
+    job = next(
+        d
+        for d in yaml.safe_load_all((tmp_path / "built" / "cloud-h100.yaml").read_text())
+        if d and d["kind"] == "PyTorchJob" and d["metadata"]["name"] == "resnet50-ddp"
+    )
+    pod = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    env_out = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+    assert {k: env_out[k] for k in values} == values
+
+
+def test_optimizer_and_scheduler_numbers_in_exponent_notation_reach_deepspeed_as_numbers(
+    scratch: Path,
+) -> None:
+    """`lr: 1e-4` under `optimizer.params` is a string to YAML 1.1: DeepSpeed hands it to
+    torch.optim.AdamW, which stops at start-up (`'<=' not supported between 'float' and
+    'str'`). Like the typed keys (`reduce_bucket_size: 5e8`), it is rendered as the number,
+    with a warning at its line whose advice YAML 1.1 does read as a number."""
+    _edit(
+        scratch,
+        LLM,
+        "    communication_data_type: bf16",
+        "    communication_data_type: bf16\n"
+        "    gradient_clipping: 1e0\n"
+        "    optimizer:\n      type: AdamW\n"
+        "      params: {lr: 1e-4, eps: 1e-8, betas: [0.9, 0.95], weight_decay: 0.1}\n"
+        "    scheduler:\n      type: WarmupDecayLR\n"
+        "      params: {warmup_type: linear, warmup_max_lr: 3e-4, total_num_steps: 1e5}",
+    )
+    result = trainops(scratch, "render")
+    assert result.returncode == 0, result.stderr
+    kustomization = yaml.safe_load((scratch / "base/llm-finetune/kustomization.yaml").read_text())
+    (literal,) = kustomization["configMapGenerator"][0]["literals"]
+    config = json.loads(literal.partition("=")[2])
+    assert config["gradient_clipping"] == 1.0
+    assert config["optimizer"]["params"] == {
+        "lr": 1e-4,
+        "eps": 1e-8,
+        "betas": [0.9, 0.95],
+        "weight_decay": 0.1,
+    }
+    assert config["scheduler"]["params"] == {
+        "warmup_type": "linear",
+        "warmup_max_lr": 3e-4,
+        "total_num_steps": 100000,
+    }
+    validated = trainops(scratch, "validate", "--cluster", "cloud-h100")
+    line = _line_of(scratch, LLM, "params: {lr: 1e-4")
+    warning = re.search(
+        rf"{LLM}:{line}: warning .*`deepspeed.config.optimizer.params.eps`: YAML 1.1 reads"
+        r" `1e-8` as a string .* \(write `([^`]+)` to say so\)",
+        validated.stdout,
+    )
+    assert warning, validated.stdout
+    assert yaml.safe_load(warning.group(1)) == 1e-8
+
