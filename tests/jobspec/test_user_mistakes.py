@@ -98,3 +98,71 @@ def test_optimizer_and_scheduler_numbers_in_exponent_notation_reach_deepspeed_as
     assert warning, validated.stdout
     assert yaml.safe_load(warning.group(1)) == 1e-8
 
+
+def _only_error(root: Path) -> str:
+    """The one error line of a failed `validate`: exit 2, no traceback, nothing written."""
+    before = sorted(p for p in root.rglob("*") if p.is_file())
+    result = trainops(root, "validate")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert sorted(p for p in root.rglob("*") if p.is_file()) == before
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, result.stderr
+    return errors[0]
+
+
+def test_a_short_name_for_a_required_key_is_one_error_naming_it(scratch: Path) -> None:
+    """`gpus: 8` or `gpu: 8` for `gpusPerReplica` was an unknown key with no suggestion and,
+    for the same mistake, a second error: `gpusPerReplica` missing."""
+    for spelling in ("gpus", "gpu", "GPUs"):
+        _edit(scratch, RESNET, "gpusPerReplica: 1", f"{spelling}: 1")
+        line = _line_of(scratch, RESNET, f"{spelling}: 1")
+        error = _only_error(scratch)
+        assert error.startswith(f"error: {RESNET}:{line}:1: unknown key `{spelling}`;"), error
+        assert "did you mean `gpusPerReplica`?" in error
+        _edit(scratch, RESNET, f"{spelling}: 1", "gpusPerReplica: 1")
+
+
+def test_a_key_at_the_wrong_indentation_says_where_it_belongs(scratch: Path) -> None:
+    """A key dedented out of its mapping (`memory` under `resources`), or indented into the
+    wrong one (`gpusPerReplica` under `resources`): one error at the key's own line naming
+    the mapping it belongs to, not a list of allowed keys and a second, missing-key error."""
+    _edit(scratch, RESNET, "  memory: 16Gi", "memory: 16Gi")
+    line = _line_of(scratch, RESNET, "memory: 16Gi")
+    error = _only_error(scratch)
+    assert error.startswith(
+        f"error: {RESNET}:{line}:1: unknown key `memory`: it belongs under `resources`"
+    ), error
+    _edit(scratch, RESNET, "memory: 16Gi", "  memory: 16Gi")
+    _edit(scratch, RESNET, "gpusPerReplica: 1\n", "")
+    _edit(scratch, RESNET, "  memory: 16Gi", "  memory: 16Gi\n  gpusPerReplica: 1")
+    line = _line_of(scratch, RESNET, "gpusPerReplica: 1")
+    error = _only_error(scratch)
+    assert error.startswith(
+        f"error: {RESNET}:{line}:3: unknown key `gpusPerReplica` in `resources`: it belongs at"
+        " the top level; check its indentation"
+    ), error
+
+
+def test_a_type_error_the_quotes_caused_says_to_add_or_drop_them(scratch: Path) -> None:
+    """`kubernetesVersion: 1.30` is the number 1.3 to YAML (`got 1.3` alone hides the cause);
+    `replicas: "4"` and `zeroStage: "3"` are strings (the enum's did-you-mean offered "3")."""
+    cases = [
+        (
+            "clusters/cloud-h100.yaml",
+            'kubernetesVersion: "1.31"',
+            "kubernetesVersion: 1.30",
+            'got 1.3: YAML reads `1.30` as a number; write it in quotes, "1.30"',
+        ),
+        (RESNET, "replicas: 4", 'replicas: "4"', 'got "4"; write it without quotes: 4'),
+        (LLM, "  zeroStage: 3", '  zeroStage: "3"', 'got "3"; write it without quotes: 3'),
+        (RESNET, "gpusPerReplica: 1", 'gpusPerReplica: "1.5"', 'got "1.5"'),
+    ]
+    for rel, old, new, expected in cases:
+        _edit(scratch, rel, old, new)
+        line = _line_of(scratch, rel, new)
+        error = _only_error(scratch)
+        assert error.startswith(f"error: {rel}:{line}:"), error
+        assert error.endswith(expected), error
+        _edit(scratch, rel, new, old)
+
