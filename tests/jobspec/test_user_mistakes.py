@@ -166,3 +166,39 @@ def test_a_type_error_the_quotes_caused_says_to_add_or_drop_them(scratch: Path) 
         assert error.endswith(expected), error
         _edit(scratch, rel, new, old)
 
+
+def test_two_volumes_at_one_mount_path_are_refused_at_the_second(scratch: Path) -> None:
+    """Copy-pasted volumes keeping one mountPath (or `/data/` beside `/data`, or the shared
+    memory's `/dev/shm`): the API server refuses every pod of the job (`mountPath: must be
+    unique`); validate reported only rules about what the mounts held."""
+    for taken in ("/data", "/data/", "/dev/shm"):
+        mount = "  checkpoints:\n    mountPath: "
+        _edit(scratch, RESNET, mount + "/checkpoints\n", f"{mount}{taken}\n")
+        line = _line_of(scratch, RESNET, "  checkpoints:") + 1
+        error = _only_error(scratch)
+        by = "sharedMemory" if taken == "/dev/shm" else "volumes.dataset"
+        assert error.startswith(
+            f"error: {RESNET}:{line}:5: `{taken}` is already mounted by `{by}`"
+        ), error
+        _edit(scratch, RESNET, f"{mount}{taken}\n", mount + "/checkpoints\n")
+
+
+def test_a_memory_or_storage_size_without_its_unit_is_refused(scratch: Path) -> None:
+    """`memory: 16` is 16 bytes and `memory: 16m` 16 millibytes to Kubernetes, which takes
+    both: the pod never starts (the runtime refuses a limit that small); validate passed."""
+    cases = [
+        (RESNET, "memory: 16Gi", "memory: 16", "`resources.memory: 16` is 16 bytes"),
+        (RESNET, "memory: 16Gi", "memory: 16m", "`resources.memory: 16m` is 0.016 bytes"),
+        (RESNET, "sharedMemory: 8Gi", "sharedMemory: 8", "`sharedMemory: 8` is 8 bytes"),
+        (RESNET, "size: 500Gi", "size: 500", "`volumes.dataset.size: 500` is 500 bytes"),
+    ]
+    for rel, old, new, expected in cases:
+        _edit(scratch, rel, old, new)
+        line = _line_of(scratch, rel, new)
+        error = _only_error(scratch)
+        assert error.startswith(f"error: {rel}:{line}:"), error
+        assert expected in error and "write the unit" in error, error
+        _edit(scratch, rel, new, old)
+    _edit(scratch, RESNET, "memory: 16Gi", "memory: 17179869184")  # bytes, but 16 GiB of them
+    assert trainops(scratch, "validate", "--cluster", "cloud-h100").returncode == 0
+
