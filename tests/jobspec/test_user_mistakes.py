@@ -202,3 +202,123 @@ def test_a_memory_or_storage_size_without_its_unit_is_refused(scratch: Path) -> 
     _edit(scratch, RESNET, "memory: 16Gi", "memory: 17179869184")  # bytes, but 16 GiB of them
     assert trainops(scratch, "validate", "--cluster", "cloud-h100").returncode == 0
 
+
+def test_one_deepspeed_mistake_on_two_clusters_is_one_error_naming_both(scratch: Path) -> None:
+    """A pinned `train_batch_size` on an elastic job fails DeepSpeed's assertion at the same
+    world size on each target: said once, naming both, not once per cluster."""
+    _edit(
+        scratch,
+        LLM,
+        "    communication_data_type: bf16",
+        "    communication_data_type: bf16\n    train_batch_size: 100",
+    )
+    line = _line_of(scratch, LLM, "train_batch_size: 100")
+    error = _only_error(scratch)
+    assert error.startswith(
+        f"error: {LLM}:{line}:5: DeepSpeed config invalid on `onprem-a100`: at world size 16"
+    ), error
+    assert error.endswith("(the same on `cloud-h100`)"), error
+
+
+def test_a_profile_mistake_the_schema_words_alike_twice_is_said_once(scratch: Path) -> None:
+    """An `rdma` block without its required keys was reported three times over (the
+    schema's branches each word it the same)."""
+    profile = "clusters/cloud-h100.yaml"
+    _edit(scratch, profile, "  transport: tcp", "  transport: tcp\n  rdma: {hca: mlx5}")
+    line = _line_of(scratch, profile, "rdma: {hca: mlx5}")
+    error = _only_error(scratch)
+    assert error.startswith(f"error: {profile}:{line}:3: missing required key `gidIndex`"), error
+
+
+def test_an_empty_spec_file_says_so_and_an_empty_settings_file_is_no_settings(
+    scratch: Path,
+) -> None:
+    """A job file emptied (or all commented out) said `expected exactly one YAML document,
+    found 0`; `trainops.yaml`, whose every key is optional, was refused the same way."""
+    (scratch / "jobs" / "draft.yaml").write_text("# name: draft\n# replicas: 2\n")
+    error = _only_error(scratch)
+    assert error == (
+        "error: jobs/draft.yaml: the file holds no YAML document (it is empty, or only"
+        " comments): write the spec here, or delete the file"
+    ), error
+    (scratch / "jobs" / "draft.yaml").unlink()
+    (scratch / "trainops.yaml").write_text("# repoURL: https://github.com/example/x.git\n")
+    result = trainops(scratch, "validate", "--cluster", "cloud-h100")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_gpu_toleration_the_api_server_refuses_is_refused_in_the_profile(
+    scratch: Path,
+) -> None:
+    """Every pod on the product carries the toleration, and the API server refuses each pod
+    (pkg/apis/core/validation `ValidateTolerations`): `value` with `operator: Exists`, no
+    `key` without `Exists`, `tolerationSeconds` without `effect: NoExecute`."""
+    profile = "clusters/cloud-h100.yaml"
+    exists = "        operator: Exists\n"
+    cases = [
+        (exists, exists + "        value: present\n", "value: present", "remove `value`"),
+        (
+            "      - key: nvidia.com/gpu\n" + exists,
+            "      - operator: Equal\n        value: x\n",
+            "- operator: Equal",
+            "a toleration without `key` must be `operator: Exists`",
+        ),
+        (
+            "        effect: NoSchedule\n",
+            "        effect: NoSchedule\n        tolerationSeconds: 60\n",
+            "tolerationSeconds: 60",
+            "`tolerationSeconds` needs `effect: NoExecute`",
+        ),
+    ]
+    for old, new, needle, expected in cases:
+        _edit(scratch, profile, old, new)
+        line = _line_of(scratch, profile, needle)
+        error = _only_error(scratch)
+        assert error.startswith(f"error: {profile}:{line}:"), error
+        assert expected in error, error
+        _edit(scratch, profile, new, old)
+
+
+def test_an_image_reference_the_kubelet_cannot_parse_is_refused_at_its_line(
+    scratch: Path,
+) -> None:
+    """A digest cut short, a capital in the repository, a space after the colon: the API server
+    takes any string, the kubelet reports `InvalidImageName` and no pod starts."""
+    image = "image: ghcr.io/example/trainops-trainer:0.1.0"
+    cases = [
+        ("image: ghcr.io/example/trainops-trainer@sha256:abc123", "a digest is `@sha256:`"),
+        (f"image: ghcr.io/example/trainops-trainer@sha256:{'a' * 63}", "has 63"),
+        ("image: ghcr.io/Example/trainops-trainer:0.1.0", "repository names are lower-case"),
+        ('image: "ghcr.io/example/trainops-trainer: 0.1.0"', "it holds a space"),
+    ]
+    for new, expected in cases:
+        _edit(scratch, RESNET, image, new)
+        line = _line_of(scratch, RESNET, new)
+        error = _only_error(scratch)
+        assert error.startswith(f"error: {RESNET}:{line}:1: image `"), error
+        assert expected in error and "InvalidImageName" in error, error
+        _edit(scratch, RESNET, new, image)
+    _edit(scratch, RESNET, image, f"image: ghcr.io/example/trainops-trainer@sha256:{'a' * 64}")
+    assert trainops(scratch, "validate", "--cluster", "cloud-h100").returncode == 0
+
+
+def test_a_document_of_another_kind_in_a_spec_folder_is_one_error_saying_where(
+    scratch: Path,
+) -> None:
+    """A cluster profile saved in jobs/, a job spec in clusters/, a Kubeflow PyTorchJob dropped
+    into jobs/: each was a screen of unknown keys (one per line of the file)."""
+    profile = (scratch / "clusters" / "cloud-h100.yaml").read_text()
+    (scratch / "jobs" / "cloud-h100.yaml").write_text(profile)
+    line = _line_of(scratch, "jobs/cloud-h100.yaml", "kind: ClusterProfile")
+    assert _only_error(scratch) == (
+        f"error: jobs/cloud-h100.yaml:{line}:1: `kind: ClusterProfile` belongs in clusters/:"
+        " jobs/ holds `kind: TrainingJob`"
+    )
+    (scratch / "jobs" / "cloud-h100.yaml").unlink()
+    (scratch / "jobs" / "pt.yaml").write_text(
+        "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: pt}\n"
+        "spec:\n  pytorchReplicaSpecs: {}\n"
+    )
+    error = _only_error(scratch)
+    assert error.startswith("error: jobs/pt.yaml:2:1: `kind: PyTorchJob` is a Kubeflow manifest")
+    assert "`trainops import FILE`" in error

@@ -15,6 +15,7 @@ from trainops.facts.scratch import SCRATCH_VOLUMES
 from trainops.jobspec import metadata as meta
 from trainops.jobspec import podtemplate, schemas
 from trainops.jobspec.byte_sizes import check_byte_sizes
+from trainops.jobspec.images import check_images
 from trainops.jobspec.problems import Collector, dotted
 
 RESERVED_ENV = frozenset(
@@ -115,6 +116,7 @@ def check_job(d: dict[str, Any], out: Collector, stem: str) -> None:
     _elastic_checks(d, out)
     _volume_checks(d, out)
     check_byte_sizes(d, out)
+    check_images(d, out)
     _env_checks(d, out)
     port = d.get("metricsPort", schemas.default(schemas.JOB, "metricsPort"))
     if port in {23456, 29400, 29500}:

@@ -8,12 +8,14 @@ import difflib
 import functools
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from trainops.core.errors import Addition, InputError, Problem
 from trainops.core.limits import inside
 from trainops.core.yamlio import Document, load_file
+from trainops.facts.kubeflow import TRAINING_JOB_KINDS
 from trainops.jobspec import schemas
 
 if TYPE_CHECKING:
@@ -40,11 +42,41 @@ class Collector:
         self, path: Sequence[str | int], message: str, additions: tuple[Addition, ...] = ()
     ) -> None:
         line, column = self.doc.position(path)
-        self.problems.append(Problem(self.doc.file, line, column, message, additions))
+        problem = Problem(self.doc.file, line, column, message, additions)
+        if problem not in self.problems:  # a schema's branches can word one mistake alike
+            self.problems.append(problem)
+
+
+# Each spec kind and the folder it is read from.
+SPEC_FOLDERS = {"TrainingJob": "jobs/", "ClusterProfile": "clusters/"}
+
+
+def _wrong_kind(doc: Document, schema_name: str) -> str | None:
+    """Why a document of another kind is in this folder (a profile saved in jobs/, a Kubeflow
+    manifest dropped there), said once instead of as every key the schema does not know."""
+    wanted = schemas.schema(schema_name).get("properties", {}).get("kind", {}).get("const")
+    kind = doc.data.get("kind")
+    if wanted is None or not isinstance(kind, str) or kind == wanted:
+        return None
+    here = SPEC_FOLDERS.get(wanted, "")
+    if kind in SPEC_FOLDERS:
+        return f"`kind: {kind}` belongs in {SPEC_FOLDERS[kind]}: {here} holds `kind: {wanted}`"
+    if kind in {k.kind for k in TRAINING_JOB_KINDS}:
+        return (
+            f"`kind: {kind}` is a Kubeflow manifest, not a `{wanted}`: `trainops import FILE`"
+            f" writes the job spec from it (keep the manifest out of {here})"
+        )
+    if difflib.get_close_matches(kind, [wanted], n=1, cutoff=0.6):
+        return None  # a misspelt kind: the schema's `must be` says it
+    return f"`kind: {kind}` is not a `{wanted}`: {here} holds `kind: {wanted}` specs only"
 
 
 def schema_problems(doc: Document, schema_name: str, out: Collector) -> None:
     if schemas.surely_valid(schema_name, doc.data):
+        return
+    wrong = _wrong_kind(doc, schema_name)
+    if wrong:
+        out.add(["kind"], wrong)
         return
     places = key_places(schema_name)
     report_errors(schemas.validator(schema_name).iter_errors(doc.data), out, places=places)
@@ -225,6 +257,12 @@ def _explain(err: jsonschema.ValidationError) -> str:
     return "is invalid: " + str(err.message)
 
 
+EMPTY_FILE = (
+    "the file holds no YAML document (it is empty, or only comments): write the spec here,"
+    " or delete the file"
+)
+
+
 def single_mapping(path: Path, root: Path, confined: bool = False) -> Document | list[Problem]:
     """The file's one document, which must be a mapping; else the problems. `confined`: the
     caller knows the file lies inside `root` (see `load_all`)."""
@@ -236,6 +274,8 @@ def single_mapping(path: Path, root: Path, confined: bool = False) -> Document |
         docs = load_file(path, display)
     except InputError as err:
         return err.problems
+    if not docs:
+        return [Problem.whole_file(display, EMPTY_FILE)]
     if len(docs) != 1:
         found = len(docs)
         message = f"expected exactly one YAML document, found {found}"
@@ -291,6 +331,32 @@ def duplicates(what: str, loaded: list[tuple[Any, Document]]) -> list[Problem]:
                 )
             )
     return problems
+
+
+def merge_per_cluster(problems: list[Problem], clusters: Sequence[str]) -> list[Problem]:
+    """One problem for one mistake: the same message at the same place for several target
+    clusters (`DeepSpeed config invalid on `a`: ...`, then on `b`) becomes one naming them all:
+    the first's message, then `(the same on `b`)`."""
+    merged: list[Problem] = []
+    named: dict[tuple[int | None, int | None, str], tuple[int, list[str]]] = {}
+    for problem in problems:
+        found = [c for c in clusters if f"`{c}`" in problem.message]
+        if len(found) != 1 or problem.message.count(f"`{found[0]}`") != 1:
+            merged.append(problem)
+            continue
+        shape = problem.message.replace(f"`{found[0]}`", "\0")
+        key = (problem.line, problem.column, shape)
+        if key not in named:
+            named[key] = (len(merged), [found[0]])
+            merged.append(problem)
+            continue
+        at, names = named[key]
+        names.append(found[0])
+        others = ", ".join(f"`{n}`" for n in names[1:-1])
+        others += (" and " if others else "") + f"`{names[-1]}`"
+        message = shape.replace("\0", f"`{names[0]}`") + f" (the same on {others})"
+        merged[at] = replace(merged[at], message=message)
+    return merged
 
 
 def yaml_files(directory: Path) -> Iterator[Path]:
