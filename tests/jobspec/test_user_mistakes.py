@@ -322,3 +322,50 @@ def test_a_document_of_another_kind_in_a_spec_folder_is_one_error_saying_where(
     error = _only_error(scratch)
     assert error.startswith("error: jobs/pt.yaml:2:1: `kind: PyTorchJob` is a Kubeflow manifest")
     assert "`trainops import FILE`" in error
+
+
+def test_the_trainers_engine_flag_and_the_deepspeed_block_must_agree(scratch: Path) -> None:
+    """Our trainer refuses `--deepspeed-config` without `--engine deepspeed`, and the reverse
+    (trainer/config.py `_check_engine`): every pod failed at start while validate passed."""
+    cases = [
+        (
+            LLM,
+            "  - --engine=deepspeed\n  - --model=hf-causal-lm\n",
+            "  - --model=hf-causal-lm\n",
+            "deepspeed:",
+            "add `--engine=deepspeed` to args",
+        ),
+        (
+            RESNET,
+            "  - --model=resnet50\n",
+            "  - --engine=deepspeed\n  - --model=resnet50\n",
+            "--engine=deepspeed",
+            "`--engine deepspeed` needs a DeepSpeed config",
+        ),
+    ]
+    for rel, old, new, needle, expected in cases:
+        _edit(scratch, rel, old, new)
+        line = _line_of(scratch, rel, needle)
+        error = _only_error(scratch)
+        assert error.startswith(f"error: {rel}:{line}:"), error
+        assert expected in error, error
+        _edit(scratch, rel, new, old)
+
+
+def test_a_whole_number_written_as_a_float_is_an_error_not_a_traceback(scratch: Path) -> None:
+    """JSON Schema counts 8.0 as an integer: `gpusPerReplica: 8.0` and `parameters: 1.3e+10`
+    passed the schema and crashed the loader with a TypeError traceback (exit 1);
+    `replicas: 4.0` was rendered as `4.0`."""
+    cases = [
+        (LLM, "gpusPerReplica: 8", "gpusPerReplica: 8.0", "write a whole number: 8"),
+        (LLM, "  parameters: 13015864320", "  parameters: 1.3e+10", "number: 13000000000"),
+        (LLM, "replicas: 4", "replicas: 4.0", "write a whole number: 4"),
+        ("clusters/cloud-h100.yaml", "    perNode: 8", "    perNode: 8.0", "number: 8"),
+    ]
+    for rel, old, new, expected in cases:
+        _edit(scratch, rel, old, new)
+        line = _line_of(scratch, rel, new)
+        error = _only_error(scratch)
+        assert error.startswith(f"error: {rel}:{line}:"), error
+        assert error.endswith(expected), error
+        _edit(scratch, rel, new, old)

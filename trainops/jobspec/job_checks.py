@@ -17,6 +17,7 @@ from trainops.jobspec import podtemplate, schemas
 from trainops.jobspec.byte_sizes import check_byte_sizes
 from trainops.jobspec.images import check_images
 from trainops.jobspec.problems import Collector, dotted
+from trainops.jobspec.trainer_flags import check_engine
 
 RESERVED_ENV = frozenset(
     {
@@ -117,6 +118,7 @@ def check_job(d: dict[str, Any], out: Collector, stem: str) -> None:
     _volume_checks(d, out)
     check_byte_sizes(d, out)
     check_images(d, out)
+    check_engine(d, out)
     _env_checks(d, out)
     port = d.get("metricsPort", schemas.default(schemas.JOB, "metricsPort"))
     if port in {23456, 29400, 29500}:

@@ -209,6 +209,8 @@ def _quoting(err: jsonschema.ValidationError, written: str | None) -> str:
     if err.validator != "type" or written is None:
         return ""
     wanted = err.validator_value if isinstance(err.validator_value, list) else [err.validator_value]
+    if "integer" in wanted and isinstance(err.instance, float) and err.instance.is_integer():
+        return f"; write a whole number: {int(err.instance)}"
     if "string" in wanted and isinstance(err.instance, (bool, int, float)):
         what = "a boolean" if isinstance(err.instance, bool) else "a number"
         return f': YAML reads `{written}` as {what}; write it in quotes, "{written}"'
