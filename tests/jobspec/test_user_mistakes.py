@@ -369,3 +369,16 @@ def test_a_whole_number_written_as_a_float_is_an_error_not_a_traceback(scratch: 
         assert error.startswith(f"error: {rel}:{line}:"), error
         assert error.endswith(expected), error
         _edit(scratch, rel, new, old)
+
+
+def test_a_shell_variable_in_args_is_found_at_its_spec_line(scratch: Path) -> None:
+    """`--batch-size=${BATCH_SIZE}`: no shell runs a job's command and the kubelet expands
+    `$(VAR)` only, so the trainer got the text and stopped at start; validate passed."""
+    _edit(scratch, RESNET, "  - --batch-size=32", "  - --batch-size=${BATCH_SIZE}")
+    line = _line_of(scratch, RESNET, "--batch-size=${BATCH_SIZE}")
+    result = trainops(scratch, "validate", "-o", "json")
+    assert result.returncode == 1, result.stdout + result.stderr
+    (finding,) = json.loads(result.stdout)["findings"]
+    assert finding["rule"] == "env-reference-undefined"
+    assert (finding["file"], finding["line"]) == (RESNET, line)
+    assert "write `$(BATCH_SIZE)`" in finding["message"]
