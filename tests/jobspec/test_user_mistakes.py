@@ -382,3 +382,21 @@ def test_a_shell_variable_in_args_is_found_at_its_spec_line(scratch: Path) -> No
     assert finding["rule"] == "env-reference-undefined"
     assert (finding["file"], finding["line"]) == (RESNET, line)
     assert "write `$(BATCH_SIZE)`" in finding["message"]
+
+
+def test_yaml_slips_are_pointed_at_their_own_line_with_the_fix(scratch: Path) -> None:
+    """`image:ghcr.io/...` (no space after the colon) and `  --epochs=10` (no `- `) were
+    reported on the line after the mistake; `replicas: 4# four` read as the text `4# four`."""
+    cases = [
+        ("image: ghcr.io/", "image:ghcr.io/", "image:ghcr.io/", "a key needs a colon and a space"),
+        ("  - --epochs=10", "  --epochs=10", "--epochs=10", "a list item a dash and a space"),
+        ("replicas: 4", "replicas: 4# four", "4# four", "a comment needs a space before its `#`"),
+    ]
+    for old, new, needle, expected in cases:
+        _edit(scratch, RESNET, old, new)
+        line = _line_of(scratch, RESNET, needle)
+        error = _only_error(scratch)
+        assert error.startswith(f"error: {RESNET}:{line}:"), error
+        assert expected in error, error
+        _edit(scratch, RESNET, new, old)
+

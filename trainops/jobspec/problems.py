@@ -214,6 +214,8 @@ def _quoting(err: jsonschema.ValidationError, written: str | None) -> str:
     if "string" in wanted and isinstance(err.instance, (bool, int, float)):
         what = "a boolean" if isinstance(err.instance, bool) else "a number"
         return f': YAML reads `{written}` as {what}; write it in quotes, "{written}"'
+    if isinstance(err.instance, str) and "#" in err.instance:
+        return "; a comment needs a space before its `#` (`4 # four`)"
     if isinstance(err.instance, str) and {"integer", "number", "boolean"} & set(wanted):
         try:
             typed = json.loads(err.instance.strip().lower())
