@@ -400,3 +400,22 @@ def test_yaml_slips_are_pointed_at_their_own_line_with_the_fix(scratch: Path) ->
         assert expected in error, error
         _edit(scratch, RESNET, new, old)
 
+
+def test_deepspeed_settings_that_fail_at_start_up_are_refused_at_their_line(
+    scratch: Path,
+) -> None:
+    """`communication_data_type: bfloat16` (DeepSpeed raises ValueError: fp16, bf16 or fp32)
+    and `bf16: {enabled: false}` beside `precision: bf16` (the job trained in fp32, and the
+    memory estimate then refused it as too big) both passed as something else."""
+    anchor = "    communication_data_type: bf16"
+    cases = [
+        (anchor.replace("bf16", "bfloat16"), "must be one of fp16, bf16, fp32"),
+        (anchor + "\n    bf16: {enabled: false}", "contradicts the config, which disables bf16"),
+    ]
+    for new, expected in cases:
+        _edit(scratch, LLM, anchor, new)
+        line = _line_of(scratch, LLM, new.splitlines()[-1])
+        error = _only_error(scratch)
+        assert error.startswith(f"error: {LLM}:{line}:"), error
+        assert expected in error, error
+        _edit(scratch, LLM, new, anchor)

@@ -189,6 +189,7 @@ def check_config(config: dict[str, Any], out: Collector) -> tuple[dict[str, Any]
         )
         return coerced, []
     before = len(out.problems)
+    _check_choices(coerced, out)
     checked = _without_auto(coerced)
     if not _surely_valid(checked):
         report_errors(_validator().iter_errors(checked), out, PREFIX)
@@ -210,6 +211,23 @@ def check_config(config: dict[str, Any], out: Collector) -> tuple[dict[str, Any]
             )
         )
     return coerced, notes
+
+
+# Top-level strings DeepSpeed reads unvalidated and refuses at start-up outside its choices
+# (runtime/config.py `get_communication_data_type`, case-insensitive: ValueError).
+_CHOICES: dict[str, tuple[str, ...]] = {"communication_data_type": ("fp16", "bf16", "fp32")}
+
+
+def _check_choices(config: dict[str, Any], out: Collector) -> None:
+    for key, choices in _CHOICES.items():
+        value = config.get(key)
+        if value is None or (isinstance(value, str) and value.lower() in choices):
+            continue
+        out.add(
+            [*PREFIX, key],
+            f"config `{key}` must be one of {', '.join(choices)}, got {json.dumps(value)}:"
+            " DeepSpeed refuses anything else at start-up",
+        )
 
 
 def _yaml11(number: int | float) -> str:

@@ -358,6 +358,12 @@ def _deepspeed_settings(ds: dict[str, Any], args: list[str], out: Collector) -> 
             f"`precision: {ds['precision']}` contradicts the config, which enables"
             f" {enabled[0]}: keep one",
         )
+    chosen = str(ds.get("precision", ""))
+    if isinstance(config.get(chosen), dict) and config[chosen].get("enabled") is False:
+        out.add(
+            ["deepspeed", "config", chosen, "enabled"],
+            f"`precision: {chosen}` contradicts the config, which disables {chosen}: keep one",
+        )
     effective = enabled[0] if enabled else ds.get("precision", _DEFAULT_PRECISION)
     for i, arg in enumerate(args):
         value = None
