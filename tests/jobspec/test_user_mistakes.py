@@ -406,7 +406,8 @@ def test_deepspeed_settings_that_fail_at_start_up_are_refused_at_their_line(
 ) -> None:
     """`communication_data_type: bfloat16` (DeepSpeed raises ValueError: fp16, bf16 or fp32)
     and `bf16: {enabled: false}` beside `precision: bf16` (the job trained in fp32, and the
-    memory estimate then refused it as too big) both passed as something else."""
+    memory estimate then refused it as too big) both passed as something else, and so did
+    `offload_param: {device: nvme}` without `nvme_path` (DeepSpeed joins a None path)."""
     anchor = "    communication_data_type: bf16"
     cases = [
         (anchor.replace("bf16", "bfloat16"), "must be one of fp16, bf16, fp32"),
@@ -419,3 +420,8 @@ def test_deepspeed_settings_that_fail_at_start_up_are_refused_at_their_line(
         assert error.startswith(f"error: {LLM}:{line}:"), error
         assert expected in error, error
         _edit(scratch, LLM, new, anchor)
+    nvme = "offload_param: {device: nvme}"
+    _edit(scratch, LLM, "offload_param: {device: none}", nvme)
+    error = _only_error(scratch)
+    assert error.startswith(f"error: {LLM}:{_line_of(scratch, LLM, nvme)}:"), error
+    assert "needs `nvme_path`" in error, error

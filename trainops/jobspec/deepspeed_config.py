@@ -219,6 +219,17 @@ _CHOICES: dict[str, tuple[str, ...]] = {"communication_data_type": ("fp16", "bf1
 
 
 def _check_choices(config: dict[str, Any], out: Collector) -> None:
+    zero = config.get(ZERO)
+    for section in ("offload_param", "offload_optimizer"):
+        offload = zero.get(section) if isinstance(zero, dict) else None
+        nvme = isinstance(offload, dict) and offload.get("device") == "nvme"
+        if nvme and not offload.get("nvme_path"):  # type: ignore[union-attr]
+            # swap_tensor/partitioned_param_swapper.py: os.path.join(nvme_path, ...)
+            out.add(
+                [*PREFIX, ZERO, section, "device"],
+                f"`{section}: {{device: nvme}}` needs `nvme_path` (a local NVMe mount of the"
+                " pod): without it DeepSpeed stops at start-up",
+            )
     for key, choices in _CHOICES.items():
         value = config.get(key)
         if value is None or (isinstance(value, str) and value.lower() in choices):
