@@ -135,7 +135,7 @@ def test_name_must_match_file(scratch: Path) -> None:
         ("a:\n\tb: 1\n", "tabs"),
         ("- just\n- a list\n", "expected a mapping"),
         ("a: [unclosed\n", "invalid YAML"),
-        ("---\na: 1\n---\nb: 2\n", "expected exactly one YAML document, found 2"),
+        ("---\na: 1\n---\nb: 2\n", "expected exactly one YAML document, found 2: one spec per"),
     ],
 )
 def test_unreadable_yaml(scratch: Path, text: str, message: str) -> None:

@@ -282,7 +282,10 @@ def single_mapping(path: Path, root: Path, confined: bool = False) -> Document |
         return [Problem.whole_file(display, EMPTY_FILE)]
     if len(docs) != 1:
         found = len(docs)
-        message = f"expected exactly one YAML document, found {found}"
+        message = (
+            f"expected exactly one YAML document, found {found}: one spec per file, each named"
+            " after its `name` (`---` starts another document)"
+        )
         return [Problem.whole_file(display, message)]
     if not isinstance(docs[0].data, dict):
         return [
