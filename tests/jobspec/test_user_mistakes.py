@@ -191,13 +191,14 @@ def test_a_memory_or_storage_size_without_its_unit_is_refused(scratch: Path) -> 
         (RESNET, "memory: 16Gi", "memory: 16m", "`resources.memory: 16m` is 0.016 bytes"),
         (RESNET, "sharedMemory: 8Gi", "sharedMemory: 8", "`sharedMemory: 8` is 8 bytes"),
         (RESNET, "size: 500Gi", "size: 500", "`volumes.dataset.size: 500` is 500 bytes"),
+        (RESNET, 'cpu: "6"', 'cpu: "6000"', "asks for 6000 CPUs, more than any node has"),
     ]
     for rel, old, new, expected in cases:
         _edit(scratch, rel, old, new)
         line = _line_of(scratch, rel, new)
         error = _only_error(scratch)
         assert error.startswith(f"error: {rel}:{line}:"), error
-        assert expected in error and "write the unit" in error, error
+        assert expected in error and ("write the unit" in error or "6000m" in error), error
         _edit(scratch, rel, new, old)
     _edit(scratch, RESNET, "memory: 16Gi", "memory: 17179869184")  # bytes, but 16 GiB of them
     assert trainops(scratch, "validate", "--cluster", "cloud-h100").returncode == 0
@@ -425,3 +426,11 @@ def test_deepspeed_settings_that_fail_at_start_up_are_refused_at_their_line(
     error = _only_error(scratch)
     assert error.startswith(f"error: {LLM}:{_line_of(scratch, LLM, nvme)}:"), error
     assert "needs `nvme_path`" in error, error
+
+
+def test_a_target_naming_the_profiles_file_is_pointed_at_its_name(scratch: Path) -> None:
+    """`cluster: cloud-h100.yaml` was told to `add clusters/cloud-h100.yaml.yaml`."""
+    _edit(scratch, RESNET, "  - cluster: cloud-h100\n", "  - cluster: cloud-h100.yaml\n")
+    error = _only_error(scratch)
+    assert "unknown cluster `cloud-h100.yaml`; did you mean `cloud-h100`?" in error, error
+    assert ".yaml.yaml" not in error and "add clusters/" not in error, error

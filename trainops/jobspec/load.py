@@ -96,12 +96,14 @@ def _job_against_clusters(
             continue
         if cluster is None:
             hint = difflib.get_close_matches(target.cluster, list(clusters), n=1)
+            # `cloud-h100.yaml`, `clusters/cloud-h100`: the profile's file, not its name.
+            named = Path(target.cluster).name.removesuffix(".yaml").removesuffix(".yml")
+            add = f"; add clusters/{named}.yaml" if named not in clusters else ""
             out.add(
                 [*where, "cluster"],
                 f"unknown cluster `{target.cluster}`"
                 + (f"; did you mean `{hint[0]}`?" if hint else "")
-                + f" (known: {', '.join(sorted(clusters)) or 'none'}; add clusters/"
-                f"{target.cluster}.yaml)",
+                + f" (known: {', '.join(sorted(clusters)) or 'none'}{add})",
             )
             continue
         for check in TARGET_CHECKS:
