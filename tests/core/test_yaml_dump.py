@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.tools import REPO
+from tests import processes
+from tests.tools import REPO, require_kustomize
 from trainops.core import yaml_dump
 
 
@@ -22,6 +23,11 @@ class _Reference(yaml_dump._BaseDumper):  # type: ignore[misc, valid-type]
 
 
 _Reference.add_representer(str, yaml_dump._represent_str)
+# The output's readers are Go's (kustomize, kubectl): strings they read as numbers are quoted.
+_Reference.add_implicit_resolver(
+    "tag:yaml.org,2002:float", yaml_dump.GO_FLOAT, list("-+.0123456789")
+)
+_Reference.add_implicit_resolver("tag:yaml.org,2002:int", yaml_dump.GO_OCTAL, ["0"])
 
 
 def reference(data: Any) -> str:
@@ -142,3 +148,25 @@ def test_memoised_resolution_survives_being_emptied(monkeypatch: pytest.MonkeyPa
 def test_a_generated_file_reads_back_as_its_data(tmp_path: Path) -> None:
     data = {"s": "1.5", "n": 1.5, "yes": "yes", "lines": "a\nb\n"}
     assert yaml.safe_load(yaml_dump.dump(data)) == data
+
+
+# Plain, PyYAML reads each as a string; kustomize (YAML 1.2) and kubectl (go-yaml v2) as a number.
+GO_NUMBERS = ["1e-4", "1E5", "1.0e5", "-.5", "+.5", "5e8", "0o17"]
+
+
+def test_strings_that_go_reads_as_numbers_stay_strings_through_kustomize(tmp_path: Path) -> None:
+    """An env value `1e-4` (a job's `env: {LR: 1e-4}`) written plain came out of kustomize as
+    `0.0001`, a number the API server refuses in `env[].value`: the dumper quotes it."""
+    env = [{"name": f"V{i}", "value": text} for i, text in enumerate(GO_NUMBERS)]
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "busybox:1.36", "env": env}]},
+    }
+    (tmp_path / "pod.yaml").write_text(yaml_dump.dump(pod))
+    (tmp_path / "kustomization.yaml").write_text("resources: [pod.yaml]\n")
+    built = processes.run([*require_kustomize(), str(tmp_path)], timeout=120, text=True)
+    assert built.returncode == 0, built.stderr
+    out = yaml.safe_load(built.stdout)["spec"]["containers"][0]["env"]
+    assert [e["value"] for e in out] == GO_NUMBERS

@@ -4,6 +4,7 @@ no aliases — the same bytes on every machine (generated files are committed an
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -65,6 +66,17 @@ class _Dumper(_BaseDumper):  # type: ignore[misc, valid-type]
                 _RESOLVED.clear()
             tag = _RESOLVED[value] = super().resolve(kind, value, implicit)
         return tag
+
+
+# Plain scalars that PyYAML (YAML 1.1) reads as strings but the Go readers of the output read
+# as numbers: kustomize (kyaml, YAML 1.2's core schema) and kubectl/the API server (go-yaml v2)
+# take `1e-4`, `1E5`, `1.0e5` and `-.5` as floats and kyaml `0o17` as an octal int, so an env
+# value written so would reach the API server as a number, which it refuses. Resolved as
+# numbers here, such strings are written quoted.
+GO_FLOAT = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$")
+GO_OCTAL = re.compile(r"^0o[0-7]+$")
+_Dumper.add_implicit_resolver("tag:yaml.org,2002:float", GO_FLOAT, list("-+.0123456789"))
+_Dumper.add_implicit_resolver("tag:yaml.org,2002:int", GO_OCTAL, ["0"])
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

@@ -136,11 +136,23 @@ def _compose(text: str) -> yaml.Node:
     return node
 
 
+# A line PyYAML read as the start of a key, then found no `:` after (reported on the next
+# line): `image:ghcr.io/x:1` (no space after the colon), `  --epochs=10` (no `- `).
+_KEY_WITHOUT_COLON = "while scanning a simple key"
+
+
 def _problem(file: str, err: yaml.YAMLError, text: str) -> Problem:
     mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
     what = getattr(err, "problem", None) or str(err)
     context = getattr(err, "context", None)
     message = f"{context}: {what}" if context else str(what)
+    context_mark = getattr(err, "context_mark", None)
+    if context == _KEY_WITHOUT_COLON and context_mark is not None:
+        mark = context_mark  # the line the author wrote, not the one after it
+        message += (
+            " (a key needs a colon and a space, `key: value`; a list item a dash and a"
+            " space, `- item`)"
+        )
     if mark is None:
         return Problem.whole_file(file, f"invalid YAML: {message}")
     lines = text.splitlines()

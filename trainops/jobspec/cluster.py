@@ -108,6 +108,8 @@ def _check_gpu_names(d: dict[str, Any], out: Collector) -> None:
     for i, name in enumerate(names):
         if name in names[:i]:
             out.add(["gpus", i, "name"], f"GPU product `{name}` is listed twice")
+        for j, toleration in enumerate(d["gpus"][i].get("tolerations", ())):
+            _check_toleration(toleration, ["gpus", i, "tolerations", j], out)
     for product in d.get("capacity", {}).get("nodes", {}):
         if product not in names:
             hint = difflib.get_close_matches(product, names, n=1)
@@ -117,6 +119,30 @@ def _check_gpu_names(d: dict[str, Any], out: Collector) -> None:
                 + (f"; did you mean `{hint[0]}`?" if hint else "")
                 + f" (known: {', '.join(names)})",
             )
+
+
+def _check_toleration(t: dict[str, Any], path: list[str | int], out: Collector) -> None:
+    """What the API server refuses in a Toleration (k8s.io/kubernetes pkg/apis/core/validation
+    `ValidateTolerations`), which every pod on the product would carry: no pod would start."""
+    exists = t.get("operator") == "Exists"
+    if exists and t.get("value"):
+        out.add(
+            [*path, "value"],
+            "a toleration with `operator: Exists` matches any value: the API server refuses a"
+            " `value` beside it; remove `value`, or use `operator: Equal`",
+        )
+    if not t.get("key") and not exists:
+        out.add(
+            path,
+            "a toleration without `key` must be `operator: Exists` (every taint): the API"
+            " server refuses it; name the taint's `key`",
+        )
+    if "tolerationSeconds" in t and t.get("effect") != "NoExecute":
+        out.add(
+            [*path, "tolerationSeconds"],
+            "`tolerationSeconds` needs `effect: NoExecute` (the API server refuses it with"
+            " another effect)",
+        )
 
 
 def _check_rdma_admitted(d: dict[str, Any], out: Collector) -> None:

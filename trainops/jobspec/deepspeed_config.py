@@ -58,6 +58,36 @@ def _schema() -> dict[str, Any]:
     return loaded
 
 
+# What DeepSpeed reads as numbers outside its config models, on which the derived schema says
+# nothing: runtime/config.py's `get_scalar_param` keys, and the optimizer's and scheduler's
+# `params`, handed as keyword arguments to torch's optimizers and DeepSpeed's schedulers
+# (`lr: "1e-4"` stops torch.optim.AdamW at start-up: `'<=' not supported between float and
+# str`). No parameter of theirs takes a string that spells a number.
+_ANY_NUMBER: dict[str, Any] = {"anyOf": [{"type": "integer"}, {"type": "number"}]}
+_PARAMS: dict[str, Any] = {"properties": {"params": {"additionalProperties": _ANY_NUMBER}}}
+_UNTYPED_NUMBERS: dict[str, dict[str, Any]] = {
+    "train_batch_size": {"type": "integer"},
+    "train_micro_batch_size_per_gpu": {"type": "integer"},
+    "gradient_accumulation_steps": {"type": "integer"},
+    "steps_per_print": {"type": "integer"},
+    "gradient_clipping": {"type": "number"},
+    "gradient_predivide_factor": {"type": "number"},
+    "optimizer": _PARAMS,
+    "scheduler": _PARAMS,
+}
+
+
+@cache
+def _coercion_schema() -> dict[str, Any]:
+    """The schema with the numbers DeepSpeed reads unvalidated typed (for coercion only)."""
+    schema = _schema()
+    properties = dict(schema["properties"])
+    for key, typed in _UNTYPED_NUMBERS.items():
+        if not properties.get(key):
+            properties[key] = typed
+    return {**schema, "properties": properties}
+
+
 @cache
 def _validator() -> jsonschema.Draft202012Validator:
     import jsonschema  # noqa: PLC0415 (see jobspec.schemas.validator)
@@ -126,7 +156,9 @@ def _coerce(value: Any, schema: dict[str, Any], path: list[str | int], notes: li
         properties: dict[str, Any] = {}
         for candidate in _objects(schema):
             properties.update(candidate["properties"])
-        return {k: _coerce(v, properties.get(k, {}), [*path, k], notes) for k, v in value.items()}
+        rest = schema.get("additionalProperties")
+        rest = rest if isinstance(rest, dict) else {}
+        return {k: _coerce(v, properties.get(k, rest), [*path, k], notes) for k, v in value.items()}
     if isinstance(value, str) and value != AUTO:
         number = _number(value, _types(schema))
         if number is not None:
@@ -146,7 +178,7 @@ def check_config(config: dict[str, Any], out: Collector) -> tuple[dict[str, Any]
     """The config with YAML 1.1 number strings made numbers, and a note for each; what
     DeepSpeed would refuse or ignore goes to `out`, positioned at the key."""
     found: list[tuple[list[str | int], str, int | float]] = []
-    coerced = _coerce(config, _schema(), [], found)
+    coerced = _coerce(config, _coercion_schema(), [], found)
     size = len(config_json(coerced).encode())
     if size > MAX_CONFIG_BYTES:
         out.add(
@@ -157,6 +189,7 @@ def check_config(config: dict[str, Any], out: Collector) -> tuple[dict[str, Any]
         )
         return coerced, []
     before = len(out.problems)
+    _check_choices(coerced, out)
     checked = _without_auto(coerced)
     if not _surely_valid(checked):
         report_errors(_validator().iter_errors(checked), out, PREFIX)
@@ -174,10 +207,47 @@ def check_config(config: dict[str, Any], out: Collector) -> tuple[dict[str, Any]
                 line,
                 column,
                 f"`{key}`: YAML 1.1 reads `{text}` as a string and DeepSpeed wants a number:"
-                f" rendered as {number} (write `{number}` to say so)",
+                f" rendered as {number} (write `{_yaml11(number)}` to say so)",
             )
         )
     return coerced, notes
+
+
+# Top-level strings DeepSpeed reads unvalidated and refuses at start-up outside its choices
+# (runtime/config.py `get_communication_data_type`, case-insensitive: ValueError).
+_CHOICES: dict[str, tuple[str, ...]] = {"communication_data_type": ("fp16", "bf16", "fp32")}
+
+
+def _check_choices(config: dict[str, Any], out: Collector) -> None:
+    zero = config.get(ZERO)
+    for section in ("offload_param", "offload_optimizer"):
+        offload = zero.get(section) if isinstance(zero, dict) else None
+        nvme = isinstance(offload, dict) and offload.get("device") == "nvme"
+        if nvme and not offload.get("nvme_path"):  # type: ignore[union-attr]
+            # swap_tensor/partitioned_param_swapper.py: os.path.join(nvme_path, ...)
+            out.add(
+                [*PREFIX, ZERO, section, "device"],
+                f"`{section}: {{device: nvme}}` needs `nvme_path` (a local NVMe mount of the"
+                " pod): without it DeepSpeed stops at start-up",
+            )
+    for key, choices in _CHOICES.items():
+        value = config.get(key)
+        if value is None or (isinstance(value, str) and value.lower() in choices):
+            continue
+        out.add(
+            [*PREFIX, key],
+            f"config `{key}` must be one of {', '.join(choices)}, got {json.dumps(value)}:"
+            " DeepSpeed refuses anything else at start-up",
+        )
+
+
+def _yaml11(number: int | float) -> str:
+    """`number` spelt so that YAML 1.1 reads a number: a dot before the exponent (`1.0e-08`)."""
+    text = repr(number)
+    mantissa, e, exponent = text.partition("e")
+    if e and "." not in mantissa:
+        return f"{mantissa}.0e{exponent}"
+    return text
 
 
 def stage_ignored_notes(config: dict[str, Any] | None, doc: Document) -> list[Problem]:

@@ -5,6 +5,7 @@ defaults: some are about what the author set."""
 
 from __future__ import annotations
 
+import posixpath
 from typing import Any
 
 from trainops.facts import deepspeed as ds_facts
@@ -13,7 +14,10 @@ from trainops.facts.names import RENDERED_CONTAINERS, RENDERED_VOLUMES
 from trainops.facts.scratch import SCRATCH_VOLUMES
 from trainops.jobspec import metadata as meta
 from trainops.jobspec import podtemplate, schemas
+from trainops.jobspec.byte_sizes import check_byte_sizes
+from trainops.jobspec.images import check_images
 from trainops.jobspec.problems import Collector, dotted
+from trainops.jobspec.trainer_flags import check_engine
 
 RESERVED_ENV = frozenset(
     {
@@ -112,6 +116,9 @@ def check_job(d: dict[str, Any], out: Collector, stem: str) -> None:
     _framework_checks(d, out)
     _elastic_checks(d, out)
     _volume_checks(d, out)
+    check_byte_sizes(d, out)
+    check_images(d, out)
+    check_engine(d, out)
     _env_checks(d, out)
     port = d.get("metricsPort", schemas.default(schemas.JOB, "metricsPort"))
     if port in {23456, 29400, 29500}:
@@ -224,10 +231,21 @@ def _extra_volume_checks(d: dict[str, Any], out: Collector) -> None:
                 " volume with `podTemplate`)",
             )
         extra[name] = i
-    paths_taken = {v.get("mountPath"): f"volumes.{n}" for n, v in job_volumes.items()}
-    paths_taken["/dev/shm"] = "sharedMemory"
+    paths_taken: dict[Any, str] = {"/dev/shm": "sharedMemory"}
     for name, path in SCRATCH_VOLUMES:
         paths_taken.setdefault(path, f"{name} emptyDir (read-only root filesystem)")
+    # Two mounts at one path: the API server refuses every pod (`mountPath: must be unique`).
+    for n, v in sorted(job_volumes.items(), key=lambda item: out.doc.line_of(["volumes", item[0]])):
+        path = v.get("mountPath")
+        # `/data/` is `/data` to the container runtime, which mounts the second over the first.
+        same = posixpath.normpath(path) if isinstance(path, str) else path
+        if same in paths_taken:
+            out.add(
+                ["volumes", n, "mountPath"],
+                f"`{path}` is already mounted by `{paths_taken[same]}`: the API server refuses"
+                " a pod with two mounts at one path; give each volume its own mountPath",
+            )
+        paths_taken.setdefault(same, f"volumes.{n}")
     for i, mount in enumerate(d.get("extraVolumeMounts", ())):
         name, path = mount.get("name"), mount.get("mountPath")
         if name not in extra and name not in job_volumes:
@@ -339,6 +357,12 @@ def _deepspeed_settings(ds: dict[str, Any], args: list[str], out: Collector) -> 
             ["deepspeed", "precision"],
             f"`precision: {ds['precision']}` contradicts the config, which enables"
             f" {enabled[0]}: keep one",
+        )
+    chosen = str(ds.get("precision", ""))
+    if isinstance(config.get(chosen), dict) and config[chosen].get("enabled") is False:
+        out.add(
+            ["deepspeed", "config", chosen, "enabled"],
+            f"`precision: {chosen}` contradicts the config, which disables {chosen}: keep one",
         )
     effective = enabled[0] if enabled else ds.get("precision", _DEFAULT_PRECISION)
     for i, arg in enumerate(args):

@@ -39,9 +39,11 @@ from trainops.jobspec.platform import load_platform
 from trainops.jobspec.platform_queues import check_queues
 from trainops.jobspec.platform_refs import check_references
 from trainops.jobspec.problems import (
+    EMPTY_FILE,
     Collector,
     duplicates,
     load_all,
+    merge_per_cluster,
     schema_problems,
     single_mapping,
     yaml_files,
@@ -94,12 +96,14 @@ def _job_against_clusters(
             continue
         if cluster is None:
             hint = difflib.get_close_matches(target.cluster, list(clusters), n=1)
+            # `cloud-h100.yaml`, `clusters/cloud-h100`: the profile's file, not its name.
+            named = Path(target.cluster).name.removesuffix(".yaml").removesuffix(".yml")
+            add = f"; add clusters/{named}.yaml" if named not in clusters else ""
             out.add(
                 [*where, "cluster"],
                 f"unknown cluster `{target.cluster}`"
                 + (f"; did you mean `{hint[0]}`?" if hint else "")
-                + f" (known: {', '.join(sorted(clusters)) or 'none'}; add clusters/"
-                f"{target.cluster}.yaml)",
+                + f" (known: {', '.join(sorted(clusters)) or 'none'}{add})",
             )
             continue
         for check in TARGET_CHECKS:
@@ -108,7 +112,7 @@ def _job_against_clusters(
     _gpus_per_node(job, clusters, out)
     valid = [(clusters[t.cluster], t) for t in job.targets if t.cluster in clusters]
     consumer_names.check_job(job, valid, out)
-    return out.problems
+    return merge_per_cluster(out.problems, [t.cluster for t in job.targets])
 
 
 def _gpus_per_node(
@@ -319,8 +323,8 @@ def _settings(root: Path) -> tuple[model.RepoSettings, list[Problem]]:
     if not path.exists():
         return model.RepoSettings(), []
     doc = single_mapping(path, root)
-    if isinstance(doc, list):
-        return model.RepoSettings(), doc
+    if isinstance(doc, list):  # every key is optional: a file holding none is no settings
+        return model.RepoSettings(), [p for p in doc if p.message != EMPTY_FILE]
     out = Collector(doc)
     schema_problems(doc, schemas.SETTINGS, out)
     if out.problems:

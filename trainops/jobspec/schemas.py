@@ -34,7 +34,27 @@ def validator(name: str) -> jsonschema.Draft202012Validator:
     sixth of the start of `trainops validate --manifests`, which reads no spec."""
     import jsonschema  # noqa: PLC0415
 
-    return jsonschema.Draft202012Validator(schema(name))
+    base = jsonschema.Draft202012Validator
+    # JSON Schema counts 8.0 as an integer; the model, the renderer and every consumer of a
+    # count (`gpusPerReplica: 8.0`, `parameters: 1.3e+10`) want an int: a float is refused.
+    strict = base.TYPE_CHECKER.redefine("integer", _is_int)
+    return jsonschema.validators.extend(base, type_checker=strict)(schema(name))
+
+
+def _is_int(_checker: object, instance: object) -> bool:
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+def _has_whole_float(data: Any) -> bool:
+    """Whether `data` holds a float with no fraction (`8.0`), which jsonschema-rs would pass
+    as an integer (see `validator`)."""
+    if isinstance(data, float):
+        return data.is_integer()
+    if isinstance(data, dict):
+        return any(_has_whole_float(v) for v in data.values())
+    if isinstance(data, list):
+        return any(_has_whole_float(v) for v in data)
+    return False
 
 
 @functools.cache
@@ -53,6 +73,8 @@ def surely_valid(name: str, data: Any) -> bool:
     Python's does), so a spec it refuses is judged again by the Python validator, whose verdict
     stands; a value it cannot read (False) goes the same way.
     """
+    if _has_whole_float(data):
+        return False
     try:
         return bool(_fast_validator(name).is_valid(data))
     except (ValueError, TypeError, OverflowError):

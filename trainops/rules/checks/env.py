@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import posixpath
 import re
 from collections.abc import Iterator
 
@@ -11,7 +12,7 @@ from trainops.core.values import is_placeholder
 from trainops.facts import torch_env
 from trainops.facts.kubeflow import operator_env_names
 from trainops.facts.workloads import LWS_ENV, LWS_GROUP
-from trainops.kube.launch import OTHER, launches
+from trainops.kube.launch import OTHER, SHELLS, launches
 from trainops.kube.objects import Object
 from trainops.rules.context import Context
 from trainops.rules.model import Path, Rule, Violation
@@ -19,6 +20,8 @@ from trainops.rules.model import Path, Rule, Violation
 # `$(VAR)` as the kubelet expands it in command/args; `$$(VAR)` is the escape for a literal.
 # https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/
 _REFERENCE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+# A shell's `${VAR}` / `$VAR`: without a shell in the command nothing expands them.
+_SHELL_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Z_][A-Z0-9_]*)\b")
 # Service links the kubelet adds (`<SVC>_SERVICE_HOST`, `<SVC>_PORT_80_TCP_ADDR`, ...).
 _SERVICE_LINK = re.compile(
     r"_SERVICE_HOST$|_SERVICE_PORT(_\w+)?$|_PORT(_\d+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)?$"
@@ -73,10 +76,32 @@ def _injected(obj: Object) -> frozenset[str] | None:
     return frozenset()
 
 
+def _shell_syntax(obj: Object) -> Iterator[Violation]:
+    """`${VAR}` or `$VAR` in the argv of a container whose own command is no shell: the
+    kubelet expands `$(VAR)` only, so the process gets the text (`--batch-size=${BS}`)."""
+    for pod in obj.pods:
+        for c in pod.containers(init=True):
+            argv = c.argv
+            if not c.data.get("command") or any(
+                posixpath.basename(word) in SHELLS for word, _ in argv[:2]
+            ):
+                continue  # the image's entrypoint, or a shell, may expand them
+            for word, path in argv:
+                for braced, bare in _SHELL_REFERENCE.findall(word.replace("$$", "\x00")):
+                    name = braced or bare
+                    yield Violation(
+                        f"container `{c.name}` passes `{word}`: no shell runs its command, and"
+                        f" Kubernetes expands `$({name})` only, so the process receives the"
+                        f" literal text; write `$({name})`",
+                        path,
+                    )
+
+
 def _undefined(obj: Object, ctx: Context) -> Iterator[Violation]:
     injected = _injected(obj)
     if injected is None:
         return
+    yield from _shell_syntax(obj)
     for pod in obj.pods:
         for c in pod.containers(init=True):
             if c.has_env_from:
@@ -172,7 +197,8 @@ RULES = (
         code="TO301",
         severity=Severity.ERROR,
         summary="A `$(VAR)` in command or args that neither the container's env nor the"
-        " Training Operator defines for this job's shape.",
+        " Training Operator defines for this job's shape; a shell's `${VAR}` or `$VAR` where"
+        " the container's command is no shell (nothing expands it).",
         why="Kubernetes leaves an undefined `$(VAR)` as literal text, so the program gets"
         " `$(MASTER_ADDR):29500` as an address and fails (or hangs) at rendezvous. The"
         " operator sets MASTER_ADDR only when the job has a Master replica.",
