@@ -58,6 +58,7 @@ def _suite(
     return result, mark
 
 
+@pytest.mark.slow  # a whole pytest session each, with its start-up and the guard's grace time
 @pytest.mark.parametrize("options", [(), ("-n", "2")], ids=["serial", "xdist"])
 def test_a_leaked_process_fails_the_suite_and_is_killed(
     tmp_path: Path, options: tuple[str, ...]
