@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from trainops.cli.run_local import _summary
+from trainops.runlocal import supervise
 from trainops.runlocal.operator_env import Replica
 from trainops.runlocal.plan import Launch, Plan
 from trainops.runlocal.supervise import Failure, Kill, Outcome, pod_processes, run
@@ -42,6 +43,21 @@ def go(p: Plan, timeout: float = 60, kill: Kill | None = None) -> tuple[Outcome,
     return run(p, lines.append, timeout, kill), lines
 
 
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs: a zombie (dead, not yet reaped by its parent) does not."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.fixture
+def short_settle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The replicas left running in these tests sleep 600 s and never exit on their own: the
+    supervisor's 5 s wait for them (SETTLE_SECONDS) only delays the test."""
+    monkeypatch.setattr(supervise, "SETTLE_SECONDS", 0.5)
+
+
 # Fails on its first attempt only (a file remembers), like a pod that crashes once.
 ONCE = (
     "import os, sys; m = os.environ['MARK']; f = os.path.exists(m); open(m, 'w');"
@@ -49,6 +65,7 @@ ONCE = (
 )
 
 
+@pytest.mark.usefixtures("short_settle")
 def test_master_success_ends_the_job_and_stops_workers(tmp_path: Path) -> None:
     p = plan(
         tmp_path,
@@ -115,6 +132,7 @@ def test_exit_code_policy_retries_signals_only(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.usefixtures("short_settle")
 def test_elastic_succeeds_with_one_worker(tmp_path: Path) -> None:
     p = plan(
         tmp_path,
@@ -157,10 +175,9 @@ def test_kill_replica_kills_processes_in_other_sessions(tmp_path: Path) -> None:
     assert "[run-local] killing worker-0 (SIGKILL to all its processes)" in lines
     grandchild = int(pidfile.read_text())
     deadline = time.monotonic() + 5
-    while Path(f"/proc/{grandchild}").exists() and time.monotonic() < deadline:
+    while _alive(grandchild) and time.monotonic() < deadline:
         time.sleep(0.05)
-    state = Path(f"/proc/{grandchild}/stat")
-    assert not state.exists() or state.read_text().split()[2] == "Z"
+    assert not _alive(grandchild)
     assert pod_processes("no-such-marker") == []
 
 
