@@ -235,7 +235,8 @@ def _extra_volume_checks(d: dict[str, Any], out: Collector) -> None:
     for name, path in SCRATCH_VOLUMES:
         paths_taken.setdefault(path, f"{name} emptyDir (read-only root filesystem)")
     # Two mounts at one path: the API server refuses every pod (`mountPath: must be unique`).
-    for n, v in sorted(job_volumes.items(), key=lambda item: out.doc.line_of(["volumes", item[0]])):
+    # The mapping keeps the file's order (the loaders build it in order): the later one is told.
+    for n, v in job_volumes.items():
         path = v.get("mountPath")
         # `/data/` is `/data` to the container runtime, which mounts the second over the first.
         same = posixpath.normpath(path) if isinstance(path, str) else path
