@@ -305,6 +305,7 @@ def load_all(
     # A file that is not a symlink lies where its folder resolves to: resolving the folder
     # once spares resolving each of 5,000 job specs component by component.
     folder_inside = directory.is_dir() and inside(directory, root)
+    problems += misnamed_specs(directory, root)
     for path in yaml_files(directory):
         doc = single_mapping(path, root, confined=folder_inside and not path.is_symlink())
         if isinstance(doc, list):
@@ -366,6 +367,31 @@ def merge_per_cluster(problems: list[Problem], clusters: Sequence[str]) -> list[
     return merged
 
 
+SPEC_SUFFIXES = frozenset({".yaml", ".yml"})
+
+
 def yaml_files(directory: Path) -> Iterator[Path]:
     if directory.is_dir():
-        yield from sorted(p for p in directory.iterdir() if p.suffix in {".yaml", ".yml"})
+        # `x.YAML` too: read, so that what else is wrong with it is said, and refused by name
+        # (`misnamed_specs`).
+        yield from sorted(p for p in directory.iterdir() if p.suffix.lower() in SPEC_SUFFIXES)
+
+
+def misnamed_specs(directory: Path, root: Path) -> list[Problem]:
+    """Specs of `directory` named but for the letters' case (`x.YAML`): skipped, the job
+    would leave the fleet without a word; a `.json` file may be a model config a job's
+    `model.config` names, so it is left alone."""
+    if not directory.is_dir():
+        return []
+    problems = []
+    for path in sorted(directory.iterdir()):
+        suffix = path.suffix
+        if suffix in SPEC_SUFFIXES or suffix.lower() not in SPEC_SUFFIXES:
+            continue
+        display = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+        message = (
+            "a spec's file name ends `.yaml` or `.yml` in lower case: rename it to"
+            f" `{path.stem}{suffix.lower()}`"
+        )
+        problems.append(Problem.whole_file(display, message))
+    return problems
