@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from trainops.core.errors import Problem
+from trainops.core.yamlio import Document
 from trainops.facts.quantity import parse_quantity
 from trainops.jobspec.problems import Collector, dotted
 
@@ -65,3 +67,29 @@ def check_byte_sizes(d: dict[str, Any], out: Collector) -> None:
             f"`{dotted(path)}: {text}` is {amount:g} bytes ({why}): write the unit,"
             f" `{number}Gi` or `{number}Mi`",
         )
+
+
+def shared_memory_notes(d: dict[str, Any], doc: Document) -> list[Problem]:
+    """A warning when `sharedMemory` is above the training container's memory limit: the
+    kubelet sizes a memory-backed emptyDir to the smaller of its sizeLimit and the pod's memory
+    limit (Kubernetes pkg/volume/emptydir `calculateEmptyDirMemorySize`), and pages written to
+    /dev/shm count against the writer's limit: the rank is OOM-killed before /dev/shm fills."""
+    if not isinstance(doc.data, dict) or "sharedMemory" not in doc.data:
+        return []  # the default (16Gi) above a small pod's limit is capped, and not the author's
+    shm = parse_quantity(d.get("sharedMemory"))
+    memory = (d.get("resources") or {}).get("memory")
+    limit = parse_quantity(memory)
+    if shm is None or limit is None or limit <= 0 or shm <= limit:
+        return []
+    line, column = doc.position(["sharedMemory"])
+    return [
+        Problem(
+            doc.file,
+            line,
+            column,
+            f"`sharedMemory: {d['sharedMemory']}` is above the pods' memory limit"
+            f" (`resources.memory: {memory}`): the kubelet sizes /dev/shm to the smaller, and"
+            " what the ranks write there counts against the limit, so a rank is OOM-killed"
+            " before /dev/shm is full: raise `resources.memory` or lower `sharedMemory`",
+        )
+    ]

@@ -11,6 +11,7 @@ from typing import Any
 from trainops.core.errors import Problem
 from trainops.core.yamlio import Document
 from trainops.jobspec import model, model_size, schemas
+from trainops.jobspec.byte_sizes import shared_memory_notes
 from trainops.jobspec.deepspeed_config import check_config, stage_ignored_notes
 from trainops.jobspec.job_checks import check_job
 from trainops.jobspec.problems import Collector, schema_problems
@@ -162,8 +163,8 @@ def build_job(doc: Document, out: Collector) -> model.TrainingJob | None:
         notes=tuple(notes),
         model=model_size.build(d.get("model")),
     )
-    ignored = stage_ignored_notes(job.deepspeed_config(), doc)
-    return replace(job, notes=(*job.notes, *ignored)) if ignored else job
+    later = [*stage_ignored_notes(job.deepspeed_config(), doc), *shared_memory_notes(d, doc)]
+    return replace(job, notes=(*job.notes, *later)) if later else job
 
 
 def _role(raw: dict[str, Any], job: dict[str, Any]) -> model.Role:
