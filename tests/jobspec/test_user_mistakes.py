@@ -407,12 +407,14 @@ def test_deepspeed_settings_that_fail_at_start_up_are_refused_at_their_line(
 ) -> None:
     """`communication_data_type: bfloat16` (DeepSpeed raises ValueError: fp16, bf16 or fp32)
     and `bf16: {enabled: false}` beside `precision: bf16` (the job trained in fp32, and the
-    memory estimate then refused it as too big) both passed as something else, and so did
+    memory estimate then refused it as too big; `enabled: auto`, which only the HF Trainer fills,
+    is the same under our trainer) passed as something else, and so did
     `offload_param: {device: nvme}` without `nvme_path` (DeepSpeed joins a None path)."""
     anchor = "    communication_data_type: bf16"
     cases = [
         (anchor.replace("bf16", "bfloat16"), "must be one of fp16, bf16, fp32"),
         (anchor + "\n    bf16: {enabled: false}", "contradicts the config, which disables bf16"),
+        (anchor + "\n    bf16: {enabled: auto}", "`enabled: auto` is filled in only by the HF"),
     ]
     for new, expected in cases:
         _edit(scratch, LLM, anchor, new)

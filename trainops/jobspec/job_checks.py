@@ -125,7 +125,8 @@ def check_job(d: dict[str, Any], out: Collector, stem: str) -> None:
         out.add(["metricsPort"], f"port {port} is used by the torch rendezvous: pick another")
     ds = d.get("deepspeed")
     if ds:
-        _deepspeed_settings(ds, [str(a) for a in d.get("args", ())], out)
+        ours = list(d.get("command") or ())[-2:] == ["-m", "trainer"]
+        _deepspeed_settings(ds, [str(a) for a in d.get("args", ())], ours, out)
     _pod_field_checks(d, out)
 
 
@@ -333,9 +334,10 @@ PRECISION_WORDS = {
 _DEFAULT_PRECISION = schemas.default(schemas.JOB, "deepspeed.precision")
 
 
-def _deepspeed_settings(ds: dict[str, Any], args: list[str], out: Collector) -> None:
+def _deepspeed_settings(ds: dict[str, Any], args: list[str], ours: bool, out: Collector) -> None:
     """The DeepSpeed fields, the full `config` and the program's flags must say one thing:
-    the trainer refuses to start on a contradiction, and DeepSpeed itself on bf16 + fp16."""
+    the trainer refuses to start on a contradiction, and DeepSpeed itself on bf16 + fp16.
+    `ours`: the program is our trainer, which (like DeepSpeed alone) fills no `"auto"`."""
     config = ds.get("config") or {}
     for key, name in (
         (ds_facts.MICRO_BATCH, "microBatchPerGpu"),
@@ -360,10 +362,18 @@ def _deepspeed_settings(ds: dict[str, Any], args: list[str], out: Collector) -> 
             f" {enabled[0]}: keep one",
         )
     chosen = str(ds.get("precision", ""))
-    if isinstance(config.get(chosen), dict) and config[chosen].get("enabled") is False:
+    said = config[chosen].get("enabled") if isinstance(config.get(chosen), dict) else None
+    if said is False:
         out.add(
             ["deepspeed", "config", chosen, "enabled"],
             f"`precision: {chosen}` contradicts the config, which disables {chosen}: keep one",
+        )
+    elif said == ds_facts.AUTO and ours:
+        out.add(
+            ["deepspeed", "config", chosen, "enabled"],
+            f"`enabled: auto` is filled in only by the HF Trainer: DeepSpeed drops it, so under"
+            f" our trainer {chosen} is off and the job trains in fp32 (`precision: {chosen}`"
+            " says otherwise): remove the key (trainops enables the job's precision)",
         )
     effective = enabled[0] if enabled else ds.get("precision", _DEFAULT_PRECISION)
     for i, arg in enumerate(args):
