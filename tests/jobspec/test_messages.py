@@ -77,3 +77,31 @@ def test_a_storage_class_the_cluster_does_not_offer_gets_the_nearest(scratch: Pa
         f"{JOB}:{line + 1}:5: storage class `local-nvm` is not offered by cluster `onprem-a100`;"
         " did you mean `local-nvme`?" in result.stderr
     )
+
+
+def test_deepspeed_names_for_our_fields_get_their_did_you_mean(scratch: Path) -> None:
+    """`stage:`, `gradient_accumulation_steps:`, `micro_batch:` under `deepspeed:` are
+    DeepSpeed's or the user's own spellings of `zeroStage`, `gradientAccumulation`,
+    `microBatchPerGpu`: too far apart for difflib, so no hint was given."""
+    llm = "jobs/llm-finetune.yaml"
+    cases = [
+        (
+            "  zeroStage: 3\n",
+            "  stage: 3\n",
+            "unknown key `stage` in `deepspeed`; did you mean `zeroStage`?",
+        ),
+        (
+            "  gradientAccumulation: 8\n",
+            "  gradient_accumulation_steps: 8\n",
+            "did you mean `gradientAccumulation`?",
+        ),
+        ("  microBatchPerGpu: 2\n", "  micro_batch: 2\n", "did you mean `microBatchPerGpu`?"),
+    ]
+    for old, new, expected in cases:
+        line = _edit(scratch, llm, old, new)
+        result = trainops(scratch, "validate")
+        assert result.returncode == 2, result.stderr
+        errors = [e for e in result.stderr.splitlines() if e.startswith("error: ")]
+        assert len(errors) == 1 and errors[0].startswith(f"error: {llm}:{line}:3: "), errors
+        assert expected in errors[0], errors
+        _edit(scratch, llm, new, old)

@@ -116,7 +116,7 @@ def _schema_path(path: Sequence[str | int]) -> str:
 def _renamed(key: str, missing: Sequence[str]) -> str | None:
     """The required key, missing from the same mapping, that `key` is a short or odd spelling
     of (`gpus`, `gpu` for `gpusPerReplica`): the mapping holds one mistake, not two."""
-    folded = key.lower().replace("_", "").replace("-", "")
+    folded = _fold(key)
     for want in missing:
         if len(folded) >= 3 and folded in want.lower():
             return want
@@ -152,8 +152,24 @@ def _unknown_key(
             f"unknown key `{key}`{where}: it belongs {belongs}; check its indentation" + listed,
             None,
         )
+    hint = hint or _contained(str(key), allowed)
     did_you_mean = f"; did you mean `{hint}`?" if hint else ""
     return f"unknown key `{key}`{where}{did_you_mean}{listed}", hint
+
+
+def _fold(key: str) -> str:
+    return key.lower().replace("_", "").replace("-", "")
+
+
+def _contained(key: str, allowed: Sequence[str]) -> str | None:
+    """The one allowed key that holds `key`'s letters or is held in them, as DeepSpeed's and
+    other tools' names are spelt (`stage` or `zero_stage` for `zeroStage`,
+    `gradient_accumulation_steps` for `gradientAccumulation`), too far apart for difflib."""
+    folded = _fold(key)
+    if len(folded) < 4:
+        return None
+    found = [a for a in allowed if folded in _fold(a) or (len(a) >= 6 and _fold(a) in folded)]
+    return found[0] if len(found) == 1 else None
 
 
 def report_errors(
