@@ -36,6 +36,7 @@ PUBLISHED = {
     "TO404": "gitops-rerun-risk",
     "TO405": "api-removed",
     "TO406": "name-refused",
+    "TO407": "gang-partial",
     "TO410": "command-never-exits",
     "TO411": "failure-ignored",
     "TO412": "pipe-hides-failure",

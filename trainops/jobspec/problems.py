@@ -17,6 +17,7 @@ from trainops.core.limits import inside
 from trainops.core.yamlio import Document, load_file
 from trainops.facts.kubeflow import TRAINING_JOB_KINDS
 from trainops.jobspec import schemas
+from trainops.jobspec.key_hints import contained, renamed
 
 if TYPE_CHECKING:
     import jsonschema
@@ -113,17 +114,6 @@ def _schema_path(path: Sequence[str | int]) -> str:
     return dotted([p if isinstance(p, str) else 0 for p in path]).replace("[0]", "[]")
 
 
-def _renamed(key: str, missing: Sequence[str]) -> str | None:
-    """The required key, missing from the same mapping, that `key` is a short or odd spelling
-    of (`gpus`, `gpu` for `gpusPerReplica`): the mapping holds one mistake, not two."""
-    folded = _fold(key)
-    for want in missing:
-        if len(folded) >= 3 and folded in want.lower():
-            return want
-    near = difflib.get_close_matches(key, list(missing), n=1, cutoff=0.4)
-    return near[0] if near else None
-
-
 def _unknown_key(
     key: str,
     path: Sequence[str | int],
@@ -137,7 +127,7 @@ def _unknown_key(
     missing = [k for k in required if k not in err.instance]
     where = f" in `{dotted(path)}`" if path else ""
     listed = f" (allowed: {', '.join(allowed)})"
-    hint = _renamed(str(key), missing) or next(
+    hint = renamed(str(key), missing) or next(
         iter(difflib.get_close_matches(str(key), allowed, n=1)), None
     )
     here = _schema_path(path) if path else ""
@@ -152,24 +142,9 @@ def _unknown_key(
             f"unknown key `{key}`{where}: it belongs {belongs}; check its indentation" + listed,
             None,
         )
-    hint = hint or _contained(str(key), allowed)
+    hint = hint or contained(str(key), allowed)
     did_you_mean = f"; did you mean `{hint}`?" if hint else ""
     return f"unknown key `{key}`{where}{did_you_mean}{listed}", hint
-
-
-def _fold(key: str) -> str:
-    return key.lower().replace("_", "").replace("-", "")
-
-
-def _contained(key: str, allowed: Sequence[str]) -> str | None:
-    """The one allowed key that holds `key`'s letters or is held in them, as DeepSpeed's and
-    other tools' names are spelt (`stage` or `zero_stage` for `zeroStage`,
-    `gradient_accumulation_steps` for `gradientAccumulation`), too far apart for difflib."""
-    folded = _fold(key)
-    if len(folded) < 4:
-        return None
-    found = [a for a in allowed if folded in _fold(a) or (len(a) >= 6 and _fold(a) in folded)]
-    return found[0] if len(found) == 1 else None
 
 
 def report_errors(

@@ -8,7 +8,9 @@ from collections.abc import Iterator
 from trainops.core.findings import Severity
 from trainops.core.values import as_dict, as_int
 from trainops.facts.schedulers import VOLCANO_SCHEDULER
-from trainops.kube.objects import Object
+from trainops.kube.objects import Object, launches_training
+from trainops.kube.pods import requests_accelerator
+from trainops.kube.torchrun import nnodes_range, torchrun_nnodes
 from trainops.rules.context import Context
 from trainops.rules.model import Rule, Violation
 
@@ -58,6 +60,47 @@ def _gang(obj: Object, ctx: Context) -> Iterator[Violation]:
         )
 
 
+# Pods that start only once the others run, and are not counted in a gang by their operator:
+# the MPI launcher (MPI Operator), a Volcano MPI job's master.
+_ONE_LAUNCHER_KINDS = {"MPIJob"}
+
+
+def _partial_gang(obj: Object, ctx: Context) -> Iterator[Violation]:
+    """A gang smaller than a job that is not elastic: torchrun with fixed `--nnodes`, mpirun,
+    JAX and Paddle collectives connect every rank before the first step. (TFJob is left out:
+    a parameter-server job runs with the workers it has.)"""
+    if not (obj.is_kubeflow_job or obj.is_volcano_job) or obj.kind == "TFJob":
+        return
+    if obj.elastic_policy is not None:
+        return
+    if obj.is_volcano_job and not any(
+        launches_training(p) or requests_accelerator(p) for p in obj.pods
+    ):
+        return  # a Volcano Job runs anything (nginx replicas): training is what it launches
+    spans = [nnodes_range(value) for _, value, _ in torchrun_nnodes(obj)]
+    if any(span is None or span[0] != span[1] for span in spans):
+        return  # an elastic (or unreadable) --nnodes: the job may run below its pod count
+    if obj.is_volcano_job:
+        path: tuple[str | int, ...] = ("spec", "minAvailable")
+        min_available = as_int(obj.spec.get("minAvailable"))
+    else:
+        path = ("spec", "runPolicy", "schedulingPolicy", "minAvailable")
+        min_available = as_int(as_dict(obj.run_policy.get("schedulingPolicy")).get("minAvailable"))
+    total = obj.pod_count()
+    # A launcher (an MPIJob's, a Volcano MPI job's master) may start after the workers.
+    slack = 1 if obj.kind in _ONE_LAUNCHER_KINDS or obj.is_volcano_job else 0
+    if min_available is None or min_available <= 0 or min_available >= total - slack:
+        return
+    yield Violation(
+        f"minAvailable {min_available} lets {min_available} of the job's {total} pods start"
+        " while the rest wait: a job that is not elastic needs every rank before its first"
+        " step, so the pods that started hold their GPUs doing nothing, and two such jobs can"
+        f" hold each other's GPUs for ever; set minAvailable to {total} (or remove it: the"
+        " operator then counts every pod)",
+        path,
+    )
+
+
 RULES = (
     Rule(
         slug="gang-scheduling-inconsistent",
@@ -73,6 +116,22 @@ RULES = (
         example="Master: {template: {spec: {schedulerName: volcano}}}\n"
         "Worker: {template: {spec: {}}}",
         check=_gang,
+        references=("https://volcano.sh/en/docs/podgroup/",),
+    ),
+    Rule(
+        slug="gang-partial",
+        code="TO407",
+        severity=Severity.WARNING,
+        summary="A job that is not elastic with a gang (`minAvailable`) smaller than its pods:"
+        " part of it starts and waits for the rest.",
+        why="torchrun with a fixed `--nnodes`, mpirun and JAX/Paddle collectives connect every"
+        " rank before the first step: the pods a partial gang starts hold GPUs idle, and two"
+        " such jobs can deadlock each other.",
+        fix="Set minAvailable to the job's pod count (an MPI launcher may be left out), or"
+        " remove it; make the job elastic if it can run smaller.",
+        example="runPolicy: {schedulingPolicy: {minAvailable: 1}}\n"
+        "pytorchReplicaSpecs: {Worker: {replicas: 4}}",
+        check=_partial_gang,
         references=("https://volcano.sh/en/docs/podgroup/",),
     ),
 )
