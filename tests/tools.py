@@ -8,6 +8,7 @@ test that did not run. `tests/test_no_raw_skips.py` fails when a test skips any 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import importlib
@@ -16,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import traceback
 from pathlib import Path
 from types import ModuleType
@@ -190,6 +192,14 @@ def trainops_process(root: Path, *args: str) -> subprocess.CompletedProcess[str]
     """Run the real CLI in a fresh `python -m trainops` process, as a user would."""
     argv = [sys.executable, "-m", "trainops", "--root", str(root), *args]
     return processes.run(argv, timeout=CLI_TIMEOUT, text=True, cwd=REPO)
+
+
+def session_scratch(prefix: str) -> Path:
+    """A scratch directory kept for the test session (a cached rendering several tests read)
+    and removed when the process ends: nothing a test makes outlives the suite."""
+    scratch = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+    return scratch
 
 
 def tree(root: Path) -> dict[str, bytes]:

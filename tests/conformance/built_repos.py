@@ -9,14 +9,13 @@ Built once per test process (`functools.cache`): a dozen overlays take seconds.
 from __future__ import annotations
 
 import functools
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tests.render.repos import RICH, build_overlay, read_yaml, render_in_process
-from tests.tools import REPO, copy_inputs, require_kustomize
+from tests.tools import REPO, copy_inputs, require_kustomize, session_scratch
 
 REPOSITORIES = {
     "shipped": REPO,
@@ -59,7 +58,7 @@ IDS = [
 
 @functools.cache
 def _rendered(name: str) -> Path:
-    scratch = Path(tempfile.mkdtemp(prefix="trainops-conformance-"))
+    scratch = session_scratch("trainops-conformance-")
     return render_in_process(copy_inputs(REPOSITORIES[name], scratch / name))
 
 

@@ -8,7 +8,6 @@ the ones the controllers receive.
 from __future__ import annotations
 
 import functools
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from typing import Any
 import yaml
 
 from tests.render.repos import RICH, render
-from tests.tools import REPO, copy_inputs
+from tests.tools import REPO, copy_inputs, session_scratch
 from trainops import build
 
 REPOSITORIES = {
@@ -53,7 +52,7 @@ def _build(path: Path) -> list[dict[str, Any]]:
 @functools.cache
 def rendered(label: str) -> Rendered:
     """The repository `label`, rendered in a scratch directory (kept for the session)."""
-    scratch = Path(tempfile.mkdtemp(prefix=f"conformance-{label}-"))
+    scratch = session_scratch(f"conformance-{label}-")
     root = render(copy_inputs(REPOSITORIES[label], scratch / "repo"))
     profiles = {}
     for path in sorted((root / "clusters").glob("*.yaml")):

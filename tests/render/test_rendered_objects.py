@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ import pytest
 import yaml
 
 from tests.render.repos import REPOS
-from tests.tools import copy_inputs, require_kustomize
+from tests.tools import copy_inputs, require_kustomize, session_scratch
 from trainops.core.findings import Severity
 from trainops.jobspec.load import load_repository
 from trainops.render import render_repository
@@ -54,7 +53,7 @@ def validated() -> Any:
 
     @functools.cache
     def get(label: str) -> tuple[Any, Any]:
-        root = copy_inputs(REPOS[label], Path(tempfile.mkdtemp(prefix=f"rendered-{label}-")))
+        root = copy_inputs(REPOS[label], session_scratch(f"rendered-{label}-"))
         repo = load_repository(root)
         return repo, validate_repository(root, repo)
 
