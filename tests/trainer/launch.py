@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tests import processes
-from tests.tools import REPO
+from tests.tools import REPO, session_scratch
 
 # Tiny GPT on the learnable synthetic token task: a step takes tens of milliseconds on CPU.
 TINY_GPT = [
@@ -35,10 +36,17 @@ def env(**extra: str) -> dict[str, str]:
     return out
 
 
+@functools.cache
+def _log_dir() -> Path:
+    """Where torchrun keeps its agent's logs: without `--log-dir` each run made a
+    `torchelastic_*` folder in /tmp and left it there."""
+    return session_scratch("trainops-torchrun-logs-")
+
+
 def torchrun_cmd(args: list[str], nproc: int = 2, max_restarts: int = 0) -> list[str]:
     """torchrun via its module (the same code as the `torchrun` script, found with torch)."""
     return [
-        sys.executable, "-m", "torch.distributed.run", "--standalone",
+        sys.executable, "-m", "torch.distributed.run", "--standalone", f"--log-dir={_log_dir()}",
         f"--nproc_per_node={nproc}", f"--max-restarts={max_restarts}", "--monitor-interval=0.1",
         "-m", "trainer", *args,
     ]  # fmt: skip
