@@ -229,6 +229,16 @@ def test_home_and_caches_are_each_replicas_own_directory(tmp_path: Path) -> None
     assert any("volume tmp at /tmp: an empty directory per replica" in c for c in p.changes)
 
 
+def test_each_replica_writes_its_temporary_files_in_its_own_tmp(tmp_path: Path) -> None:
+    """The pod's /tmp is an emptyDir, gone with the pod: locally TMPDIR points at its
+    directory, so tempfile and torchrun's `torchelastic_*` log folders are not left in this
+    machine's /tmp after every run."""
+    p = plan("resnet50-ddp", tmp_path)
+    for launch in p.launches:
+        tmp = tmp_path / "pods" / launch.name / "volumes" / "tmp"
+        assert launch.env["TMPDIR"] == str(tmp) and tmp.is_dir()
+
+
 def test_a_claim_mounted_read_only_is_read_only_here(tmp_path: Path) -> None:
     """Issue 37: the dataset claim is mounted readOnly on the cluster; on main run-local made it
     a writable directory, so a cache pointed into it ran here and failed there."""

@@ -258,6 +258,11 @@ class _Planner:
         proc_env.update(pod_env)
         proc_env["CUDA_VISIBLE_DEVICES"] = ""
         proc_env["DS_ACCELERATOR"] = "cpu"
+        # The pod's /tmp is its own emptyDir, gone with the pod: here its local directory,
+        # where tempfile and torchrun's log folders go (not this machine's /tmp, for ever).
+        local_tmp = paths("/tmp")
+        if local_tmp != "/tmp" and "TMPDIR" not in dict(pod_env):
+            proc_env["TMPDIR"] = local_tmp
         proc_env[op_cache.ENV] = str(self.options.op_cache or op_cache.default_dir())
         if ours:
             proc_env["PYTHONPATH"] = os.pathsep.join(
