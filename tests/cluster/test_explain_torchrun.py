@@ -11,6 +11,7 @@ traceback from its error file (torch/distributed/elastic/multiprocessing/errors/
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -59,6 +60,7 @@ def _torchrun(tmp_path: Path, record: bool) -> list[str]:
          "2", "--max-restarts", "0", str(script)],
         capture_output=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True, timeout=120, cwd=tmp_path, check=False,
+        env={**os.environ, "TMPDIR": str(tmp_path)},  # where torchrun leaves its log folder
     )  # fmt: skip
     assert run.returncode != 0, run.stdout
     assert "ChildFailedError" in run.stdout, run.stdout

@@ -63,7 +63,11 @@ def _run(tmp_path: Path, script: str, *, torchrun: bool) -> str:
     if torchrun:
         argv[1:1] = ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
                      "--max-restarts", "0"]  # fmt: skip
-    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
+    # TMPDIR: torchrun's agent makes a `torchelastic_*` log folder there and leaves it.
+    env = {
+        **os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1",
+        "TMPDIR": str(tmp_path),
+    }  # fmt: skip
     run = subprocess.run(
         argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300,
         cwd=tmp_path, env=env, check=False,
