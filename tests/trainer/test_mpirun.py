@@ -42,11 +42,17 @@ def _mpirun(tmp_path: Path, program: list[str]) -> subprocess.CompletedProcess[s
 
 
 def test_ranks_take_rank_and_rendezvous_from_open_mpi(tmp_path: Path) -> None:
-    probe = "import json, os; from trainer import mpi; print(json.dumps(mpi.torch_env(os.environ)))"
-    result = _mpirun(tmp_path, ["-c", probe])
+    # Each rank writes its own file: mpirun interleaves the ranks' stdout chunks (a line and
+    # its newline are two writes), so two JSON lines could arrive as one.
+    probe = (
+        "import json, os, sys; from trainer import mpi; env = mpi.torch_env(os.environ);"
+        " open(os.path.join(sys.argv[1], 'rank-' + env['RANK'] + '.json'), 'w')"
+        ".write(json.dumps(env))"
+    )
+    result = _mpirun(tmp_path, ["-c", probe, str(tmp_path)])
     assert result.returncode == 0, result.stderr
-    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-    seen = sorted(lines, key=lambda e: e["RANK"])
+    written = sorted(tmp_path.glob("rank-*.json"))
+    seen = sorted((json.loads(p.read_text()) for p in written), key=lambda e: e["RANK"])
     assert [(e["RANK"], e["WORLD_SIZE"], e["LOCAL_RANK"]) for e in seen] == [
         ("0", "2", "0"),
         ("1", "2", "1"),
