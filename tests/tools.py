@@ -202,6 +202,18 @@ def session_scratch(prefix: str) -> Path:
     return scratch
 
 
+def replace_once(path: Path, old: str, new: str) -> None:
+    """Edit a test's copy of a file: the first `old` becomes `new` (which must be there)."""
+    text = path.read_text()
+    assert old in text, f"fixture text {old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def line_of(path: Path, needle: str) -> int:
+    """The 1-based line of the first line of `path` holding `needle`."""
+    return next(n for n, line in enumerate(path.read_text().splitlines(), 1) if needle in line)
+
+
 def tree(root: Path) -> dict[str, bytes]:
     """Every file under root (relative path -> bytes)."""
     return {

@@ -8,23 +8,10 @@ import json
 import re
 from pathlib import Path
 
-from tests.tools import trainops, tree
+from tests.tools import line_of, replace_once, trainops, tree
 from trainops.jobspec.fits import flag
 
 JOB = "jobs/llm-finetune.yaml"
-
-
-def _edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert old in text, f"fixture text {old!r} not in {path}"
-    path.write_text(text.replace(old, new, 1))
-
-
-def _line_of(path: Path, needle: str) -> int:
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if needle in line:
-            return number
-    raise AssertionError(needle)
 
 
 def _refused(root: Path) -> str:
@@ -39,9 +26,9 @@ def _refused(root: Path) -> str:
 def test_the_shipped_13b_job_fits_and_a_doubled_micro_batch_does_not(scratch: Path) -> None:
     assert trainops(scratch, "render").returncode == 0
     job = scratch / JOB
-    _edit(job, "microBatchPerGpu: 2", "microBatchPerGpu: 4")
+    replace_once(job, "microBatchPerGpu: 2", "microBatchPerGpu: 4")
     err = _refused(scratch)
-    line = _line_of(job, "- cluster: cloud-h100")
+    line = line_of(job, "- cluster: cloud-h100")
     found = re.search(rf"{JOB}:{line}:\d+: does not fit a `h100-80gb` GPU of `cloud-h100` .*", err)
     assert found, err
     message = found.group(0)
@@ -53,10 +40,10 @@ def test_the_shipped_13b_job_fits_and_a_doubled_micro_batch_does_not(scratch: Pa
 
 def test_a_smaller_gpu_and_the_elastic_minimum_decide(scratch: Path) -> None:
     job = scratch / JOB
-    _edit(job, "    gpuProduct: a100-80gb", "    gpuProduct: a100-40gb")
-    _edit(job, "  - --precision=bf16", "  - --precision=bf16\n  - --gradient-checkpointing")
-    _edit(job, "  minReplicas: 2", "  minReplicas: 1")
-    _edit(job, "microBatchPerGpu: 2", "microBatchPerGpu: 4")
+    replace_once(job, "    gpuProduct: a100-80gb", "    gpuProduct: a100-40gb")
+    replace_once(job, "  - --precision=bf16", "  - --precision=bf16\n  - --gradient-checkpointing")
+    replace_once(job, "  minReplicas: 2", "  minReplicas: 1")
+    replace_once(job, "microBatchPerGpu: 2", "microBatchPerGpu: 4")
     err = _refused(scratch)
     # 8 GPUs at the minimum: ZeRO-3's partitions are twice as large as at 16.
     assert "does not fit a `a100-40gb` GPU of `onprem-a100` (40.0 GiB)" in err
@@ -73,7 +60,7 @@ def test_the_model_read_from_a_config_json_in_the_repository(scratch: Path) -> N
               "num_hidden_layers": 40, "num_attention_heads": 40, "num_key_value_heads": 40,
               "vocab_size": 32000}  # fmt: skip
     (scratch / "models" / "llama-13b.json").write_text(json.dumps(config))
-    _edit(
+    replace_once(
         job,
         "  parameters: 13015864320\n  hiddenSize: 5120\n  layers: 40\n  vocabSize: 32000\n",
         "  config: models/llama-13b.json\n",
@@ -81,15 +68,15 @@ def test_the_model_read_from_a_config_json_in_the_repository(scratch: Path) -> N
     assert trainops(scratch, "render").returncode == 0
     kustomization = (scratch / "base/llm-finetune/kustomization.yaml").read_text()
     assert '"stage3_prefetch_bucket_size":23592960' in kustomization  # 0.9 x 5120^2
-    _edit(job, "config: models/llama-13b.json", "config: models/missing.json")
+    replace_once(job, "config: models/llama-13b.json", "config: models/missing.json")
     err = _refused(scratch)
-    line = _line_of(job, "config: models/missing.json")
+    line = line_of(job, "config: models/missing.json")
     assert f"{JOB}:{line}:" in err and "`models/missing.json` is not a file in this" in err
 
 
 def test_a_ddp_job_too_large_for_its_gpus_is_told_about_zero(scratch: Path) -> None:
     job = scratch / "jobs/resnet50-ddp.yaml"
-    _edit(job, "gpusPerReplica:", "model: {parameters: 7B}\ngpusPerReplica:")
+    replace_once(job, "gpusPerReplica:", "model: {parameters: 7B}\ngpusPerReplica:")
     err = _refused(scratch)
     assert "7.00B parameters, DDP, sgd, bf16" in err  # fp32 weights, gradients, bucket, momentum
     assert "activations not counted" in err
@@ -100,7 +87,7 @@ def test_a_ddp_job_too_large_for_its_gpus_is_told_about_zero(scratch: Path) -> N
 
 def test_a_model_needs_its_size(scratch: Path) -> None:
     job = scratch / "jobs/resnet50-ddp.yaml"
-    _edit(job, "gpusPerReplica:", "model: {hiddenSize: 64}\ngpusPerReplica:")
+    replace_once(job, "gpusPerReplica:", "model: {hiddenSize: 64}\ngpusPerReplica:")
     assert "`model` needs `parameters` (e.g. 13B) or `config`" in _refused(scratch)
 
 
@@ -115,11 +102,11 @@ def test_flags_read_as_argparse_reads_them() -> None:
 
 def test_offloaded_states_must_fit_the_pods_memory(scratch: Path) -> None:
     job = scratch / JOB
-    _edit(job, "offload_optimizer: {device: none}", "offload_optimizer: {device: cpu}")
+    replace_once(job, "offload_optimizer: {device: none}", "offload_optimizer: {device: cpu}")
     assert trainops(scratch, "render").returncode == 0  # 145.5 GiB per pod of its 256 Gi
-    _edit(job, "  memory: 256Gi", "  memory: 64Gi")
+    replace_once(job, "  memory: 256Gi", "  memory: 64Gi")
     err = _refused(scratch)
-    line = _line_of(job, "  memory: 64Gi")
+    line = line_of(job, "  memory: 64Gi")
     assert err.count("its offloaded ZeRO-3 states") == 1, err  # one mistake, two targets
     assert f"{JOB}:{line}:3: its offloaded ZeRO-3 states need 145.5 GiB of host memory" in err
     assert "per pod at 16 GPUs" in err and "`resources.memory` 64.0 GiB" in err

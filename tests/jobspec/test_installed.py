@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.tools import trainops, tree
+from tests.tools import line_of, trainops, tree
 
 KUEUE_BLOCK = """installed:
   kueue:
@@ -31,10 +31,6 @@ def _refused(root: Path) -> str:
     return result.stderr
 
 
-def _line_of(path: Path, needle: str) -> int:
-    return next(n for n, t in enumerate(path.read_text().splitlines(), 1) if needle in t)
-
-
 def test_a_profile_switched_to_kueue_0_19_defaults_is_refused_once_at_the_profile(
     scratch: Path,
 ) -> None:
@@ -48,7 +44,7 @@ def test_a_profile_switched_to_kueue_0_19_defaults_is_refused_once_at_the_profil
     end = text.index("  mpiJobs:")
     profile.write_text(text[:start] + KUEUE_BLOCK + text[end:])
     err = _refused(scratch)
-    line = _line_of(profile, "name: kueue")
+    line = line_of(profile, "name: kueue")
     assert (
         f"clusters/cloud-h100.yaml:{line}:3: cluster `cloud-h100` queues with Kueue, and Kueue"
         " 0.19 there does not enable `kubeflow.org/pytorchjob` by default: job(s)"
@@ -78,7 +74,7 @@ def test_an_mpijob_of_the_version_the_cluster_does_not_serve_is_refused(scratch:
     profile.write_text(profile.read_text() + "installed: {mpiJobs: training-operator}\n")
     err = _refused(scratch)
     job = scratch / "jobs" / "horovod-training.yaml"
-    line = _line_of(job, "cluster: onprem-a100")
+    line = line_of(job, "cluster: onprem-a100")
     assert (
         f"jobs/horovod-training.yaml:{line}:5: job `horovod-training` is an MPIJob"
         " `kubeflow.org/v2beta1`, and cluster `onprem-a100` serves `mpijobs.kubeflow.org` as"

@@ -15,14 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.tools import line_of, replace_once
 from trainops.core.errors import InputError
 from trainops.jobspec.load import load_repository
-
-
-def _edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert old in text, (old, path)
-    path.write_text(text.replace(old, new, 1))
 
 
 def _problems(root: Path) -> list[str]:
@@ -31,26 +26,24 @@ def _problems(root: Path) -> list[str]:
     return [str(p) for p in err.value.problems]
 
 
-def _line(path: Path, needle: str) -> int:
-    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if needle in line)
-
-
 def _make_rdma(profile: Path) -> None:
-    _edit(
+    replace_once(
         profile,
         "  transport: tcp\n",
         "  transport: rdma\n  rdma: {hca: mlx5, gidIndex: 3, gdrLevel: 5,"
         " deviceResource: rdma/rdma_shared_device_a}\n",
     )
     # Pod Security admits IPC_LOCK at `privileged` only (jobspec/admission.py).
-    _edit(profile, "  level: restricted ", "  allowCapabilities: [IPC_LOCK]\n  level: privileged ")
+    replace_once(
+        profile, "  level: restricted ", "  allowCapabilities: [IPC_LOCK]\n  level: privileged "
+    )
 
 
 def test_a_clusterqueue_without_the_rdma_device_is_refused_once(scratch: Path) -> None:
     profile = scratch / "clusters" / "cloud-h100.yaml"
     _make_rdma(profile)
     (problem,) = _problems(scratch)
-    assert problem.startswith(f"clusters/cloud-h100.yaml:{_line(profile, 'deviceResource')}:")
+    assert problem.startswith(f"clusters/cloud-h100.yaml:{line_of(profile, 'deviceResource')}:")
     assert "ClusterQueue `training` (clusters/cloud-h100/manifests/kueue.yaml)" in problem
     assert "`resource rdma/rdma_shared_device_a unavailable in ClusterQueue`" in problem
 
@@ -58,7 +51,7 @@ def test_a_clusterqueue_without_the_rdma_device_is_refused_once(scratch: Path) -
 def test_covering_the_device_admits_it(scratch: Path) -> None:
     _make_rdma(scratch / "clusters" / "cloud-h100.yaml")
     manifests = scratch / "clusters" / "cloud-h100" / "manifests" / "kueue.yaml"
-    _edit(
+    replace_once(
         manifests,
         "            - {name: nvidia.com/gpu, nominalQuota: 32}\n",
         "            - {name: nvidia.com/gpu, nominalQuota: 32}\n"
@@ -72,21 +65,23 @@ def test_covering_the_device_admits_it(scratch: Path) -> None:
 
 def test_a_kueue_quota_that_disagrees_with_the_profile(scratch: Path) -> None:
     manifests = scratch / "clusters" / "cloud-h100" / "manifests" / "kueue.yaml"
-    _edit(
+    replace_once(
         manifests,
         "{name: nvidia.com/gpu, nominalQuota: 32}",
         "{name: nvidia.com/gpu, nominalQuota: 24}",
     )
     profile = scratch / "clusters" / "cloud-h100.yaml"
     (problem,) = _problems(scratch)
-    assert problem.startswith(f"clusters/cloud-h100.yaml:{_line(profile, 'team-training: {gpus')}:")
+    assert problem.startswith(
+        f"clusters/cloud-h100.yaml:{line_of(profile, 'team-training: {gpus')}:"
+    )
     assert "`capacity.queues.team-training.gpus` is 32, but ClusterQueue `training`" in problem
     assert "nominalQuota of 24" in problem
 
 
 def test_a_volcano_capability_that_disagrees_with_the_profile(scratch: Path) -> None:
     profile = scratch / "clusters" / "onprem-a100.yaml"
-    _edit(profile, "research: {gpus: 64}", "research: {gpus: 48}")
+    replace_once(profile, "research: {gpus: 64}", "research: {gpus: 48}")
     (problem,) = _problems(scratch)
     assert "`capacity.queues.research.gpus` is 48, but Queue `research`" in problem
     assert "capability of 64" in problem

@@ -11,20 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tools import trainops, tree
-
-
-def _edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert old in text, f"fixture text {old!r} not in {path}"
-    path.write_text(text.replace(old, new, 1))
-
-
-def _line_of(path: Path, needle: str) -> int:
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if needle in line:
-            return number
-    raise AssertionError(needle)
+from tests.tools import line_of, replace_once, trainops, tree
 
 
 def _output(root: Path) -> dict[str, bytes]:
@@ -84,11 +71,11 @@ def test_an_rdma_profile_that_does_not_admit_ipc_lock_is_refused_at_load(
     trainops(scratch, "render")
     before = _output(scratch)
     cluster = scratch / "clusters" / "onprem-a100.yaml"
-    _edit(cluster, PODSEC, replacement)
+    replace_once(cluster, PODSEC, replacement)
     result = trainops(scratch, "render")
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
     assert _output(scratch) == before, "a refused profile must not touch the output"
-    line = _line_of(cluster, needle)
+    line = line_of(cluster, needle)
     assert f"clusters/onprem-a100.yaml:{line}:" in result.stderr
     assert addition in result.stderr

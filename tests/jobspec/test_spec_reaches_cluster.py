@@ -13,14 +13,8 @@ from typing import Any
 
 import yaml
 
-from tests.tools import cli, require_tool, trainops, tree
+from tests.tools import cli, replace_once, require_tool, trainops, tree
 from trainops import build
-
-
-def _edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert old in text, f"fixture text {old!r} not in {path}"
-    path.write_text(text.replace(old, new, 1))
 
 
 def _built_job(root: Path, cluster: str, name: str) -> dict[str, Any]:
@@ -44,7 +38,7 @@ def _env_of(job: dict[str, Any]) -> list[list[tuple[str, Any]]]:
 
 def test_target_env_replaces_job_env_of_the_same_name_and_adds_new(scratch: Path) -> None:
     job = scratch / "jobs" / "resnet50-ddp.yaml"
-    _edit(
+    replace_once(
         job,
         "  - cluster: cloud-h100",
         "  - cluster: cloud-h100\n    env: {NCCL_DEBUG: WARN, TORCH_CPP_LOG_LEVEL: INFO}",
@@ -64,7 +58,7 @@ def test_target_env_replaces_job_env_of_the_same_name_and_adds_new(scratch: Path
 
 def test_target_env_may_not_set_reserved_or_secret_names(scratch: Path) -> None:
     job = scratch / "jobs" / "llm-finetune.yaml"
-    _edit(
+    replace_once(
         job,
         "    replicas: 2",
         "    replicas: 2\n    env: {NCCL_SOCKET_IFNAME: eth1, HF_TOKEN: plain-text}",
@@ -79,7 +73,7 @@ def test_target_env_may_not_set_reserved_or_secret_names(scratch: Path) -> None:
 
 def test_target_errors_name_their_key_path(scratch: Path) -> None:
     job = scratch / "jobs" / "llm-finetune.yaml"
-    _edit(job, "    replicas: 2", "    replicas: 9")
+    replace_once(job, "    replicas: 2", "    replicas: 9")
     result = trainops(scratch, "render")
     assert result.returncode == 2
     assert "`targets[1].replicas` must be within elastic [2, 8], got 9" in result.stderr
@@ -138,7 +132,7 @@ def test_every_pod_runs_non_root_with_an_fs_group_that_owns_the_volumes(scratch:
 
 def test_an_image_with_another_user_sets_it_in_the_spec(scratch: Path) -> None:
     job = scratch / "jobs" / "resnet50-ddp.yaml"
-    _edit(
+    replace_once(
         job, "sharedMemory: 8Gi", "sharedMemory: 8Gi\nsecurityContext: {runAsUser: 0, fsGroup: 100}"
     )
     assert trainops(scratch, "render").returncode == 0

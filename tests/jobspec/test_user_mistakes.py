@@ -9,22 +9,10 @@ from pathlib import Path
 
 import yaml
 
-from tests.tools import trainops
+from tests.tools import line_of, replace_once, trainops
 
 LLM = "jobs/llm-finetune.yaml"
 RESNET = "jobs/resnet50-ddp.yaml"
-
-
-def _edit(root: Path, rel: str, old: str, new: str) -> None:
-    path = root / rel
-    text = path.read_text()
-    assert old in text, f"fixture text {old!r} not in {rel}"
-    path.write_text(text.replace(old, new, 1))
-
-
-def _line_of(root: Path, rel: str, needle: str) -> int:
-    lines = (root / rel).read_text().splitlines()
-    return next(n for n, line in enumerate(lines, 1) if needle in line)
 
 
 def test_an_env_value_in_exponent_notation_reaches_the_pod_as_that_text(
@@ -34,7 +22,7 @@ def test_an_env_value_in_exponent_notation_reaches_the_pod_as_that_text(
     the base, it came out of `kustomize build` as 0.0001, which `env[].value` refuses."""
     values = {"LR": "1e-4", "STEPS": "1E5", "SCALE": "-.5", "MODE": "0o17"}
     env = "".join(f"\n  {k}: {v}" for k, v in values.items())
-    _edit(scratch, RESNET, "  NCCL_DEBUG: INFO", "  NCCL_DEBUG: INFO" + env)
+    replace_once(scratch / RESNET, "  NCCL_DEBUG: INFO", "  NCCL_DEBUG: INFO" + env)
     result = trainops(scratch, "validate", "--cluster", "cloud-h100", "-o", "json")
     assert result.returncode == 0, result.stdout + result.stderr
     assert json.loads(result.stdout)["findings"] == []
@@ -60,9 +48,8 @@ def test_optimizer_and_scheduler_numbers_in_exponent_notation_reach_deepspeed_as
     torch.optim.AdamW, which stops at start-up (`'<=' not supported between 'float' and
     'str'`). Like the typed keys (`reduce_bucket_size: 5e8`), it is rendered as the number,
     with a warning at its line whose advice YAML 1.1 does read as a number."""
-    _edit(
-        scratch,
-        LLM,
+    replace_once(
+        scratch / LLM,
         "    communication_data_type: bf16",
         "    communication_data_type: bf16\n"
         "    gradient_clipping: 1e0\n"
@@ -89,7 +76,7 @@ def test_optimizer_and_scheduler_numbers_in_exponent_notation_reach_deepspeed_as
         "total_num_steps": 100000,
     }
     validated = trainops(scratch, "validate", "--cluster", "cloud-h100")
-    line = _line_of(scratch, LLM, "params: {lr: 1e-4")
+    line = line_of(scratch / LLM, "params: {lr: 1e-4")
     warning = re.search(
         rf"{LLM}:{line}: warning .*`deepspeed.config.optimizer.params.eps`: YAML 1.1 reads"
         r" `1e-8` as a string .* \(write `([^`]+)` to say so\)",
@@ -115,28 +102,28 @@ def test_a_short_name_for_a_required_key_is_one_error_naming_it(scratch: Path) -
     """`gpus: 8` or `gpu: 8` for `gpusPerReplica` was an unknown key with no suggestion and,
     for the same mistake, a second error: `gpusPerReplica` missing."""
     for spelling in ("gpus", "gpu", "GPUs"):
-        _edit(scratch, RESNET, "gpusPerReplica: 1", f"{spelling}: 1")
-        line = _line_of(scratch, RESNET, f"{spelling}: 1")
+        replace_once(scratch / RESNET, "gpusPerReplica: 1", f"{spelling}: 1")
+        line = line_of(scratch / RESNET, f"{spelling}: 1")
         error = _only_error(scratch)
         assert error.startswith(f"error: {RESNET}:{line}:1: unknown key `{spelling}`;"), error
         assert "did you mean `gpusPerReplica`?" in error
-        _edit(scratch, RESNET, f"{spelling}: 1", "gpusPerReplica: 1")
+        replace_once(scratch / RESNET, f"{spelling}: 1", "gpusPerReplica: 1")
 
 
 def test_a_key_at_the_wrong_indentation_says_where_it_belongs(scratch: Path) -> None:
     """A key dedented out of its mapping (`memory` under `resources`), or indented into the
     wrong one (`gpusPerReplica` under `resources`): one error at the key's own line naming
     the mapping it belongs to, not a list of allowed keys and a second, missing-key error."""
-    _edit(scratch, RESNET, "  memory: 16Gi", "memory: 16Gi")
-    line = _line_of(scratch, RESNET, "memory: 16Gi")
+    replace_once(scratch / RESNET, "  memory: 16Gi", "memory: 16Gi")
+    line = line_of(scratch / RESNET, "memory: 16Gi")
     error = _only_error(scratch)
     assert error.startswith(
         f"error: {RESNET}:{line}:1: unknown key `memory`: it belongs under `resources`"
     ), error
-    _edit(scratch, RESNET, "memory: 16Gi", "  memory: 16Gi")
-    _edit(scratch, RESNET, "gpusPerReplica: 1\n", "")
-    _edit(scratch, RESNET, "  memory: 16Gi", "  memory: 16Gi\n  gpusPerReplica: 1")
-    line = _line_of(scratch, RESNET, "gpusPerReplica: 1")
+    replace_once(scratch / RESNET, "memory: 16Gi", "  memory: 16Gi")
+    replace_once(scratch / RESNET, "gpusPerReplica: 1\n", "")
+    replace_once(scratch / RESNET, "  memory: 16Gi", "  memory: 16Gi\n  gpusPerReplica: 1")
+    line = line_of(scratch / RESNET, "gpusPerReplica: 1")
     error = _only_error(scratch)
     assert error.startswith(
         f"error: {RESNET}:{line}:3: unknown key `gpusPerReplica` in `resources`: it belongs at"
@@ -159,12 +146,12 @@ def test_a_type_error_the_quotes_caused_says_to_add_or_drop_them(scratch: Path) 
         (RESNET, "gpusPerReplica: 1", 'gpusPerReplica: "1.5"', 'got "1.5"'),
     ]
     for rel, old, new, expected in cases:
-        _edit(scratch, rel, old, new)
-        line = _line_of(scratch, rel, new)
+        replace_once(scratch / rel, old, new)
+        line = line_of(scratch / rel, new)
         error = _only_error(scratch)
         assert error.startswith(f"error: {rel}:{line}:"), error
         assert error.endswith(expected), error
-        _edit(scratch, rel, new, old)
+        replace_once(scratch / rel, new, old)
 
 
 def test_two_volumes_at_one_mount_path_are_refused_at_the_second(scratch: Path) -> None:
@@ -173,14 +160,14 @@ def test_two_volumes_at_one_mount_path_are_refused_at_the_second(scratch: Path) 
     unique`); validate reported only rules about what the mounts held."""
     for taken in ("/data", "/data/", "/dev/shm"):
         mount = "  checkpoints:\n    mountPath: "
-        _edit(scratch, RESNET, mount + "/checkpoints\n", f"{mount}{taken}\n")
-        line = _line_of(scratch, RESNET, "  checkpoints:") + 1
+        replace_once(scratch / RESNET, mount + "/checkpoints\n", f"{mount}{taken}\n")
+        line = line_of(scratch / RESNET, "  checkpoints:") + 1
         error = _only_error(scratch)
         by = "sharedMemory" if taken == "/dev/shm" else "volumes.dataset"
         assert error.startswith(
             f"error: {RESNET}:{line}:5: `{taken}` is already mounted by `{by}`"
         ), error
-        _edit(scratch, RESNET, f"{mount}{taken}\n", mount + "/checkpoints\n")
+        replace_once(scratch / RESNET, f"{mount}{taken}\n", mount + "/checkpoints\n")
 
 
 def test_a_memory_or_storage_size_without_its_unit_is_refused(scratch: Path) -> None:
@@ -194,26 +181,27 @@ def test_a_memory_or_storage_size_without_its_unit_is_refused(scratch: Path) -> 
         (RESNET, 'cpu: "6"', 'cpu: "6000"', "asks for 6000 CPUs, more than any node has"),
     ]
     for rel, old, new, expected in cases:
-        _edit(scratch, rel, old, new)
-        line = _line_of(scratch, rel, new)
+        replace_once(scratch / rel, old, new)
+        line = line_of(scratch / rel, new)
         error = _only_error(scratch)
         assert error.startswith(f"error: {rel}:{line}:"), error
         assert expected in error and ("write the unit" in error or "6000m" in error), error
-        _edit(scratch, rel, new, old)
-    _edit(scratch, RESNET, "memory: 16Gi", "memory: 17179869184")  # bytes, but 16 GiB of them
+        replace_once(scratch / rel, new, old)
+    replace_once(
+        scratch / RESNET, "memory: 16Gi", "memory: 17179869184"
+    )  # bytes, but 16 GiB of them
     assert trainops(scratch, "validate", "--cluster", "cloud-h100").returncode == 0
 
 
 def test_one_deepspeed_mistake_on_two_clusters_is_one_error_naming_both(scratch: Path) -> None:
     """A pinned `train_batch_size` on an elastic job fails DeepSpeed's assertion at the same
     world size on each target: said once, naming both, not once per cluster."""
-    _edit(
-        scratch,
-        LLM,
+    replace_once(
+        scratch / LLM,
         "    communication_data_type: bf16",
         "    communication_data_type: bf16\n    train_batch_size: 100",
     )
-    line = _line_of(scratch, LLM, "train_batch_size: 100")
+    line = line_of(scratch / LLM, "train_batch_size: 100")
     error = _only_error(scratch)
     assert error.startswith(
         f"error: {LLM}:{line}:5: DeepSpeed config invalid on `onprem-a100`: at world size 16"
@@ -225,8 +213,8 @@ def test_a_profile_mistake_the_schema_words_alike_twice_is_said_once(scratch: Pa
     """An `rdma` block without its required keys was reported three times over (the
     schema's branches each word it the same)."""
     profile = "clusters/cloud-h100.yaml"
-    _edit(scratch, profile, "  transport: tcp", "  transport: tcp\n  rdma: {hca: mlx5}")
-    line = _line_of(scratch, profile, "rdma: {hca: mlx5}")
+    replace_once(scratch / profile, "  transport: tcp", "  transport: tcp\n  rdma: {hca: mlx5}")
+    line = line_of(scratch / profile, "rdma: {hca: mlx5}")
     error = _only_error(scratch)
     assert error.startswith(f"error: {profile}:{line}:3: missing required key `gidIndex`"), error
 
@@ -272,12 +260,12 @@ def test_a_gpu_toleration_the_api_server_refuses_is_refused_in_the_profile(
         ),
     ]
     for old, new, needle, expected in cases:
-        _edit(scratch, profile, old, new)
-        line = _line_of(scratch, profile, needle)
+        replace_once(scratch / profile, old, new)
+        line = line_of(scratch / profile, needle)
         error = _only_error(scratch)
         assert error.startswith(f"error: {profile}:{line}:"), error
         assert expected in error, error
-        _edit(scratch, profile, new, old)
+        replace_once(scratch / profile, new, old)
 
 
 def test_an_image_reference_the_kubelet_cannot_parse_is_refused_at_its_line(
@@ -293,13 +281,15 @@ def test_an_image_reference_the_kubelet_cannot_parse_is_refused_at_its_line(
         ('image: "ghcr.io/example/trainops-trainer: 0.1.0"', "it holds a space"),
     ]
     for new, expected in cases:
-        _edit(scratch, RESNET, image, new)
-        line = _line_of(scratch, RESNET, new)
+        replace_once(scratch / RESNET, image, new)
+        line = line_of(scratch / RESNET, new)
         error = _only_error(scratch)
         assert error.startswith(f"error: {RESNET}:{line}:1: image `"), error
         assert expected in error and "InvalidImageName" in error, error
-        _edit(scratch, RESNET, new, image)
-    _edit(scratch, RESNET, image, f"image: ghcr.io/example/trainops-trainer@sha256:{'a' * 64}")
+        replace_once(scratch / RESNET, new, image)
+    replace_once(
+        scratch / RESNET, image, f"image: ghcr.io/example/trainops-trainer@sha256:{'a' * 64}"
+    )
     assert trainops(scratch, "validate", "--cluster", "cloud-h100").returncode == 0
 
 
@@ -310,7 +300,7 @@ def test_a_document_of_another_kind_in_a_spec_folder_is_one_error_saying_where(
     into jobs/: each was a screen of unknown keys (one per line of the file)."""
     profile = (scratch / "clusters" / "cloud-h100.yaml").read_text()
     (scratch / "jobs" / "cloud-h100.yaml").write_text(profile)
-    line = _line_of(scratch, "jobs/cloud-h100.yaml", "kind: ClusterProfile")
+    line = line_of(scratch / "jobs/cloud-h100.yaml", "kind: ClusterProfile")
     assert _only_error(scratch) == (
         f"error: jobs/cloud-h100.yaml:{line}:1: `kind: ClusterProfile` belongs in clusters/:"
         " jobs/ holds `kind: TrainingJob`"
@@ -345,12 +335,12 @@ def test_the_trainers_engine_flag_and_the_deepspeed_block_must_agree(scratch: Pa
         ),
     ]
     for rel, old, new, needle, expected in cases:
-        _edit(scratch, rel, old, new)
-        line = _line_of(scratch, rel, needle)
+        replace_once(scratch / rel, old, new)
+        line = line_of(scratch / rel, needle)
         error = _only_error(scratch)
         assert error.startswith(f"error: {rel}:{line}:"), error
         assert expected in error, error
-        _edit(scratch, rel, new, old)
+        replace_once(scratch / rel, new, old)
 
 
 def test_a_whole_number_written_as_a_float_is_an_error_not_a_traceback(scratch: Path) -> None:
@@ -364,19 +354,19 @@ def test_a_whole_number_written_as_a_float_is_an_error_not_a_traceback(scratch: 
         ("clusters/cloud-h100.yaml", "    perNode: 8", "    perNode: 8.0", "number: 8"),
     ]
     for rel, old, new, expected in cases:
-        _edit(scratch, rel, old, new)
-        line = _line_of(scratch, rel, new)
+        replace_once(scratch / rel, old, new)
+        line = line_of(scratch / rel, new)
         error = _only_error(scratch)
         assert error.startswith(f"error: {rel}:{line}:"), error
         assert error.endswith(expected), error
-        _edit(scratch, rel, new, old)
+        replace_once(scratch / rel, new, old)
 
 
 def test_a_shell_variable_in_args_is_found_at_its_spec_line(scratch: Path) -> None:
     """`--batch-size=${BATCH_SIZE}`: no shell runs a job's command and the kubelet expands
     `$(VAR)` only, so the trainer got the text and stopped at start; validate passed."""
-    _edit(scratch, RESNET, "  - --batch-size=32", "  - --batch-size=${BATCH_SIZE}")
-    line = _line_of(scratch, RESNET, "--batch-size=${BATCH_SIZE}")
+    replace_once(scratch / RESNET, "  - --batch-size=32", "  - --batch-size=${BATCH_SIZE}")
+    line = line_of(scratch / RESNET, "--batch-size=${BATCH_SIZE}")
     result = trainops(scratch, "validate", "-o", "json")
     assert result.returncode == 1, result.stdout + result.stderr
     (finding,) = json.loads(result.stdout)["findings"]
@@ -394,12 +384,12 @@ def test_yaml_slips_are_pointed_at_their_own_line_with_the_fix(scratch: Path) ->
         ("replicas: 4", "replicas: 4# four", "4# four", "a comment needs a space before its `#`"),
     ]
     for old, new, needle, expected in cases:
-        _edit(scratch, RESNET, old, new)
-        line = _line_of(scratch, RESNET, needle)
+        replace_once(scratch / RESNET, old, new)
+        line = line_of(scratch / RESNET, needle)
         error = _only_error(scratch)
         assert error.startswith(f"error: {RESNET}:{line}:"), error
         assert expected in error, error
-        _edit(scratch, RESNET, new, old)
+        replace_once(scratch / RESNET, new, old)
 
 
 def test_deepspeed_settings_that_fail_at_start_up_are_refused_at_their_line(
@@ -417,22 +407,22 @@ def test_deepspeed_settings_that_fail_at_start_up_are_refused_at_their_line(
         (anchor + "\n    bf16: {enabled: auto}", "`enabled: auto` is filled in only by the HF"),
     ]
     for new, expected in cases:
-        _edit(scratch, LLM, anchor, new)
-        line = _line_of(scratch, LLM, new.splitlines()[-1])
+        replace_once(scratch / LLM, anchor, new)
+        line = line_of(scratch / LLM, new.splitlines()[-1])
         error = _only_error(scratch)
         assert error.startswith(f"error: {LLM}:{line}:"), error
         assert expected in error, error
-        _edit(scratch, LLM, new, anchor)
+        replace_once(scratch / LLM, new, anchor)
     nvme = "offload_param: {device: nvme}"
-    _edit(scratch, LLM, "offload_param: {device: none}", nvme)
+    replace_once(scratch / LLM, "offload_param: {device: none}", nvme)
     error = _only_error(scratch)
-    assert error.startswith(f"error: {LLM}:{_line_of(scratch, LLM, nvme)}:"), error
+    assert error.startswith(f"error: {LLM}:{line_of(scratch / LLM, nvme)}:"), error
     assert "needs `nvme_path`" in error, error
 
 
 def test_a_target_naming_the_profiles_file_is_pointed_at_its_name(scratch: Path) -> None:
     """`cluster: cloud-h100.yaml` was told to `add clusters/cloud-h100.yaml.yaml`."""
-    _edit(scratch, RESNET, "  - cluster: cloud-h100\n", "  - cluster: cloud-h100.yaml\n")
+    replace_once(scratch / RESNET, "  - cluster: cloud-h100\n", "  - cluster: cloud-h100.yaml\n")
     error = _only_error(scratch)
     assert "unknown cluster `cloud-h100.yaml`; did you mean `cloud-h100`?" in error, error
     assert ".yaml.yaml" not in error and "add clusters/" not in error, error

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from tests.render.repos import build_overlay, render
-from tests.tools import require_kustomize, trainops, tree
+from tests.tools import line_of, require_kustomize, trainops, tree
 from trainops.render.overrides import merge
 
 HATCH = """\
@@ -172,10 +172,6 @@ def _fails(root: Path) -> str:
     return result.stderr
 
 
-def _line(path: Path, needle: str) -> int:
-    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if needle in line)
-
-
 def test_pod_template_is_checked_against_the_core_schema_with_file_and_line(
     scratch: Path,
 ) -> None:
@@ -186,11 +182,11 @@ def test_pod_template_is_checked_against_the_core_schema_with_file_and_line(
     )
     err = _fails(scratch)
     assert (
-        f"jobs/resnet50-ddp.yaml:{_line(path, 'imagePullPolcy')}:9: unknown key `imagePullPolcy`"
+        f"jobs/resnet50-ddp.yaml:{line_of(path, 'imagePullPolcy')}:9: unknown key `imagePullPolcy`"
         in err
     )
     assert "did you mean `imagePullPolicy`?" in err
-    assert f"jobs/resnet50-ddp.yaml:{_line(path, 'hostPID')}:" in err
+    assert f"jobs/resnet50-ddp.yaml:{line_of(path, 'hostPID')}:" in err
     assert "podTemplate.spec.hostPID` must be of type" in err
 
 
@@ -202,7 +198,7 @@ def test_first_class_fields_are_checked_too(scratch: Path) -> None:
         "replicaPodTemplates:\n  Chief: {spec: {}}\n",
     )
     err = _fails(scratch)
-    assert f":{_line(path, 'nowhere')}:" in err
+    assert f":{line_of(path, 'nowhere')}:" in err
     assert "no volume `nowhere` in `extraVolumes` or `volumes`" in err
     assert "label key `bad key!` is not a Kubernetes label key" in err
     assert "this job renders no `Chief` replicas (it has: Master, Worker)" in err
@@ -214,7 +210,7 @@ def test_affinity_is_a_core_affinity(scratch: Path) -> None:
         "affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {}}}\n",
     )
     err = _fails(scratch)
-    assert f"jobs/resnet50-ddp.yaml:{_line(path, 'affinity:')}:" in err
+    assert f"jobs/resnet50-ddp.yaml:{line_of(path, 'affinity:')}:" in err
     assert "missing required key `nodeSelectorTerms`" in err
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from tests.tools import REPO, require_tool, trainops
+from tests.tools import REPO, replace_once, require_tool, trainops
 from trainops import build
 from trainops.facts.scratch import HOME_DIR, SCRATCH_ENV
 
@@ -107,20 +107,14 @@ def test_the_libraries_caches_resolve_under_the_home_emptydir(tmp_path: Path) ->
         assert Path(path).is_relative_to(home), path
 
 
-def _edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert old in text
-    path.write_text(text.replace(old, new, 1))
-
-
 def test_a_job_opts_out_and_its_own_env_wins(scratch: Path) -> None:
     job = scratch / "jobs" / "resnet50-ddp.yaml"
-    _edit(
+    replace_once(
         job,
         "sharedMemory: 8Gi",
         "sharedMemory: 8Gi\nsecurityContext: {readOnlyRootFilesystem: false}",
     )
-    _edit(job, "env:\n", "env:\n  HF_HOME: /data/hf\n  HOME: /home/me\n")
+    replace_once(job, "env:\n", "env:\n  HF_HOME: /data/hf\n  HOME: /home/me\n")
     result = trainops(scratch, "render")
     assert result.returncode == 0, result.stderr
     docs = _built(scratch)

@@ -10,13 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.tools import REPO, trainops, tree
-
-
-def _edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert old in text, f"{old!r} not in {path}"
-    path.write_text(text.replace(old, new, 1))
+from tests.tools import REPO, replace_once, trainops, tree
 
 
 def _refused(root: Path, *args: str) -> str:
@@ -59,7 +53,7 @@ NAMESPACES = "namespaces: [ml-vision, ai-training]"
     ],
 )
 def test_fence_edits_are_refused(scratch: Path, file: str, old: str, new: str, says: str) -> None:
-    _edit(scratch / file, old, new)
+    replace_once(scratch / file, old, new)
     err = _refused(scratch)
     line = next(
         i
@@ -158,7 +152,7 @@ def test_deep_nesting_is_refused_before_the_c_loader(scratch: Path) -> None:
 
 
 def test_profile_crds_outside_the_repository_are_refused(scratch: Path) -> None:
-    _edit(scratch / CLUSTER, NAMESPACES, NAMESPACES + "\ncrds: ../../../etc")
+    replace_once(scratch / CLUSTER, NAMESPACES, NAMESPACES + "\ncrds: ../../../etc")
     trainops(scratch, "render")
     result = trainops(scratch, "validate", "--cluster", "onprem-a100")
     assert result.returncode == 2, result.stdout + result.stderr

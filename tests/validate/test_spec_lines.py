@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tools import REPO, copy_inputs, require_kustomize, trainops
+from tests.tools import REPO, copy_inputs, line_of, require_kustomize, trainops
 
 JOBS = sorted(p.name for p in (REPO / "jobs").glob("*.yaml"))
 ANNOTATION = re.compile(
@@ -33,10 +33,6 @@ def _annotations(root: Path, *args: str) -> list[tuple[str, int, str]]:
         if match:
             found.append((match[2], int(match[3]), match[4]))
     return found
-
-
-def _line_of(path: Path, needle: str) -> int:
-    return next(n for n, text in enumerate(path.read_text().splitlines(), 1) if needle in text)
 
 
 def _edit(path: Path, pattern: str, replacement: str) -> None:
@@ -65,7 +61,7 @@ def test_an_unpinned_image_is_one_annotation_at_the_image_line(
     broken: tuple[Path, list[tuple[str, int, str]]], name: str
 ) -> None:
     root, found = broken
-    line = _line_of(root / "jobs" / name, "image: ")
+    line = line_of(root / "jobs" / name, "image: ")
     assert [a for a in found if a[2] == "image-unpinned" and a[0] == f"jobs/{name}"] == [
         (f"jobs/{name}", line, "image-unpinned")
     ]
@@ -76,7 +72,7 @@ def test_an_unknown_nccl_variable_is_one_annotation_at_its_line(
     broken: tuple[Path, list[tuple[str, int, str]]], name: str
 ) -> None:
     root, found = broken
-    line = _line_of(root / "jobs" / name, "NCCL_TIMEOUT")
+    line = line_of(root / "jobs" / name, "NCCL_TIMEOUT")
     assert [a for a in found if a[2] == "nccl-env-unknown" and a[0] == f"jobs/{name}"] == [
         (f"jobs/{name}", line, "nccl-env-unknown")
     ]
@@ -89,7 +85,7 @@ def test_a_secret_in_plain_env_is_one_annotation_at_its_line(
     """The message names the container, `pytorch` in a PyTorchJob and `node` in a TrainJob:
     still one mistake, one annotation."""
     root, found = broken
-    line = _line_of(root / "jobs" / name, "WANDB_API_KEY")
+    line = line_of(root / "jobs" / name, "WANDB_API_KEY")
     assert [a for a in found if a[2] == "secret-in-plain-env" and a[0] == f"jobs/{name}"] == [
         (f"jobs/{name}", line, "secret-in-plain-env")
     ]
@@ -134,7 +130,7 @@ def test_more_gpus_than_a_node_holds_is_one_annotation_per_job(scratch: Path) ->
         _edit(scratch / "jobs" / name, r"^gpusPerReplica: \d+$", "gpusPerReplica: 16")
     found = _annotations(scratch)
     for name in JOBS:
-        line = _line_of(scratch / "jobs" / name, "gpusPerReplica: 16")
+        line = line_of(scratch / "jobs" / name, "gpusPerReplica: 16")
         assert [a for a in found if a[0] == f"jobs/{name}"] == [(f"jobs/{name}", line, "spec")]
 
 
@@ -145,7 +141,7 @@ def test_a_profile_switched_to_kueue_is_one_annotation_at_the_profile(scratch: P
     _edit(profile, r"^    integrations:\n(      - .*\n)+", "")
     _edit(profile, r"^ +# Kueue's Configuration.*\n +# TFJob.*\n", "")
     found = _annotations(scratch)
-    line = _line_of(profile, "name: kueue")
+    line = line_of(profile, "name: kueue")
     assert sorted(found) == [("clusters/cloud-h100.yaml", line, "spec")] * 2
 
 
