@@ -32,12 +32,7 @@ def has_platform_part(repo: Repository, cluster: ClusterProfile) -> bool:
 
 def targets_on(repo: Repository, cluster: ClusterProfile) -> list[tuple[TrainingJob, Target]]:
     """Jobs that run on `cluster`, with their target entry, by job name."""
-    out = []
-    for job in repo.jobs:
-        for target in job.targets:
-            if target.cluster == cluster.name:
-                out.append((job, target))
-    return out
+    return list(repo.placements.get(cluster.name, ()))
 
 
 def platform_object(item: PlatformObject) -> dict[str, Any]:
@@ -58,18 +53,25 @@ def monitoring_objects(repo: Repository, cluster: ClusterProfile) -> list[dict[s
     return alerts.prometheus_rules(cluster, jobs) + dashboard.dashboard_objects(cluster)
 
 
-# (API group, kind, namespace; None for a cluster-scoped object) of an object an overlay delivers.
-Placed = tuple[str, str, str | None]
+Placed = objects.Placed
+
+
+def _placed(obj: dict[str, Any]) -> Placed:
+    return obj["apiVersion"].rpartition("/")[0], obj["kind"], obj["metadata"].get("namespace")
 
 
 def placed_kinds(repo: Repository, cluster: ClusterProfile) -> frozenset[Placed]:
     """Where each kind of the cluster's overlay goes: what the Argo CD AppProject and the
-    delivery accounts must allow. Rendering every job of the cluster is most of `gitops/`'s
-    cost, so `render_gitops` computes this once per cluster and hands it to both."""
-    return frozenset(
-        (obj["apiVersion"].rpartition("/")[0], obj["kind"], obj["metadata"].get("namespace"))
-        for obj in cluster_objects(repo, cluster)
-    )
+    delivery accounts must allow. The cluster's own objects are built (a few); its jobs'
+    kinds come from `objects.job_placed`, which builds nothing."""
+    own = [platform_object(item) for item in repo.platform.get(cluster.name, ())]
+    own += monitoring_objects(repo, cluster)
+    if cluster.operator.trainer_v2:
+        own += runtimes.cluster_runtimes(cluster, [job for job, _ in targets_on(repo, cluster)])
+    out = {_placed(obj) for obj in own}
+    for job, _ in targets_on(repo, cluster):
+        out |= objects.job_placed(job, cluster)
+    return frozenset(out)
 
 
 def cluster_objects(repo: Repository, cluster: ClusterProfile) -> list[dict[str, Any]]:

@@ -15,13 +15,15 @@ from trainops.facts import deepspeed as ds_config
 from trainops.facts.gpus import gang_minimum
 from trainops.facts.kubeflow import JOB_NAME_LABEL
 from trainops.facts.monitoring import METRICS_PORT_NAME
-from trainops.facts.trainer import JOBSET_NAME_LABEL
+from trainops.facts.trainer import JOBSET_NAME_LABEL, TRAINER_GROUP, TRAINING_RUNTIME
+from trainops.jobspec.installed import rendered_kind
 from trainops.jobspec.model import ClusterProfile, Target, TrainingJob
 from trainops.render import mpijob, tfjob
 from trainops.render.common import job_metadata, labels, replica_spec, run_policy
 from trainops.render.common import metadata as _metadata
-from trainops.render.netpol import network_policy
+from trainops.render.netpol import NETWORKING_API, network_policy
 from trainops.render.pod import JOB_LABEL, deepspeed_configmap_name, pod_template
+from trainops.render.runtimes import needs_own_runtime
 from trainops.render.trainjob import trainjob_objects
 
 API_PYTORCHJOB = "kubeflow.org/v1"
@@ -34,6 +36,9 @@ NO_PRUNE_ANNOTATIONS = {
     "kustomize.toolkit.fluxcd.io/prune": "disabled",
 }
 METRICS_LABEL = "trainops.dev/metrics"
+SERVICE_MONITOR_API = "monitoring.coreos.com/v1"
+# (API group, kind, namespace; None for a cluster-scoped object) of an object an overlay delivers.
+Placed = tuple[str, str, str | None]
 
 
 def pytorchjob(
@@ -134,7 +139,7 @@ def service_monitor(job: TrainingJob, cluster: ClusterProfile | None = None) -> 
     if cluster is not None:
         meta["labels"] = {**cluster.watch.prometheus_labels, **meta["labels"]}
     return {
-        "apiVersion": "monitoring.coreos.com/v1",
+        "apiVersion": SERVICE_MONITOR_API,
         "kind": "ServiceMonitor",
         "metadata": meta,
         "spec": {
@@ -191,3 +196,27 @@ def job_objects(
         *monitoring,
         network_policy(job, _metadata(job, job.name), cluster),
     ]
+
+
+def job_placed(job: TrainingJob, cluster: ClusterProfile) -> set[Placed]:
+    """(API group, kind, namespace) of each object `job_objects(job, cluster, target)` and
+    `deepspeed_configmap(job)` return, without building them: gitops/ needs every job's kinds
+    on every cluster, and building 22,500 pod templates to read them was most of a one-job
+    pull request's `validate --changed` at 5,000 jobs. tests/render/test_job_placed.py holds
+    the two equal on every shipped and generated job."""
+    namespace = job.namespace
+    api, kind = rendered_kind(job, cluster)
+    out: set[Placed] = {
+        (api.rpartition("/")[0], kind, namespace),
+        (NETWORKING_API.rpartition("/")[0], "NetworkPolicy", namespace),
+    }
+    if cluster.operator.trainer_v2 and needs_own_runtime(job):
+        out.add((TRAINER_GROUP, TRAINING_RUNTIME, namespace))
+    if any(vol.create for vol in job.volumes):
+        out.add(("", "PersistentVolumeClaim", namespace))
+    if job.serves_trainer_metrics():
+        out.add(("", "Service", namespace))
+        out.add((SERVICE_MONITOR_API.rpartition("/")[0], "ServiceMonitor", namespace))
+    if job.deepspeed is not None:
+        out.add(("", "ConfigMap", namespace))
+    return out
