@@ -36,7 +36,10 @@ DEFAULT_GRADIENT_CLIPPING = 1.0
 
 
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(base)
+    """`over` over `base`: a new mapping sharing `base`'s untouched values (the caller's
+    `base` is its own, built per call) and holding copies of `over`'s (the user's config,
+    which the job keeps)."""
+    out = dict(base)
     for key, value in over.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
             out[key] = _deep_merge(out[key], value)
