@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import marshal
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -48,12 +49,15 @@ def _is_int(_checker: object, instance: object) -> bool:
 def _has_whole_float(data: Any) -> bool:
     """Whether `data` holds a float with no fraction (`8.0`), which jsonschema-rs would pass
     as an integer (see `validator`)."""
-    if isinstance(data, float):
-        return data.is_integer()
-    if isinstance(data, dict):
-        return any(_has_whole_float(v) for v in data.values())
-    if isinstance(data, list):
-        return any(_has_whole_float(v) for v in data)
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, float) and item.is_integer():
+            return True
     return False
 
 
@@ -127,16 +131,43 @@ _NO_DEFAULT = object()
 
 @dataclass(frozen=True)
 class _Plan:
-    """What `_fill` does at one schema node, worked out once: the properties (each key's
-    resolved schema and its default), and the schema of other keys and of list items."""
+    """What `_fill` does at one schema node, worked out once: the properties' defaults, and
+    the schemas of the properties, other keys and list items under which some default lies
+    (a subtree without one, such as a pod template's, is not walked)."""
 
-    properties: tuple[tuple[str, dict[str, Any], Any], ...]
+    defaults: tuple[tuple[str, Any], ...]
+    properties: tuple[tuple[str, dict[str, Any]], ...]
     names: frozenset[str]
     extra: dict[str, Any] | None
     items: dict[str, Any] | None
 
 
 _PLANS: dict[int, tuple[dict[str, Any], _Plan]] = {}
+# Whether any default lies at or under a schema node (by identity, as `_RESOLVED`).
+_DEFAULTS_UNDER: dict[int, tuple[dict[str, Any], bool]] = {}
+
+
+def _defaults_under(node: dict[str, Any], root: dict[str, Any], seen: frozenset[int]) -> bool:
+    """Whether `_fill` could add anything at or under `node` (a node met again on its own
+    path, a recursive `$ref`, counts as yes)."""
+    known = _DEFAULTS_UNDER.get(id(node))
+    if known is not None and known[0] is node:
+        return known[1]
+    if id(node) in seen:
+        return True
+    seen = seen | {id(node)}
+    resolved = _resolve(node, root)
+    subs = [_resolve(raw, root) for raw in resolved.get("properties", {}).values()]
+    found = any("default" in sub for sub in subs) or any(
+        _defaults_under(child, root, seen)
+        for child in [
+            *resolved.get("properties", {}).values(),
+            *(resolved.get(key) for key in ("additionalProperties", "items")),
+        ]
+        if isinstance(child, dict)
+    )
+    _DEFAULTS_UNDER[id(node)] = (node, found)
+    return found
 
 
 def _plan(node: dict[str, Any], root: dict[str, Any]) -> _Plan:
@@ -144,17 +175,21 @@ def _plan(node: dict[str, Any], root: dict[str, Any]) -> _Plan:
     if known is not None and known[0] is node:
         return known[1]
     resolved = _resolve(node, root)
+    defaults = []
     properties = []
     for key, raw in resolved.get("properties", {}).items():
         sub = _resolve(raw, root)
-        properties.append((key, sub, sub.get("default", _NO_DEFAULT)))
-    extra = resolved.get("additionalProperties")
-    items = resolved.get("items")
+        if "default" in sub:
+            defaults.append((key, sub["default"]))
+        if _defaults_under(raw, root, frozenset()):
+            properties.append((key, raw))
+    extra, items = resolved.get("additionalProperties"), resolved.get("items")
     plan = _Plan(
+        tuple(defaults),
         tuple(properties),
         frozenset(resolved.get("properties", {})),
-        extra if isinstance(extra, dict) else None,
-        items if isinstance(items, dict) else None,
+        extra if isinstance(extra, dict) and _defaults_under(extra, root, frozenset()) else None,
+        items if isinstance(items, dict) and _defaults_under(items, root, frozenset()) else None,
     )
     _PLANS[id(node)] = (node, plan)
     return plan
@@ -163,9 +198,10 @@ def _plan(node: dict[str, Any], root: dict[str, Any]) -> _Plan:
 def _fill(data: Any, node: dict[str, Any], root: dict[str, Any]) -> None:
     plan = _plan(node, root)
     if isinstance(data, dict):
-        for key, sub, default in plan.properties:
-            if key not in data and default is not _NO_DEFAULT:
+        for key, default in plan.defaults:
+            if key not in data:
                 data[key] = _copy(default, {})
+        for key, sub in plan.properties:
             if key in data:
                 _fill(data[key], sub, root)
         if plan.extra is not None:
@@ -181,7 +217,11 @@ def with_defaults(name: str, data: dict[str, Any]) -> dict[str, Any]:
     """A copy of `data` (already valid against the schema) with every schema default filled
     in: a missing key with a `default` gets it, inside the objects that are present. An
     optional block whose schema default is `{}` (e.g. `runPolicy`) is created and filled."""
-    out: dict[str, Any] = _copy(data, {})
+    try:
+        # A spec is JSON data, which marshal copies in C, aliases shared as `_copy` does.
+        out: dict[str, Any] = marshal.loads(marshal.dumps(data))
+    except ValueError:  # a type marshal does not know (a YAML timestamp)
+        out = _copy(data, {})
     _fill(out, schema(name), schema(name))
     return out
 
