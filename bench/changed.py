@@ -8,7 +8,8 @@ see bench/fleet.py for why):
 
 1. A one-job pull request: `python -m trainops validate --changed --base main --format json`
    as CI runs it (a fresh interpreter, imports from bytecode as an installed trainops has it,
-   loading every spec, the partial build, the report), and `render --check --changed`. Targets: <= 1 s at 500 jobs, <= 3 s at 5,000.
+   loading every spec, the partial build, the report), and `render --check --changed`.
+   Targets: <= 1 s at 500 jobs, <= 3 s at 5,000.
 2. The whole fleet: `python -m trainops validate --format json` against a bare `kustomize
    build` of every committed overlay, built as validate builds them (one process per core,
    `trainops.build.build_overlays`), the two alternating, best of `RUNS` each. Target:

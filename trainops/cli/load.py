@@ -3,16 +3,20 @@ cluster profile's `policy:` may name (known here, above the spec layer)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from trainops.core.errors import InputError, Problem
+from trainops.jobspec.checked import CheckedSpecs
 from trainops.jobspec.load import load_repository
 from trainops.jobspec.model import ClusterProfile, Repository, Target, TrainingJob
 from trainops.rules import RULES_BY_SLUG
 
 
-def load(root: Path) -> Repository:
-    return load_repository(root, frozenset(RULES_BY_SLUG))
+def load(root: Path, checked: Callable[[], CheckedSpecs | None] | None = None) -> Repository:
+    """`checked`: which job specs to check, asked once they are read (`--changed`; None:
+    every one)."""
+    return load_repository(root, frozenset(RULES_BY_SLUG), checked)
 
 
 def job_on_cluster(

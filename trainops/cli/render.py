@@ -9,7 +9,6 @@ import argparse
 import sys
 
 from trainops.cli import validate
-from trainops.cli.load import load
 from trainops.core.errors import InputError, Problem
 from trainops.core.text import one_line
 from trainops.render import render_repository, write
@@ -26,10 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    repo = load(args.root)
     if args.changed and not args.check:
         raise InputError(Problem.about("--changed", "only applies with --check"))
-    scope = validate.changed_scope(args, repo)
+    repo, scope = validate.load_changed(args)
     for job in repo.jobs:
         for note in job.notes:
             print(one_line(f"note: {note}"), file=sys.stderr)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from trainops import build
@@ -23,6 +24,7 @@ from trainops.cli.load import load
 from trainops.core.errors import InputError, Problem
 from trainops.core.findings import Finding
 from trainops.core.git import default_base
+from trainops.jobspec.checked import CheckedSpecs
 from trainops.jobspec.model import Repository
 from trainops.report import formats as report
 from trainops.validate import changes, command
@@ -90,17 +92,29 @@ def add_changed_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def changed_scope(args: argparse.Namespace, repo: Repository) -> changes.Scope | None:
-    """The scope of `--changed` (None without it), described on stderr."""
+def _change(root: Path, base: str) -> tuple[changes.Change, CheckedSpecs | None]:
+    change = changes.change_from(root, base)
+    return change, changes.specs_checked(change)
+
+
+def load_changed(args: argparse.Namespace) -> tuple[Repository, changes.Scope | None]:
+    """The repository and, with `--changed`, the scope of the change (described on stderr);
+    specs the change does not reach are loaded without their checks
+    (`trainops.jobspec.checked`)."""
     if not args.changed:
         if args.base is not None:
             raise InputError(Problem.about("--base", "only applies with --changed"))
-        return None
+        return load(args.root), None
     base = args.base if args.base is not None else default_base(args.root)
-    scope = changes.affected(args.root, repo, base, getattr(args, "cluster", None))
-    for line in changes.describe(scope, repo):
+    # git walks the working tree while the specs are read (5,000 specs: 0.4 s each).
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(_change, args.root, base)
+        repo = load(args.root, lambda: pending.result()[1])
+        change, checked = pending.result()
+    scope = changes.affected(args.root, repo, change, getattr(args, "cluster", None))
+    for line in changes.describe(scope, repo, checked):
         print(line, file=sys.stderr)
-    return scope
+    return repo, scope
 
 
 def run(args: argparse.Namespace) -> int:
@@ -140,8 +154,7 @@ def _validate(args: argparse.Namespace) -> tuple[list[Finding], int]:
             args.root, args.manifests, cluster, options, args.kubernetes_version
         )
         return outcome.findings, outcome.resources
-    repo = load(args.root)
-    scope = changed_scope(args, repo)
+    repo, scope = load_changed(args)
     total = 1 if args.cluster else len(repo.clusters)
     if scope is not None and not scope.everything:
         total = len(scope.checked)

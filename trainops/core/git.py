@@ -16,10 +16,23 @@ class GitError(Exception):
 
 
 def git(root: Path, *args: str) -> bytes:
-    proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, check=False)
-    if proc.returncode != 0:
-        raise GitError(proc.stderr.decode("utf-8", "replace").strip() or f"git {args[0]} failed")
-    return proc.stdout
+    return git_together(root, args)[0]
+
+
+def git_together(root: Path, *commands: tuple[str, ...]) -> list[bytes]:
+    """Each command's output, the commands run at the same time (each walks the working
+    tree: 130,000 files in a 5,000-job fleet)."""
+    procs = [
+        subprocess.Popen(
+            ["git", "-C", str(root), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        for args in commands
+    ]
+    outputs = [proc.communicate() for proc in procs]
+    for args, proc, (_, err) in zip(commands, procs, outputs, strict=True):
+        if proc.returncode != 0:
+            raise GitError(err.decode("utf-8", "replace").strip() or f"git {args[0]} failed")
+    return [out for out, _ in outputs]
 
 
 def default_base(root: Path) -> str:

@@ -49,12 +49,15 @@ def _quantity(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def build_job(doc: Document, out: Collector) -> model.TrainingJob | None:
-    """The job in `doc`, or None with the problems in `out`."""
+def build_job(doc: Document, out: Collector, check: bool = True) -> model.TrainingJob | None:
+    """The job in `doc`, or None with the problems in `out`. `check=False`: the schema only,
+    no checks within the file and no notes, for a spec `--changed` does not reach
+    (`trainops.jobspec.checked`)."""
     schema_problems(doc, schemas.JOB, out)
     if out.problems:
         return None
-    check_job(doc.data, out, Path(doc.file).stem)
+    if check:
+        check_job(doc.data, out, Path(doc.file).stem)
     config = (doc.data.get("deepspeed") or {}).get("config")
     notes: list[Problem] = []
     if config is not None:
@@ -163,6 +166,8 @@ def build_job(doc: Document, out: Collector) -> model.TrainingJob | None:
         notes=tuple(notes),
         model=model_size.build(d.get("model")),
     )
+    if not check:
+        return replace(job, notes=())
     later = [*stage_ignored_notes(job.deepspeed_config(), doc), *shared_memory_notes(d, doc)]
     return replace(job, notes=(*job.notes, *later)) if later else job
 

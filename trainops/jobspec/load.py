@@ -33,6 +33,7 @@ from trainops.jobspec import (
     schemas,
     trainer_v2,
 )
+from trainops.jobspec.checked import CheckedSpecs, spec_targets
 from trainops.jobspec.cluster import build_cluster
 from trainops.jobspec.job import build_job
 from trainops.jobspec.platform import load_platform
@@ -41,9 +42,11 @@ from trainops.jobspec.platform_refs import check_references
 from trainops.jobspec.problems import (
     EMPTY_FILE,
     Collector,
+    build_all,
     duplicates,
     load_all,
     merge_per_cluster,
+    read_all,
     schema_problems,
     single_mapping,
     yaml_files,
@@ -333,21 +336,30 @@ def _settings(root: Path) -> tuple[model.RepoSettings, list[Problem]]:
     return model.RepoSettings(**{field: d[key] for key, field in SETTINGS_KEYS.items()}), []
 
 
-def _job_builder(root: Path) -> Callable[[Document, Collector], model.TrainingJob | None]:
+def _job_builder(
+    root: Path, checked: CheckedSpecs | None
+) -> Callable[[Document, Collector], model.TrainingJob | None]:
     """`build_job`, then the job's `model.config` read from the repository."""
 
     def build(doc: Document, out: Collector) -> model.TrainingJob | None:
-        job = build_job(doc, out)
+        check = checked is None or checked.checks(doc.file, spec_targets(doc.data))
+        job = build_job(doc, out, check)
         return model_size.resolve(job, root, out) if job is not None else None
 
     return build
 
 
-def load_repository(root: Path, rule_slugs: Collection[str] = ()) -> model.Repository:
+def load_repository(
+    root: Path,
+    rule_slugs: Collection[str] = (),
+    checked: Callable[[], CheckedSpecs | None] | None = None,
+) -> model.Repository:
     """Load and check every input under `root`; raise InputError listing all problems.
 
     `rule_slugs`: the policy rules a cluster profile's `policy:` may name (the CLI passes
-    them; the rules sit above this layer). Empty: names are not checked.
+    them; the rules sit above this layer). Empty: names are not checked. `checked`: asked,
+    once the job specs are read, which of them to check (`--changed`, which runs git
+    meanwhile; None, or its answer None: every one); the others are loaded, not checked.
     """
     root = root.resolve()
     if not (root / paths.JOBS_DIR).is_dir() and not (root / paths.CLUSTERS_DIR).is_dir():
@@ -369,15 +381,20 @@ def load_repository(root: Path, rule_slugs: Collection[str] = ()) -> model.Repos
     for cluster, doc in loaded:
         problems += _delivery_namespaces_apart(cluster, doc, settings)
     invalid = {p.stem for p in yaml_files(root / paths.CLUSTERS_DIR)} - set(clusters)
-    jobs = load_all(root / paths.JOBS_DIR, root, _job_builder(root), problems)
+    read = read_all(root / paths.JOBS_DIR, root, problems)
+    which = checked() if checked is not None else None
+    jobs = build_all(read, _job_builder(root, which), problems)
     problems += duplicates("job", jobs)
 
+    on: dict[str, list[model.TrainingJob]] = {}
     for job, doc in jobs:
-        problems += _job_against_clusters(job, doc, clusters, invalid)
+        if which is None or which.checks(job.file, (t.cluster for t in job.targets)):
+            problems += _job_against_clusters(job, doc, clusters, invalid)
+        for name in dict.fromkeys(t.cluster for t in job.targets):
+            on.setdefault(name, []).append(job)
     for cluster, doc in loaded:
         out = Collector(doc)
-        on = [job for job, _ in jobs if any(t.cluster == cluster.name for t in job.targets)]
-        installed.check_kueue(cluster, on, out)
+        installed.check_kueue(cluster, on.get(cluster.name, []), out)
         problems += out.problems
     platform, platform_problems = load_platform(root, clusters, invalid)
     problems += platform_problems

@@ -285,20 +285,30 @@ def single_mapping(path: Path, root: Path, confined: bool = False) -> Document |
     return docs[0]
 
 
-def load_all(
-    directory: Path,
-    root: Path,
-    build: Callable[[Document, Collector], T | None],
-    problems: list[Problem],
-) -> list[tuple[T, Document]]:
-    """Build an object from every YAML file of `directory`, collecting every problem."""
-    built: list[tuple[T, Document]] = []
+def read_all(
+    directory: Path, root: Path, problems: list[Problem]
+) -> list[Document | list[Problem]]:
+    """Every YAML file of `directory`, read: its document, or the problems reading it met
+    (`problems` gets those of the folder itself)."""
     # A file that is not a symlink lies where its folder resolves to: resolving the folder
     # once spares resolving each of 5,000 job specs component by component.
     folder_inside = directory.is_dir() and inside(directory, root)
     problems += misnamed_specs(directory, root)
-    for path in yaml_files(directory):
-        doc = single_mapping(path, root, confined=folder_inside and not path.is_symlink())
+    return [
+        single_mapping(path, root, confined=folder_inside and not path.is_symlink())
+        for path in yaml_files(directory)
+    ]
+
+
+def build_all(
+    read: list[Document | list[Problem]],
+    build: Callable[[Document, Collector], T | None],
+    problems: list[Problem],
+) -> list[tuple[T, Document]]:
+    """Build an object from every document `read_all` read, collecting every problem in the
+    files' order."""
+    built: list[tuple[T, Document]] = []
+    for doc in read:
         if isinstance(doc, list):
             problems += doc
             continue
@@ -308,6 +318,16 @@ def load_all(
         if item is not None:
             built.append((item, doc))
     return built
+
+
+def load_all(
+    directory: Path,
+    root: Path,
+    build: Callable[[Document, Collector], T | None],
+    problems: list[Problem],
+) -> list[tuple[T, Document]]:
+    """Build an object from every YAML file of `directory`, collecting every problem."""
+    return build_all(read_all(directory, root, problems), build, problems)
 
 
 def duplicates(what: str, loaded: list[tuple[Any, Document]]) -> list[Problem]:

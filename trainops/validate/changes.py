@@ -36,8 +36,10 @@ from trainops import build
 from trainops.core import paths, yamlio
 from trainops.core.errors import InputError, Problem
 from trainops.core.findings import Finding, Severity
-from trainops.core.git import GitError, commit_of, git
+from trainops.core.git import GitError, commit_of, git, git_together
+from trainops.jobspec.checked import CheckedSpecs, spec_targets
 from trainops.jobspec.model import Repository, TrainingJob
+from trainops.jobspec.problems import yaml_files
 from trainops.render import (
     MONITORING_DIR,
     PLATFORM_DIR,
@@ -120,29 +122,89 @@ def changed_paths(root: Path, commit: str) -> list[str]:
     """Files that differ between `commit` and the working tree, untracked ones included,
     relative to `root` (renames as the old and the new path)."""
     try:
-        tracked = git(root, "diff", "--name-only", "--no-renames", "--relative", "-z", commit)
-        untracked = git(root, "ls-files", "--others", "--exclude-standard", "-z")
+        tracked, untracked = git_together(
+            root,
+            ("diff", "--name-only", "--no-renames", "--relative", "-z", commit),
+            ("ls-files", "--others", "--exclude-standard", "-z"),
+        )
     except GitError as err:
         raise InputError(Problem.whole_file(str(root), f"git: {err}")) from None
     names = (tracked + untracked).decode("utf-8", "surrogateescape").split("\0")
     return sorted({n for n in names if n})
 
 
-def _at_base(root: Path, commit: str, rel: str) -> dict[str, Any]:
-    """The spec at `rel` in the base commit, as a mapping ({} if absent or unreadable)."""
+def _mapping(read: Callable[[], str], rel: str) -> dict[str, Any]:
+    """A spec's text as a mapping ({} if absent or unreadable: the loader says why)."""
     try:
-        text = git(root, "show", f"{commit}:./{rel}").decode("utf-8")
-        docs = yamlio.load_text(text, rel)
-    except (GitError, InputError, UnicodeDecodeError):
+        docs = yamlio.load_text(read(), rel)
+    except (GitError, InputError, OSError, UnicodeDecodeError):
         return {}
     data = docs[0].data if len(docs) == 1 else None
     return data if isinstance(data, dict) else {}
 
 
-def _targets(data: dict[str, Any]) -> set[str]:
-    targets = data.get("targets")
-    entries = targets if isinstance(targets, list) else []
-    return {str(t["cluster"]) for t in entries if isinstance(t, dict) and "cluster" in t}
+@dataclass
+class Change:
+    """The files that differ between a base commit and the working tree."""
+
+    root: Path
+    commit: str
+    paths: list[str]
+    _base: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def at_base(self, rel: str) -> dict[str, Any]:
+        """The spec at `rel` in the base commit, as a mapping ({} if absent or unreadable)."""
+        if rel not in self._base:
+            show = f"{self.commit}:./{rel}"
+            self._base[rel] = _mapping(lambda: git(self.root, "show", show).decode("utf-8"), rel)
+        return self._base[rel]
+
+    def now(self, rel: str) -> dict[str, Any]:
+        """The spec at `rel` in the working tree, the same way."""
+        return _mapping(lambda: (self.root / rel).read_text(encoding="utf-8"), rel)
+
+
+def change_from(root: Path, base: str) -> Change:
+    """What changed from `base` (a commit-ish) to the working tree."""
+    commit = commit_of(root, base, "--base")
+    return Change(root, commit, changed_paths(root, commit))
+
+
+def _sort(rel: str, profiles: dict[str, str]) -> tuple[str, str | None]:
+    """What a changed path is: generated, read by nothing built, a job spec, a cluster's
+    platform objects or profile (with the cluster), or anything else (which may change
+    everything); `profiles`: each profile's file -> its cluster."""
+    if rel.startswith(GENERATED):
+        return "generated", None
+    if rel.startswith(UNBUILT_PREFIXES) or rel in UNBUILT_FILES or _top_doc(rel):
+        return "unbuilt", None
+    if _JOB.match(rel):
+        return "job", None
+    if (found := _PLATFORM.match(rel)) and found.group(1) in profiles.values():
+        return "platform", found.group(1)
+    if _PROFILE.match(rel) and rel in profiles:
+        return "profile", profiles[rel]
+    return "other", None
+
+
+def specs_checked(change: Change) -> CheckedSpecs | None:
+    """The job specs the change reaches, for the loader (None: every spec, when the change
+    may reach everything). Worked out from the files before loading: a profile's cluster is
+    its file's name (the loader refuses any other)."""
+    clusters = change.root / paths.CLUSTERS_DIR
+    profiles = {f"{paths.CLUSTERS_DIR}/{p.name}": p.stem for p in yaml_files(clusters)}
+    files: set[str] = set()
+    reached: set[str] = set()
+    for rel in change.paths:
+        kind, cluster = _sort(rel, profiles)
+        if kind == "other":
+            return None
+        if kind == "job":
+            files.add(rel)
+            reached |= spec_targets(change.at_base(rel)) | spec_targets(change.now(rel))
+        elif cluster is not None:
+            reached.add(cluster)
+    return CheckedSpecs(frozenset(files), frozenset(reached))
 
 
 def _spec_text(root: Path, job: TrainingJob) -> str:
@@ -235,11 +297,10 @@ class _Reach:
         self.wide = {c: v for c, v in self.wide.items() if c == cluster}
 
 
-def affected(root: Path, repo: Repository, base: str, cluster: str | None = None) -> Scope:
-    """The scope of the change from `base` to the working tree (`cluster`: that one only)."""
-    commit = commit_of(root, base, "--base")
-    scope = Scope(base=commit, changed=changed_paths(root, commit))
-    reach = _reach(root, repo, scope)
+def affected(root: Path, repo: Repository, change: Change, cluster: str | None = None) -> Scope:
+    """The scope of `change` (`cluster`: that one only)."""
+    scope = Scope(base=change.commit, changed=change.paths)
+    reach = _reach(repo, scope, change)
     if cluster is not None:
         reach.only(repo, cluster)
     _widen(root, repo, scope, reach)
@@ -248,27 +309,25 @@ def affected(root: Path, repo: Repository, base: str, cluster: str | None = None
     return scope
 
 
-def _reach(root: Path, repo: Repository, scope: Scope) -> _Reach:
-    """Each changed path sorted: generated, read by nothing built, a job, a cluster's platform
-    objects or profile, or anything else (which may change everything)."""
+def _reach(repo: Repository, scope: Scope, change: Change) -> _Reach:
+    """Each changed path sorted (`_sort`) into what it reaches."""
     jobs_by_file = {job.file: job for job in repo.jobs}
     profiles = {c.file: name for name, c in repo.clusters.items()}
     reach = _Reach()
     for rel in scope.changed:
-        if rel.startswith(GENERATED):
+        kind, cluster = _sort(rel, profiles)
+        if kind == "generated":
             scope.generated.append(rel)
-        elif rel.startswith(UNBUILT_PREFIXES) or rel in UNBUILT_FILES or _top_doc(rel):
+        elif kind == "unbuilt":
             scope.skipped.append(f"{rel}: nothing built reads it")
-        elif _JOB.match(rel):
-            for side in _job_sides(_at_base(root, scope.base, rel), jobs_by_file.get(rel)):
+        elif kind == "job":
+            for side in _job_sides(change.at_base(rel), jobs_by_file.get(rel)):
                 reach.add_job(side, set(repo.clusters))
             scope.reasons.append(f"{rel}: the job, on each cluster it targets or targeted")
-        elif (found := _PLATFORM.match(rel)) and found.group(1) in repo.clusters:
-            reach.wide.setdefault(
-                found.group(1), f"{rel}: platform objects every job there looks up"
-            )
-        elif _PROFILE.match(rel) and rel in profiles:
-            reach.wide.setdefault(profiles[rel], f"{rel}: the profile of every job there")
+        elif kind == "platform" and cluster is not None:
+            reach.wide.setdefault(cluster, f"{rel}: platform objects every job there looks up")
+        elif kind == "profile" and cluster is not None:
+            reach.wide.setdefault(cluster, f"{rel}: the profile of every job there")
         else:
             scope.everything = scope.everything or (
                 f"{rel}: may change every rendered object (settings, renderer, schemas, rules,"
@@ -282,7 +341,7 @@ def _job_sides(
 ) -> list[tuple[Any, Any, set[str], set[str]]]:
     """(name, namespace, clusters, names its objects carry) of a changed job at the base and,
     unless deleted, in the working tree."""
-    sides = [(old.get("name"), old.get("namespace"), _targets(old), _old_names(old))]
+    sides = [(old.get("name"), old.get("namespace"), spec_targets(old), _old_names(old))]
     if now:
         targets = {t.cluster for t in now.targets}
         sides.append((now.name, now.namespace, targets, _names_of(now)))
@@ -314,11 +373,17 @@ def _widen(root: Path, repo: Repository, scope: Scope, reach: _Reach) -> None:
             scope.context[name] = context
 
 
-def describe(scope: Scope, repo: Repository) -> list[str]:
-    """What `--changed` checked and skipped, and why: lines for the terminal."""
+def describe(scope: Scope, repo: Repository, specs: CheckedSpecs | None = None) -> list[str]:
+    """What `--changed` checked and skipped, and why: lines for the terminal (`specs`: the
+    job specs the loader checked; None: every one)."""
     lines = [f"--changed: compared with {scope.base[:12]}, {len(scope.changed)} changed path(s)"]
     if scope.everything:
         return [*lines, f"  everything is checked: {scope.everything}"]
+    unchecked = (
+        0
+        if specs is None
+        else sum(not specs.checks(j.file, (t.cluster for t in j.targets)) for j in repo.jobs)
+    )
     lines += [f"  {reason}" for reason in scope.reasons]
     total = sum(len(targets_on(repo, c)) for c in repo.clusters.values())
     checked = sum(len(jobs) for jobs in scope.checked.values())
@@ -332,6 +397,11 @@ def describe(scope: Scope, repo: Repository) -> list[str]:
         f"  skipped: {total - checked} job placement(s) no changed file reaches"
         + ("" if scope.gitops else ", gitops/")
     )
+    if unchecked:
+        lines.append(
+            f"  {unchecked} of {len(repo.jobs)} job spec(s) loaded, not checked again: unchanged,"
+            " on clusters no change reaches"
+        )
     lines += [f"  skipped {line}" for line in scope.skipped]
     if scope.generated:
         lines.append(
