@@ -88,3 +88,43 @@ def test_directories_are_swapped_in_by_renames_within_the_repository(
         assert tmp_path in src.parents and tmp_path in dst.parents
     assert {dst.name for _, dst in renames} == {"base", "overlays", "gitops"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["base", "gitops", "overlays"]
+
+
+def _rglob_on_disk(root: Path, within: list[str] | None) -> set[str]:
+    """The generated files as `rglob` and `is_file` find them (what `check` read before it
+    walked with os.scandir), filtered by prefix."""
+    found = set()
+    for top in ("base", "overlays", "gitops"):
+        if (root / top).is_dir():
+            found |= {
+                f.relative_to(root).as_posix() for f in (root / top).rglob("*") if f.is_file()
+            }
+    return found if within is None else {rel for rel in found if rel.startswith(tuple(within))}
+
+
+@pytest.mark.parametrize(
+    "within",
+    [
+        None,
+        ["gitops/"],
+        ["overlays/c/job/", "overlays/c/kustomization.yaml", "base/job/"],
+        ["overlays/c/kustomization.yaml"],
+        ["overlays/missing/", "base/job/pytorchjob.yaml", "jobs/"],
+    ],
+)
+def test_the_files_compared_are_those_rglob_finds(tmp_path: Path, within: list[str] | None) -> None:
+    """Symlinks as rglob took them: one to a file counts, one to a folder is not entered, a
+    broken one is no file; a name that only starts like a prefix's file is matched by it."""
+    write.write(tmp_path, FILES)
+    (tmp_path / "overlays" / "c" / "kustomization.yaml").write_text("resources: [job]\n")
+    (tmp_path / "overlays" / "c" / "kustomization.yaml.orig").write_text("left over\n")
+    (tmp_path / "overlays" / "c" / "job" / "deep").mkdir()
+    (tmp_path / "overlays" / "c" / "job" / "deep" / "x.yaml").write_text("x\n")
+    os.symlink(tmp_path / "FILES", tmp_path / "base" / "job" / "broken.yaml")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "y.yaml").write_text("y\n")
+    os.symlink(tmp_path / "outside" / "y.yaml", tmp_path / "gitops" / "linked.yaml")
+    os.symlink(tmp_path / "outside", tmp_path / "gitops" / "linked-folder")
+    drift = write.check(tmp_path, {}, within)
+    assert {d.path for d in drift} == _rglob_on_disk(tmp_path, within)
+    assert all(d.reason == "extra" for d in drift)

@@ -23,24 +23,52 @@ class Drift:
     """`stale` (content differs), `missing` (not on disk) or `extra` (on disk, not rendered)."""
 
 
-def _on_disk(root: Path) -> dict[str, Path]:
+def _walk(folder: Path, rel: str, found: dict[str, Path]) -> None:
+    """Every file under `folder` (named `rel` from the root) into `found`, as `rglob` and
+    `is_file` find them (a symlink to a file counts, a symlinked folder is not entered), with
+    `os.scandir`'s cached types: a 5,000-job fleet's generated tree holds 130,000 files."""
+    try:
+        entries = os.scandir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    with entries:
+        for entry in entries:
+            path = f"{rel}/{entry.name}"
+            if entry.is_dir(follow_symlinks=False):
+                _walk(Path(entry.path), path, found)
+            elif entry.is_file():
+                found[path] = Path(entry.path)
+
+
+def _on_disk(root: Path, within: Collection[str] | None = None) -> dict[str, Path]:
+    """The generated files on disk, relative path -> path (`within`: only those whose
+    relative path starts with one of these; only their folders are read)."""
     found: dict[str, Path] = {}
-    for top in paths.GENERATED_DIRS:
-        directory = root / top
-        if directory.is_dir():
-            for file in directory.rglob("*"):
-                if file.is_file():
-                    found[file.relative_to(root).as_posix()] = file
+    if within is None:
+        for top in paths.GENERATED_DIRS:
+            _walk(root / top, top, found)
+        return found
+    generated = tuple(f"{top}/" for top in paths.GENERATED_DIRS)
+    for prefix in sorted(p for p in within if p.startswith(generated)):
+        folder, _, start = prefix.rpartition("/")
+        try:
+            entries = list(os.scandir(root / folder))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for entry in entries:
+            if not entry.name.startswith(start):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                _walk(Path(entry.path), f"{folder}/{entry.name}", found)
+            elif entry.is_file():
+                found[f"{folder}/{entry.name}"] = Path(entry.path)
     return found
 
 
 def check(root: Path, files: dict[str, str], within: Collection[str] | None = None) -> list[Drift]:
     """Differences between `files` and the generated directories under `root` (`within`:
     only the files on disk whose path starts with one of these, for a partial render)."""
-    disk = _on_disk(root)
-    if within is not None:
-        prefixes = tuple(within)
-        disk = {rel: file for rel, file in disk.items() if rel.startswith(prefixes)}
+    disk = _on_disk(root, within)
     drift = []
     for rel, text in files.items():
         if rel not in disk:
