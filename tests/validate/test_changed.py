@@ -12,7 +12,7 @@ import yaml
 from tests.validate.changed_repo import edit_yaml, git, scratch_repo, validate_json
 from trainops.cli import main
 from trainops.jobspec.load import load_repository
-from trainops.validate import changes
+from trainops.validate import changed_files, changes
 
 JOB = "resnet50-ddp"
 JOB_CLUSTERS = {"onprem-a100", "cloud-h100", "onprem-h200"}
@@ -24,7 +24,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 def scope_of(root: Path) -> changes.Scope:
-    return changes.affected(root, load_repository(root), changes.change_from(root, "main"))
+    return changes.affected(root, load_repository(root), changed_files.change_from(root, "main"))
 
 
 def jobs_on(root: Path, cluster: str) -> set[str]:
@@ -118,7 +118,7 @@ def test_a_job_naming_another_jobs_claim_gets_it_as_context(
     git(repo, "commit", "-q", "-m", "writer and reader")
     edit_yaml(repo / "jobs" / "reader.yaml", replicas=3)
 
-    scope = changes.affected(repo, load_repository(repo), changes.change_from(repo, "HEAD"))
+    scope = changes.affected(repo, load_repository(repo), changed_files.change_from(repo, "HEAD"))
     assert scope.checked == {"cloud-h100": {"reader"}}
     # resnet50-ddp too: the copied spec still names it (`--checkpoint-dir=.../resnet50-ddp`).
     assert scope.context == {"cloud-h100": {"writer", JOB}}
@@ -141,7 +141,7 @@ def test_changing_a_job_rechecks_the_jobs_that_name_it(repo: Path) -> None:
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "follower")
     edit_yaml(repo / "jobs" / f"{JOB}.yaml", replicas=2)
-    scope = changes.affected(repo, load_repository(repo), changes.change_from(repo, "HEAD"))
+    scope = changes.affected(repo, load_repository(repo), changed_files.change_from(repo, "HEAD"))
     assert scope.checked["cloud-h100"] == {JOB, "follower"}
     assert scope.checked["onprem-a100"] == {JOB}
 

@@ -13,7 +13,7 @@ import yaml
 from tests.validate.changed_repo import edit_yaml, git, scratch_repo, validate_json
 from trainops.cli import main
 from trainops.jobspec.load import load_repository
-from trainops.validate import changes
+from trainops.validate import changed_files, changes
 
 # Only resnet50-ddp runs on onprem-h200; every shipped job runs on onprem-a100.
 LONE_CLUSTER = "onprem-h200"
@@ -135,8 +135,8 @@ def test_every_job_a_scope_builds_is_checked_at_the_door(repo: Path, what: str) 
     """The promise the loader relies on: `--changed` builds only jobs whose spec it checked,
     and checks everything exactly when its scope is everything."""
     CHANGES[what](repo)
-    change = changes.change_from(repo, "HEAD")
-    specs = changes.specs_checked(change)
+    change = changed_files.change_from(repo, "HEAD")
+    specs = changed_files.specs_checked(change)
     repo_model = load_repository(repo)
     scope = changes.affected(repo, repo_model, change)
     assert (specs is None) == (scope.everything is not None), what

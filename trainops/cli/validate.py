@@ -27,7 +27,7 @@ from trainops.core.git import default_base
 from trainops.jobspec.checked import CheckedSpecs
 from trainops.jobspec.model import Repository
 from trainops.report import formats as report
-from trainops.validate import changes, command
+from trainops.validate import changed_files, changes, command
 from trainops.validate.schemas import DEFAULT_KUBERNETES_VERSION
 
 
@@ -92,9 +92,9 @@ def add_changed_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _change(root: Path, base: str) -> tuple[changes.Change, CheckedSpecs | None]:
-    change = changes.change_from(root, base)
-    return change, changes.specs_checked(change)
+def _change(root: Path, base: str) -> tuple[changed_files.Change, CheckedSpecs | None]:
+    change = changed_files.change_from(root, base)
+    return change, changed_files.specs_checked(change)
 
 
 def load_changed(args: argparse.Namespace) -> tuple[Repository, changes.Scope | None]:

@@ -21,7 +21,6 @@ from trainops.core.errors import InputError, Problem
 from trainops.core.yamlio import Document
 from trainops.facts import deepspeed as ds_facts
 from trainops.facts.kubernetes_schemas import parse_version
-from trainops.facts.pod_fence import DELIVERY_NAMESPACE
 from trainops.jobspec import (
     consumer_names,
     fits,
@@ -30,7 +29,6 @@ from trainops.jobspec import (
     model_size,
     pod_fence,
     podtemplate,
-    schemas,
     trainer_v2,
 )
 from trainops.jobspec.checked import CheckedSpecs, spec_targets
@@ -39,29 +37,19 @@ from trainops.jobspec.job import build_job
 from trainops.jobspec.platform import load_platform
 from trainops.jobspec.platform_queues import check_queues
 from trainops.jobspec.platform_refs import check_references
-from trainops.jobspec.problems import (
-    EMPTY_FILE,
-    Collector,
+from trainops.jobspec.problems import Collector, merge_per_cluster
+from trainops.jobspec.settings import delivery_namespaces_apart, load_settings
+from trainops.jobspec.spec_files import (
     build_all,
     duplicates,
     load_all,
-    merge_per_cluster,
     read_all,
-    schema_problems,
-    single_mapping,
     yaml_files,
 )
 
 # Native sidecars (init containers with restartPolicy Always) are on by default from 1.29.
 # https://kubernetes.io/docs/concepts/workloads/pods/sidecar-containers/
 NATIVE_SIDECARS = (1, 29)
-SETTINGS_KEYS = {
-    "repoURL": "repo_url",
-    "revision": "revision",
-    "argocdNamespace": "argocd_namespace",
-    "argocdProject": "argocd_project",
-    "fluxNamespace": "flux_namespace",
-}
 
 
 def _roles(job: model.TrainingJob) -> list[tuple[list[str | int], model.Role]]:
@@ -286,30 +274,6 @@ TARGET_CHECKS: tuple[TargetCheck, ...] = (
 """A job against one cluster it targets, in the order the problems are reported."""
 
 
-def _delivery_namespaces_apart(
-    cluster: model.ClusterProfile, doc: Document, settings: model.RepoSettings
-) -> list[Problem]:
-    """The delivery tools' own namespaces are never training namespaces (issue 29.7): Flux's
-    holds the Git credentials and the Kustomizations that impersonate the delivery account,
-    Argo CD's its Applications and cluster secrets; a job there could read or edit them."""
-    out = Collector(doc)
-    tools = {
-        settings.flux_namespace: f"the delivery tool's own namespace ({paths.SETTINGS_FILE}"
-        " `fluxNamespace`)",
-        settings.argocd_namespace: f"the delivery tool's own namespace ({paths.SETTINGS_FILE}"
-        " `argocdNamespace`)",
-        DELIVERY_NAMESPACE: "the namespace of the account Argo CD delivers as",
-    }
-    for index, namespace in enumerate(cluster.namespaces):
-        if namespace in tools:
-            out.add(
-                ["namespaces", index],
-                f"`{namespace}` is {tools[namespace]}: jobs must not run beside the GitOps"
-                " controllers' objects or accounts; use another namespace for training",
-            )
-    return out.problems
-
-
 def job_against_cluster(
     job: model.TrainingJob, doc: Document, cluster: model.ClusterProfile
 ) -> list[Problem]:
@@ -319,21 +283,6 @@ def job_against_cluster(
     index = next((i for i, t in enumerate(job.targets) if t.cluster == cluster.name), 0)
     installed.check_kueue(cluster, [job], out, ["targets", index, "cluster"])
     return _job_against_clusters(job, doc, {cluster.name: cluster}, set()) + out.problems
-
-
-def _settings(root: Path) -> tuple[model.RepoSettings, list[Problem]]:
-    path = root / paths.SETTINGS_FILE
-    if not path.exists():
-        return model.RepoSettings(), []
-    doc = single_mapping(path, root)
-    if isinstance(doc, list):  # every key is optional: a file holding none is no settings
-        return model.RepoSettings(), [p for p in doc if p.message != EMPTY_FILE]
-    out = Collector(doc)
-    schema_problems(doc, schemas.SETTINGS, out)
-    if out.problems:
-        return model.RepoSettings(), out.problems
-    d = schemas.with_defaults(schemas.SETTINGS, doc.data)
-    return model.RepoSettings(**{field: d[key] for key, field in SETTINGS_KEYS.items()}), []
 
 
 def _job_builder(
@@ -371,7 +320,7 @@ def load_repository(
             )
         )
     problems: list[Problem] = []
-    settings, settings_problems = _settings(root)
+    settings, settings_problems = load_settings(root)
     problems += settings_problems
 
     build = functools.partial(build_cluster, rule_slugs=rule_slugs)
@@ -379,7 +328,7 @@ def load_repository(
     problems += duplicates("cluster", loaded)
     clusters = {cluster.name: cluster for cluster, _ in loaded}
     for cluster, doc in loaded:
-        problems += _delivery_namespaces_apart(cluster, doc, settings)
+        problems += delivery_namespaces_apart(cluster, doc, settings)
     invalid = {p.stem for p in yaml_files(root / paths.CLUSTERS_DIR)} - set(clusters)
     read = read_all(root / paths.JOBS_DIR, root, problems)
     which = checked() if checked is not None else None

@@ -26,20 +26,17 @@ AppProject's and Flux RBAC's kinds are computed from every job and platform obje
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from trainops import build
-from trainops.core import paths, yamlio
+from trainops.core import paths
 from trainops.core.errors import InputError, Problem
 from trainops.core.findings import Finding, Severity
-from trainops.core.git import GitError, commit_of, git, git_together
 from trainops.jobspec.checked import CheckedSpecs, spec_targets
 from trainops.jobspec.model import Repository, TrainingJob
-from trainops.jobspec.problems import yaml_files
 from trainops.render import (
     MONITORING_DIR,
     PLATFORM_DIR,
@@ -50,15 +47,8 @@ from trainops.render import (
 )
 from trainops.render.delivered import JOBS_PART, PLATFORM_PART, targets_on
 from trainops.render.write import Drift
+from trainops.validate.changed_files import Change, sort_path
 from trainops.validate.repo import Part, RepoResult, validate_repository
-
-# Paths no rendered or validated object is read from.
-UNBUILT_PREFIXES = ("docs/", "tests/", "bench/", "trainer/", ".github/", ".ci/")
-UNBUILT_FILES = frozenset({"LICENSE", "Makefile", ".gitignore", ".dockerignore"})
-GENERATED = tuple(f"{d}/" for d in paths.GENERATED_DIRS)
-_PLATFORM = re.compile(rf"^{paths.CLUSTERS_DIR}/([^/]+)/manifests/")
-_PROFILE = re.compile(rf"^{paths.CLUSTERS_DIR}/[^/]+\.ya?ml$")
-_JOB = re.compile(rf"^{paths.JOBS_DIR}/[^/]+\.ya?ml$")
 
 
 @dataclass
@@ -98,10 +88,6 @@ class Scope:
         return job is None or job not in self.context.get(cluster, set())
 
 
-def _top_doc(rel: str) -> bool:
-    return "/" not in rel and rel.endswith(".md")
-
-
 # The folders of an overlay that are not a job's: job names are DNS labels (no `_`), and
 # `platform` is a reserved job name (spec/job_checks.py).
 NOT_JOBS = (PLATFORM_DIR, RUNTIMES_DIR, MONITORING_DIR, PLATFORM_PART, JOBS_PART)
@@ -116,95 +102,6 @@ def job_of(file: str | None) -> str | None:
     if len(parts) >= 4 and parts[0] == paths.OVERLAYS_DIR:
         return None if parts[2] in NOT_JOBS else parts[2]
     return None
-
-
-def changed_paths(root: Path, commit: str) -> list[str]:
-    """Files that differ between `commit` and the working tree, untracked ones included,
-    relative to `root` (renames as the old and the new path)."""
-    try:
-        tracked, untracked = git_together(
-            root,
-            ("diff", "--name-only", "--no-renames", "--relative", "-z", commit),
-            ("ls-files", "--others", "--exclude-standard", "-z"),
-        )
-    except GitError as err:
-        raise InputError(Problem.whole_file(str(root), f"git: {err}")) from None
-    names = (tracked + untracked).decode("utf-8", "surrogateescape").split("\0")
-    return sorted({n for n in names if n})
-
-
-def _mapping(read: Callable[[], str], rel: str) -> dict[str, Any]:
-    """A spec's text as a mapping ({} if absent or unreadable: the loader says why)."""
-    try:
-        docs = yamlio.load_text(read(), rel)
-    except (GitError, InputError, OSError, UnicodeDecodeError):
-        return {}
-    data = docs[0].data if len(docs) == 1 else None
-    return data if isinstance(data, dict) else {}
-
-
-@dataclass
-class Change:
-    """The files that differ between a base commit and the working tree."""
-
-    root: Path
-    commit: str
-    paths: list[str]
-    _base: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    def at_base(self, rel: str) -> dict[str, Any]:
-        """The spec at `rel` in the base commit, as a mapping ({} if absent or unreadable)."""
-        if rel not in self._base:
-            show = f"{self.commit}:./{rel}"
-            self._base[rel] = _mapping(lambda: git(self.root, "show", show).decode("utf-8"), rel)
-        return self._base[rel]
-
-    def now(self, rel: str) -> dict[str, Any]:
-        """The spec at `rel` in the working tree, the same way."""
-        return _mapping(lambda: (self.root / rel).read_text(encoding="utf-8"), rel)
-
-
-def change_from(root: Path, base: str) -> Change:
-    """What changed from `base` (a commit-ish) to the working tree."""
-    commit = commit_of(root, base, "--base")
-    return Change(root, commit, changed_paths(root, commit))
-
-
-def _sort(rel: str, profiles: dict[str, str]) -> tuple[str, str | None]:
-    """What a changed path is: generated, read by nothing built, a job spec, a cluster's
-    platform objects or profile (with the cluster), or anything else (which may change
-    everything); `profiles`: each profile's file -> its cluster."""
-    if rel.startswith(GENERATED):
-        return "generated", None
-    if rel.startswith(UNBUILT_PREFIXES) or rel in UNBUILT_FILES or _top_doc(rel):
-        return "unbuilt", None
-    if _JOB.match(rel):
-        return "job", None
-    if (found := _PLATFORM.match(rel)) and found.group(1) in profiles.values():
-        return "platform", found.group(1)
-    if _PROFILE.match(rel) and rel in profiles:
-        return "profile", profiles[rel]
-    return "other", None
-
-
-def specs_checked(change: Change) -> CheckedSpecs | None:
-    """The job specs the change reaches, for the loader (None: every spec, when the change
-    may reach everything). Worked out from the files before loading: a profile's cluster is
-    its file's name (the loader refuses any other)."""
-    clusters = change.root / paths.CLUSTERS_DIR
-    profiles = {f"{paths.CLUSTERS_DIR}/{p.name}": p.stem for p in yaml_files(clusters)}
-    files: set[str] = set()
-    reached: set[str] = set()
-    for rel in change.paths:
-        kind, cluster = _sort(rel, profiles)
-        if kind == "other":
-            return None
-        if kind == "job":
-            files.add(rel)
-            reached |= spec_targets(change.at_base(rel)) | spec_targets(change.now(rel))
-        elif cluster is not None:
-            reached.add(cluster)
-    return CheckedSpecs(frozenset(files), frozenset(reached))
 
 
 def _spec_text(root: Path, job: TrainingJob) -> str:
@@ -310,12 +207,12 @@ def affected(root: Path, repo: Repository, change: Change, cluster: str | None =
 
 
 def _reach(repo: Repository, scope: Scope, change: Change) -> _Reach:
-    """Each changed path sorted (`_sort`) into what it reaches."""
+    """Each changed path sorted (`sort_path`) into what it reaches."""
     jobs_by_file = {job.file: job for job in repo.jobs}
     profiles = {c.file: name for name, c in repo.clusters.items()}
     reach = _Reach()
     for rel in scope.changed:
-        kind, cluster = _sort(rel, profiles)
+        kind, cluster = sort_path(rel, profiles)
         if kind == "generated":
             scope.generated.append(rel)
         elif kind == "unbuilt":
