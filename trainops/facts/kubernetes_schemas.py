@@ -20,6 +20,38 @@ from trainops.core.errors import InputError, Problem
 DEFAULT_KUBERNETES_VERSION = "1.31"
 
 
+# Built-in kinds (API group, kind) whose schema holds no pod template anywhere, in every
+# bundled version (tests/facts/test_pod_free_kinds.py derives it from each version's
+# definitions): an object of one is not searched for things shaped like a pod template
+# (`Object.unread_pod_templates`), which most of a repository's objects are.
+POD_FREE_KINDS = frozenset(
+    {
+        ("", "ConfigMap"),
+        ("", "Endpoints"),
+        ("", "LimitRange"),
+        ("", "Namespace"),
+        ("", "PersistentVolume"),
+        ("", "PersistentVolumeClaim"),
+        ("", "ResourceQuota"),
+        ("", "Secret"),
+        ("", "Service"),
+        ("", "ServiceAccount"),
+        ("autoscaling", "HorizontalPodAutoscaler"),
+        ("coordination.k8s.io", "Lease"),
+        ("discovery.k8s.io", "EndpointSlice"),
+        ("networking.k8s.io", "Ingress"),
+        ("networking.k8s.io", "NetworkPolicy"),
+        ("policy", "PodDisruptionBudget"),
+        ("rbac.authorization.k8s.io", "ClusterRole"),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+        ("rbac.authorization.k8s.io", "Role"),
+        ("rbac.authorization.k8s.io", "RoleBinding"),
+        ("scheduling.k8s.io", "PriorityClass"),
+        ("storage.k8s.io", "StorageClass"),
+    }
+)
+
+
 def _package_dir(name: str) -> Path:
     """Where an installed package's files are, without running its `__init__`."""
     spec = importlib.util.find_spec(name)

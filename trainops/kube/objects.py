@@ -22,6 +22,7 @@ from trainops.facts.kubeflow import (
     default_restart_policy,
 )
 from trainops.facts.kubeflow import elastic_range as operator_elastic_range
+from trainops.facts.kubernetes_schemas import POD_FREE_KINDS
 from trainops.facts.schedulers import VOLCANO_JOB_GROUP
 from trainops.facts.trainer import RUNTIME_KINDS, TRAINER_GROUP, TRAINJOB
 from trainops.facts.workloads import (
@@ -187,7 +188,8 @@ class Object:
         schema, thousands of nodes describing them, holds none: not walked)."""
         known = self.pods or self.is_trainjob or self.kind in RUNTIME_KINDS
         schema = self.kind == "CustomResourceDefinition"
-        return [] if known or schema else pod_template_paths(self.data)
+        none = (self.group, self.kind) in POD_FREE_KINDS
+        return [] if known or schema or none else pod_template_paths(self.data)
 
     @lazy
     def pods(self) -> list[PodTemplate]:
