@@ -9,8 +9,10 @@ Kubernetes' admission (k8s.io/pod-security-admission, policy/check_*.go) enforce
 from __future__ import annotations
 
 from tests.rules.helpers import FIXTURES, manifests_from_file, manifests_from_text, run
+from trainops.facts import pod_security as pss
 from trainops.facts.pod_security import sensitive_host_path
 from trainops.jobspec.model import ClusterProfile
+from trainops.kube.objects import Object
 
 FLOOR = FIXTURES / "pod-security-baseline"
 
@@ -99,3 +101,23 @@ def test_sensitive_host_paths() -> None:
         "/home/alice/data",
     ):
         assert not sensitive_host_path(path), path
+
+
+def test_the_baseline_controls_alone_give_every_baseline_breach() -> None:
+    """The floor reads `baseline_breaches` only (issue 39): over every pod of the rules'
+    fixtures, the restricted controls add no baseline breach and the baseline ones no
+    restricted breach, so the floor misses nothing `breaches` would have given it."""
+    pods = [
+        pod
+        for path in sorted(FIXTURES.rglob("*.yaml"))
+        for manifest in manifests_from_file(path)
+        for pod in Object(manifest).all_pods
+    ]
+    levels = set()
+    for pod in pods:
+        every = list(pss.breaches(pod.metadata, pod.spec))
+        baseline = list(pss.baseline_breaches(pod.metadata, pod.spec))
+        assert baseline == [b for b in every if b.level == "baseline"]
+        levels |= {b.level for b in every}
+    assert len(pods) > 100
+    assert levels == {"baseline", "restricted"}

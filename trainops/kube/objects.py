@@ -193,6 +193,8 @@ class Object:
 
     @lazy
     def pods(self) -> list[PodTemplate]:
+        if (self.group, self.kind) in POD_FREE_KINDS:
+            return []
         if self.is_kubeflow_job:
             return self._replica_pods()
         if self.is_volcano_job:

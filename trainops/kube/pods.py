@@ -207,9 +207,18 @@ class PodTemplate:
             for i, v in enumerate(as_list(self.spec.get("volumes")))
         }
 
+    @lazy
+    def _gpu_counts(self) -> dict[frozenset[str], int]:
+        return {}
+
     def gpus(self, cluster: DeclaresGpus | None = None) -> int:
-        """GPUs one pod of this template gets (`trainops.facts.gpus.pod_gpus`)."""
-        return gpu_facts.pod_gpus(self.spec, gpu_products(cluster))
+        """GPUs one pod of this template gets (`trainops.facts.gpus.pod_gpus`), counted once
+        per set of declared GPU resources: a dozen rules ask for every pod."""
+        products = gpu_products(cluster)
+        counts = self._gpu_counts
+        if products not in counts:
+            counts[products] = gpu_facts.pod_gpus(self.spec, products)
+        return counts[products]
 
     @property
     def scheduler_name(self) -> str | None:
