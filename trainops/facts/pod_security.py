@@ -1,11 +1,9 @@
 """The Pod Security Standards, control by control, on one pod spec.
 
-https://kubernetes.io/docs/concepts/security/pod-security-standards/ (the version
-Kubernetes 1.30-1.33 enforce through Pod Security admission). `breaches(meta, spec)`
-yields every control a pod template fails, tagged with the level that forbids it;
-the `pod-security` rule and `trainops build`'s per-cluster level both read it, so the
-level we print is the one the rule checks.
-"""
+https://kubernetes.io/docs/concepts/security/pod-security-standards/ (the version Kubernetes
+1.30-1.33 enforce through Pod Security admission). `breaches(meta, spec)` yields every control
+a pod template fails, tagged with the level that forbids it; the `pod-security` rule and
+`trainops build`'s per-cluster level both read it, so the level we print is the one checked."""
 
 from __future__ import annotations
 
@@ -130,18 +128,15 @@ def _containers(spec: dict[str, Any]) -> Iterator[tuple[dict[str, Any], Path]]:
             yield _d(c), ("spec", key, i)
 
 
-def breaches(meta: dict[str, Any], spec: dict[str, Any]) -> Iterator[Breach]:
-    """Every Pod Security control `spec` (a pod spec, with its template's `meta`) fails."""
-    yield from baseline_breaches(meta, spec)
-    for restricted in RESTRICTED_CHECKS:
-        yield from restricted(spec)
-
-
-def baseline_breaches(meta: dict[str, Any], spec: dict[str, Any]) -> Iterator[Breach]:
-    """The baseline controls `spec` fails (each is a `Breach.baseline`; the restricted
-    controls yield only `Breach.restricted`): all the floor (`on_floor`) needs."""
+def breaches(
+    meta: dict[str, Any], spec: dict[str, Any], restricted: bool = True
+) -> Iterator[Breach]:
+    """Every Pod Security control `spec` (a pod spec, with its template's `meta`) fails;
+    `restricted=False`: the baseline ones (the only `Breach.baseline`s: all `on_floor` reads)."""
     for check in BASELINE_CHECKS:
         yield from check(meta, spec)
+    for more in RESTRICTED_CHECKS if restricted else ():
+        yield from more(spec)
 
 
 def _security_contexts(meta: dict[str, Any], spec: dict[str, Any]) -> Iterator[Breach]:

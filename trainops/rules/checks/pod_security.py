@@ -46,7 +46,7 @@ def _floor(obj: Object, ctx: Context) -> Iterator[Violation]:
     # containerPort of a hostNetwork pod a host port): `pod-security` judges them there.
     host_network = ctx.cluster is not None and ctx.cluster.network.allow_host_network
     for pod in obj.all_pods:
-        for breach in pss.baseline_breaches(pod.metadata, pod.spec):
+        for breach in pss.breaches(pod.metadata, pod.spec, restricted=False):
             if host_network and breach.exception == "hostPort":
                 continue
             if pss.on_floor(breach):
