@@ -34,12 +34,7 @@ def _gang(obj: Object, ctx: Context) -> Iterator[Violation]:
                     " the gang is split and can deadlock half-scheduled",
                     pod.spec_path,
                 )
-    if obj.is_volcano_job:
-        min_path: tuple[str | int, ...] = ("spec", "minAvailable")
-        min_available = as_int(obj.spec.get("minAvailable"))
-    else:
-        min_path = ("spec", "runPolicy", "schedulingPolicy", "minAvailable")
-        min_available = as_int(as_dict(obj.run_policy.get("schedulingPolicy")).get("minAvailable"))
+    min_path, min_available = _min_available(obj)
     total = obj.pod_count()
     if min_available is not None and min_available > total:
         yield Violation(
@@ -58,6 +53,17 @@ def _gang(obj: Object, ctx: Context) -> Iterator[Violation]:
             " is not there",
             ("spec",),
         )
+
+
+def _min_available(obj: Object) -> tuple[tuple[str | int, ...], int | None]:
+    """Where the job's gang size is written and its value: a Volcano Job's `minAvailable`, a
+    Kubeflow job's `runPolicy.schedulingPolicy.minAvailable`."""
+    if obj.is_volcano_job:
+        return ("spec", "minAvailable"), as_int(obj.spec.get("minAvailable"))
+    policy = as_dict(obj.run_policy.get("schedulingPolicy"))
+    return ("spec", "runPolicy", "schedulingPolicy", "minAvailable"), as_int(
+        policy.get("minAvailable")
+    )
 
 
 # Pods that start only once the others run, and are not counted in a gang by their operator:
@@ -80,12 +86,7 @@ def _partial_gang(obj: Object, ctx: Context) -> Iterator[Violation]:
     spans = [nnodes_range(value) for _, value, _ in torchrun_nnodes(obj)]
     if any(span is None or span[0] != span[1] for span in spans):
         return  # an elastic (or unreadable) --nnodes: the job may run below its pod count
-    if obj.is_volcano_job:
-        path: tuple[str | int, ...] = ("spec", "minAvailable")
-        min_available = as_int(obj.spec.get("minAvailable"))
-    else:
-        path = ("spec", "runPolicy", "schedulingPolicy", "minAvailable")
-        min_available = as_int(as_dict(obj.run_policy.get("schedulingPolicy")).get("minAvailable"))
+    path, min_available = _min_available(obj)
     total = obj.pod_count()
     # A launcher (an MPIJob's, a Volcano MPI job's master) may start after the workers.
     slack = 1 if obj.kind in _ONE_LAUNCHER_KINDS or obj.is_volcano_job else 0
