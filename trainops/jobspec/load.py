@@ -286,13 +286,13 @@ def job_against_cluster(
 
 
 def _job_builder(
-    root: Path, checked: CheckedSpecs | None
+    root: Path, unchecked: set[str]
 ) -> Callable[[Document, Collector], model.TrainingJob | None]:
-    """`build_job`, then the job's `model.config` read from the repository."""
+    """`build_job` (`unchecked`: the spec files it does not check), then the job's
+    `model.config` read from the repository."""
 
     def build(doc: Document, out: Collector) -> model.TrainingJob | None:
-        check = checked is None or checked.checks(doc.file, spec_targets(doc.data))
-        job = build_job(doc, out, check)
+        job = build_job(doc, out, check=doc.file not in unchecked)
         return model_size.resolve(job, root, out) if job is not None else None
 
     return build
@@ -332,12 +332,19 @@ def load_repository(
     invalid = {p.stem for p in yaml_files(root / paths.CLUSTERS_DIR)} - set(clusters)
     read = read_all(root / paths.JOBS_DIR, root, problems)
     which = checked() if checked is not None else None
-    jobs = build_all(read, _job_builder(root, which), problems)
+    unchecked = {
+        doc.file
+        for doc in read
+        if which is not None
+        and isinstance(doc, Document)
+        and not which.checks(doc.file, spec_targets(doc.data))
+    }
+    jobs = build_all(read, _job_builder(root, unchecked), problems)
     problems += duplicates("job", jobs)
 
     on: dict[str, list[model.TrainingJob]] = {}
     for job, doc in jobs:
-        if which is None or which.checks(job.file, (t.cluster for t in job.targets)):
+        if job.file not in unchecked:
             problems += _job_against_clusters(job, doc, clusters, invalid)
         for name in dict.fromkeys(t.cluster for t in job.targets):
             on.setdefault(name, []).append(job)

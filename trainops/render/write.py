@@ -49,7 +49,7 @@ def _on_disk(root: Path, within: Collection[str] | None = None) -> dict[str, Pat
             _walk(root / top, top, found)
         return found
     generated = tuple(f"{top}/" for top in paths.GENERATED_DIRS)
-    for prefix in sorted(p for p in within if p.startswith(generated)):
+    for prefix in (p for p in within if p.startswith(generated)):
         folder, _, start = prefix.rpartition("/")
         try:
             entries = list(os.scandir(root / folder))
