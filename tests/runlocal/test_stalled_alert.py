@@ -166,7 +166,9 @@ def _started(argv: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
     try:
         yield proc
     finally:
-        proc.send_signal(signal.SIGINT)  # run-local stops its replicas on the way out
+        # SIGTERM, not SIGINT: a suite run in the background inherits SIGINT ignored, and then
+        # each run-local trained on until its wait below ran out (two minutes more per run).
+        proc.send_signal(signal.SIGTERM)  # run-local stops its replicas on the way out
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=60)
         # Whatever happened, nothing of this run-local outlives the test: its tree, and the

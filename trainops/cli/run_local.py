@@ -5,17 +5,22 @@ Takes the job from the committed, kustomize-built overlay; starts each replica's
 command with the Training Operator's env (MASTER_ADDR/PORT, WORLD_SIZE, RANK, PET_*), the
 container's own env and its ConfigMap volumes materialised in a temporary directory; GPUs become
 CPU processes (gloo). Output is prefixed per replica; the exit code is the job's outcome
-(0 Succeeded, 1 Failed or timed out, 2 bad input). See docs/run-local.md.
+(0 Succeeded, 1 Failed or timed out, 2 bad input), or 128 + N when signal N stopped run-local
+(130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), its replicas stopped first. See docs/run-local.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import shlex
+import signal
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 
 from trainops.core.errors import InputError, Problem
 from trainops.core.text import one_line
@@ -29,6 +34,10 @@ from trainops.runlocal.warnings_filter import WarningFilter
 
 DEFAULT_TIMEOUT = 900.0
 DEFAULT_KILL_AFTER = 20.0
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+"""Besides Ctrl-C's SIGINT (KeyboardInterrupt): SIGTERM (a CI job cancelled, `timeout`, `kill`)
+and SIGHUP (the terminal closed). Python's default for both ends the process at once, and the
+replicas, each in a session of its own, trained on without a supervisor."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -218,7 +227,50 @@ def _summary(outcome: supervise.Outcome) -> int:
     return 1
 
 
+class Stopped(BaseException):
+    """run-local was told to stop by `signum`: raised in the main thread, as KeyboardInterrupt
+    is, so every `finally` runs (the replicas stopped as at a job's end, the locks released, the
+    temporary directory removed)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _stopped_by_signals() -> Iterator[None]:
+    """STOP_SIGNALS raise Stopped while the run lasts; one ignored when run-local started (nohup)
+    stays ignored, and after the first, the others are ignored so they cannot cut the stop short."""
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        for each in STOP_SIGNALS:
+            signal.signal(each, signal.SIG_IGN)
+        raise Stopped(signum)
+
+    previous = {
+        each: signal.signal(each, stop)
+        for each in STOP_SIGNALS
+        if signal.getsignal(each) is not signal.SIG_IGN
+    }
+    try:
+        yield
+    finally:
+        for each, handler in previous.items():
+            signal.signal(each, handler)
+
+
 def run(args: argparse.Namespace) -> int:
+    try:
+        with _stopped_by_signals():
+            return _run(args)
+    except (Stopped, KeyboardInterrupt) as stopped:
+        signum = stopped.signum if isinstance(stopped, Stopped) else signal.SIGINT
+        name = signal.Signals(signum).name
+        _out(f"run-local: stopped by {name}; its replicas were stopped first")
+        return 128 + signum
+
+
+def _run(args: argparse.Namespace) -> int:
     options = Options(
         replicas=args.replicas,
         procs_per_replica=args.procs_per_replica,
