@@ -8,12 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainops.facts.interpreter import interpreter_options
 from trainops.importer.mpirun import same_mpirun
 
 PYTHONS = ("python", "python3")
 LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch")
 # torchrun options that take a value as the next element when written without `=`
 # (torch/distributed/run.py get_args_parser; the boolean ones take none).
+NO_PYTHON = frozenset({"--no-python", "--no_python"})
 FLAGS_WITHOUT_VALUE = frozenset(
     {
         "--standalone",
@@ -41,6 +43,8 @@ class Program:
     """Launcher options dropped (trainops's torchrun takes them from the operator)."""
     launcher: str | None = None
     """The launcher found (`torchrun`, `python -m torch.distributed.run`), if any."""
+    interpreter_options: list[str] = field(default_factory=list)
+    """Python's options dropped (`-u`: torchrun runs `python -u` itself)."""
 
 
 def _launcher(argv: list[str]) -> tuple[str, list[str]] | None:
@@ -51,17 +55,29 @@ def _launcher(argv: list[str]) -> tuple[str, list[str]] | None:
     return None
 
 
+def python_program(argv: list[str]) -> Program | None:
+    """`python [-u] prog args` or `python [-u] -m module args` as a program; None for another
+    program, or for interpreter options torchrun cannot pass (trainops/facts/interpreter.py).
+    `-u` is dropped: torchrun runs every program with `python -u`."""
+    if not argv or argv[0].rsplit("/", 1)[-1] not in PYTHONS:
+        return None
+    options = interpreter_options(argv)
+    if any(option != "-u" for option in options):
+        return None
+    rest = argv[1 + len(options) :]
+    if len(rest) > 1 and rest[0] == "-m":
+        return Program(["python", "-m", rest[1]], rest[2:], interpreter_options=options)
+    if rest and not rest[0].startswith("-"):
+        return Program(["python", rest[0]], rest[1:], interpreter_options=options)
+    return None
+
+
 def read_program(command: list[str], args: list[str]) -> Program | None:
     """The python program the container runs, or None when it is not one (a shell, a binary)."""
     argv = [*command, *args]
     found = _launcher(argv)
     if found is None:
-        if argv and argv[0].rsplit("/", 1)[-1] in PYTHONS and len(argv) > 1:
-            if argv[1] == "-m" and len(argv) > 2:
-                return Program(["python", "-m", argv[2]], argv[3:])
-            if not argv[1].startswith("-"):
-                return Program(["python", argv[1]], argv[2:])
-        return None
+        return python_program(argv)
     launcher, rest = found
     flags: list[str] = []
     module = False
@@ -78,6 +94,12 @@ def read_program(command: list[str], args: list[str]) -> Program | None:
         i += 1
     if i >= len(rest):
         return None
+    if NO_PYTHON & set(flags):
+        # `torchrun --no-python python3 train.py`: the program is what that python runs.
+        inner = python_program(rest[i:])
+        if inner is None:
+            return None
+        return Program(inner.command, inner.args, flags, launcher, inner.interpreter_options)
     command = ["python", "-m", rest[i]] if module else ["python", rest[i]]
     flags = [f for f in flags if f not in {"-m", "--module"}]
     return Program(command, rest[i + 1 :], flags, launcher)

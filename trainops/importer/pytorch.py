@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from trainops.core.yamlio import Document
+from trainops.facts.interpreter import interpreter_options
 from trainops.facts.kubeflow import PYTORCH_CONTAINER, REPLICA_TYPES
 from trainops.importer import common
-from trainops.importer.launch import read_program
+from trainops.importer.launch import PYTHONS, read_program
 from trainops.importer.notes import Notes
 from trainops.importer.pod import normalised_template, training_container
 from trainops.jobspec.model import ClusterProfile
@@ -83,14 +84,20 @@ def import_pytorchjob(  # noqa: C901, PLR0912, PLR0915
                 " the operator's PET_* variables (nnodes, nproc, rendezvous) from the"
                 " PyTorchJob",
             )
+        if program.interpreter_options:
+            notes.add(
+                at_command,
+                f"python's {' '.join(program.interpreter_options)} dropped: torchrun runs the"
+                " program with python -u itself",
+            )
     elif not command:
         if args:
             job["args"] = args
     else:
         notes.add(
             at_command,
-            f"`{command[0]}` is not a python program: the"
-            " command is kept as it is in `podTemplate` (no torchrun is generated)",
+            f"{_not_a_program(command + args)}: the command is kept as it is"
+            " in `podTemplate` (no torchrun is generated)",
         )
     job["replicas"] = replicas
     common.size(job, main, cluster, where)
@@ -132,3 +139,14 @@ def import_pytorchjob(  # noqa: C901, PLR0912, PLR0915
         where=["spec", "runPolicy"],
     )
     return common.finish(job, obj, pod, main, cluster=cluster, notes=notes, where=where)
+
+
+def _not_a_program(argv: list[str]) -> str:
+    """Why a container's argv is not read as a program trainops can run under torchrun."""
+    options = [o for o in interpreter_options(argv) if o != "-u"]
+    if argv[0].rsplit("/", 1)[-1] in PYTHONS and options:
+        return (
+            f"python's {' '.join(options)} cannot pass through torchrun (its environment"
+            " variable can: docs/jobs.md)"
+        )
+    return f"`{argv[0]}` is not a python program"

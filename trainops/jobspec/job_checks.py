@@ -9,6 +9,7 @@ import posixpath
 from typing import Any
 
 from trainops.facts import deepspeed as ds_facts
+from trainops.facts.interpreter import instead, interpreter_options
 from trainops.facts.kubeflow import FRAMEWORK_KINDS, REPLICA_TYPES
 from trainops.facts.names import RENDERED_CONTAINERS, RENDERED_VOLUMES
 from trainops.facts.scratch import SCRATCH_VOLUMES
@@ -99,6 +100,13 @@ def _command_checks(d: dict[str, Any], out: Collector) -> None:
         out.add(["command", 0], f"`command` must start with python, got {cmd[0]!r}{hint}")
     elif len(cmd) < 2:
         out.add(["command"], "`command` needs the program after python: [python, train.py]")
+    elif framework == "pytorch" and (options := interpreter_options(cmd)):
+        out.add(
+            ["command", 1],
+            f"trainops runs the program under torchrun, which cannot pass python's"
+            f" {', '.join(options)} (the pod would stop on `unrecognized arguments`): "
+            + "; ".join(instead(option) for option in options),
+        )
     elif cmd[1] == "-m" and len(cmd) < 3:
         out.add(["command"], "`python -m` needs a module name")
 
