@@ -86,14 +86,16 @@ format: setup
 
 ## test: set up, lint, type-check, then the whole pytest suite, on all cores (pytest-xdist: the
 ## suite is xdist-safe: per-test tmp paths, free ports, torchrun --standalone, DeepSpeed's op
-## builds behind their own lock), with the 20 slowest tests listed (issue 28: under 10 minutes
-## on two cores; bench/suite.py measures it).
+## builds behind their own lock), with the 20 slowest tests listed (issue 39: under 8 minutes
+## on two cores; bench/suite.py measures it). `--dist worksteal`: a worker that runs out of
+## tests takes half of the other's queue; xdist's default hands out fixed chunks, and one
+## worker then ran a minute of trainer tests alone while the other idled (437 -> 393 s).
 test: lint
-	$(PY) -m pytest -n auto --durations=20 $(PYTEST_ARGS)
+	$(PY) -m pytest -n auto --dist worksteal --durations=20 $(PYTEST_ARGS)
 
 ## test-fast: the developer loop: every test not marked slow, on all cores (no lint).
 test-fast: setup
-	$(PY) -m pytest -q -m "not slow" -n auto $(PYTEST_ARGS)
+	$(PY) -m pytest -q -m "not slow" -n auto --dist worksteal $(PYTEST_ARGS)
 
 ## bench: --manifests and the shipped repository (bench/results/validate.json), then the fleet
 ## table of docs/validate.md at 500 and 5,000 jobs, each side by side with its ceiling

@@ -28,8 +28,9 @@ import pytest
 from tests.processes import descendants, kill
 
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
-GRACE_SECONDS = 10.0
-"""How long processes may take to exit after the last test (a teardown's SIGTERM)."""
+GRACE_SECONDS = float(os.environ.get("TRAINOPS_PROCESS_GRACE", "10"))
+"""How long processes may take to exit after the last test (a teardown's SIGTERM); the guard's
+own tests (tests/repo/test_process_guard.py), whose leak never exits, set it short."""
 LEAKS = "trainops_leaked_processes"
 # Not leaks (their command line says so): xdist's workers (execnet's bootstrap), the
 # controller's own children; helpers that exit with the process that started them, by
