@@ -231,6 +231,6 @@ def build_committed(
             output.mkdir(parents=True, exist_ok=True)
             (output / f"{name}.yaml").write_text(stream)
         file = f"{paths.OVERLAYS_DIR}/{name}"
-        documents = yamlio.load_text(stream, file)
+        documents = yamlio.load_text(stream, file, as_kubernetes=True)
         out.append((name, [Manifest(d.data, file, d, cluster=name) for d in documents if d.data]))
     return out

@@ -72,7 +72,7 @@ def build_overlays(
     for name, stream in build.build_overlays(tree, build.overlays_in(tree), run):
         if isinstance(stream, build.KustomizeError):
             raise stream
-        docs = load_text(stream, f"kustomize build {OVERLAYS}/{name}")
+        docs = load_text(stream, f"kustomize build {OVERLAYS}/{name}", as_kubernetes=True)
         built[name] = {object_key(d.data): d.data for d in docs}
     return built
 

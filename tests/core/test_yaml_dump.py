@@ -28,6 +28,7 @@ _Reference.add_implicit_resolver(
     "tag:yaml.org,2002:float", yaml_dump.GO_FLOAT, list("-+.0123456789")
 )
 _Reference.add_implicit_resolver("tag:yaml.org,2002:int", yaml_dump.GO_OCTAL, ["0"])
+_Reference.add_implicit_resolver("tag:yaml.org,2002:bool", yaml_dump.GO_BOOL, list("yYnN"))
 
 
 def reference(data: Any) -> str:

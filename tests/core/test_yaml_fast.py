@@ -1,7 +1,8 @@
 """The fast path (yaml-rs, screened by `yaml_fast`) reads exactly what PyYAML reads.
 
 `yamlio.load_text` takes each document through yaml-rs unless the screen stops it; the
-reference is `yamlio._load_pyyaml`, PyYAML alone. They must agree on every YAML file the
+reference is `yamlio._load_pyyaml`, PyYAML alone, in both readings (YAML 1.1's for specs,
+go-yaml's for manifests: `as_kubernetes`). They must agree on every YAML file the
 tests can reach (the repository, ../shared/upstream) and on thousands of seeded mutations of
 them: the same data, types included, the same document indexes, the same position for every
 path, or the same error at the same place. A screen that fired on everything would also
@@ -22,6 +23,7 @@ from bench.mix import mixed_documents
 from tests.tools import REPO, require_upstream
 from trainops.core import yaml_fast, yamlio
 from trainops.core.errors import InputError
+from trainops.core.yaml_strict import KubernetesLoader, StrictLoader
 
 SKIP_DIRS = {".venv", ".git", "build", "trainops.egg-info", "node_modules", ".mypy_cache"}
 
@@ -63,8 +65,18 @@ def outcome(load: Any, text: str) -> tuple[str, Any]:
     ]
 
 
+def _fast(as_kubernetes: bool) -> Any:
+    return lambda text, file: yamlio.load_text(text, file, as_kubernetes=as_kubernetes)
+
+
+def _pyyaml(loader: type[StrictLoader]) -> Any:
+    return lambda text, file: yamlio._load_pyyaml(text, file, loader)
+
+
 def assert_same(text: str) -> None:
-    assert outcome(yamlio.load_text, text) == outcome(yamlio._load_pyyaml, text), text
+    """Both readings: YAML 1.1's (specs) and go-yaml's (manifests, `as_kubernetes`)."""
+    assert outcome(_fast(False), text) == outcome(_pyyaml(StrictLoader), text), text
+    assert outcome(_fast(True), text) == outcome(_pyyaml(KubernetesLoader), text), text
 
 
 def test_the_repository_reads_the_same_both_ways() -> None:
@@ -90,6 +102,8 @@ TOKENS = [
     "OFF",
     "y",
     "n",
+    "Y",
+    "N",
     "true",
     "False",
     "null",
@@ -117,6 +131,10 @@ TOKENS = [
     "0.5",
     "2.10",
     "12345678901234567890",
+    "99999999999999999999",
+    "1e400",
+    ".5e3",
+    "08",
     "1.12345678901234567890",
     ".inf",
     "-.Inf",

@@ -68,15 +68,17 @@ class _Dumper(_BaseDumper):  # type: ignore[misc, valid-type]
         return tag
 
 
-# Plain scalars that PyYAML (YAML 1.1) reads as strings but the Go readers of the output read
-# as numbers: kustomize (kyaml, YAML 1.2's core schema) and kubectl/the API server (go-yaml v2)
-# take `1e-4`, `1E5`, `1.0e5` and `-.5` as floats and kyaml `0o17` as an octal int, so an env
-# value written so would reach the API server as a number, which it refuses. Resolved as
-# numbers here, such strings are written quoted.
+# Plain scalars that PyYAML (YAML 1.1) reads as strings but the Go readers of the output do
+# not: kustomize (kyaml, YAML 1.2's core schema) and kubectl/the API server (go-yaml v2,
+# trainops/core/yaml_go.py) take `1e-4`, `1E5`, `1.0e5` and `-.5` as floats, `0o17` as an
+# octal int, and go-yaml `y`/`n` as bools, so an env value written so would reach the API
+# server as a number or a bool, which it refuses. Resolved so here, such strings are quoted.
 GO_FLOAT = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$")
 GO_OCTAL = re.compile(r"^0o[0-7]+$")
+GO_BOOL = re.compile(r"^[yYnN]$")
 _Dumper.add_implicit_resolver("tag:yaml.org,2002:float", GO_FLOAT, list("-+.0123456789"))
 _Dumper.add_implicit_resolver("tag:yaml.org,2002:int", GO_OCTAL, ["0"])
+_Dumper.add_implicit_resolver("tag:yaml.org,2002:bool", GO_BOOL, list("yYnN"))
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

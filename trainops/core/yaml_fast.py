@@ -10,7 +10,8 @@ screen stops, or yaml-rs refuses, is read by PyYAML as before.
 
 The screen stops every spelling the two read differently:
 - plain scalars that YAML 1.1 resolves but 1.2 does not, or to another value: `yes`/`no`/
-  `on`/`off`, `0755`, `1_000`, `1:30`, `1e3`, `0o17`, `-.5`, `.nan`, `=`, `<<`;
+  `on`/`off`, `0755`, `1_000`, `1:30`, `1e3`, `0o17`, `-.5`, `.nan`, `=`, `<<`; and `y`/`n`,
+  text to both but bools to go-yaml v2 (`yamlio`'s `as_kubernetes` reads as go-yaml does);
 - keys that 1.2 types (`1:`, `true:`, `~:`, a flow collection, `?` keys): Kubernetes keys
   are the scalar's text, and `1` and `"1"` are one key;
 - tags, anchors and aliases (PyYAML's own rules, and our alias bounds), tabs, surrogate
@@ -73,7 +74,7 @@ _TOKEN = (
     r"|[?:]"
     # `|` and `>` but as a block scalar's header (a plain scalar in 1.2's flow context).
     r"|[|>](?![-+0-9]*[ \t]*(?:#[^\n]*)?$)"
-    rf"|(?:yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF|=|<<){_END}"
+    rf"|(?:yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF|=|<<|[yYnN]){_END}"  # y, n: go-yaml's"
     rf"|(?:[Tt]rue|TRUE|[Ff]alse|FALSE|[Nn]ull|NULL|~){_KEY_END}"  # keys 1.2 types
     # Number characters; a `-` or `+` inside only after an exponent's `e` (a UID or a date
     # is text to both).

@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from trainops.core import yaml_go
+
 _BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -185,3 +187,25 @@ for _tag, _constructor in {
     "pairs": StrictLoader.construct_yaml_pairs,
 }.items():
     StrictLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _constructor)
+
+
+class KubernetesLoader(StrictLoader):
+    """StrictLoader whose plain scalars resolve and build as go-yaml v2's do, as kubectl and the
+    API server read a manifest (`trainops.core.yaml_go`): `1e-4` a float, `y` true, `1:30` text.
+    Defined after StrictLoader's own constructors are registered: a subclass copies them."""
+
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: Any) -> str:
+        if kind is not yaml.ScalarNode or not implicit[0]:  # quoted: a string, as in PyYAML
+            return super().resolve(kind, value, implicit)
+        key = (value, implicit)
+        tag = self._scalar_tags.get(key)
+        if tag is None:
+            tag = self._scalar_tags[key] = yaml_go.tag(value)
+        return tag
+
+    def construct_go_scalar(self, node: yaml.Node) -> Any:
+        return yaml_go.value(str(node.tag), str(self.construct_scalar(node)))
+
+
+for _tag in (yaml_go.BOOL, yaml_go.INT, yaml_go.FLOAT, yaml_go.NULL):
+    KubernetesLoader.add_constructor(_tag, KubernetesLoader.construct_go_scalar)

@@ -42,7 +42,7 @@ from trainops.core.yaml_aliases import (
     expanded_shape,
     recursive_alias_problem,
 )
-from trainops.core.yaml_strict import StrictLoader
+from trainops.core.yaml_strict import KubernetesLoader, StrictLoader
 
 
 @dataclass
@@ -189,24 +189,29 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def load_text(text: str, file: str) -> list[Document]:
-    """Parse every non-empty document of `text`; `file` names it in errors."""
+def load_text(text: str, file: str, *, as_kubernetes: bool = False) -> list[Document]:
+    """Parse every non-empty document of `text`; `file` names it in errors. `as_kubernetes`:
+    plain scalars as kubectl and the API server read them (`trainops.core.yaml_go`: `1e-4` a
+    number, `y` a bool), for manifests; else as YAML 1.1 reads them, for trainops's specs."""
+    loader = KubernetesLoader if as_kubernetes else StrictLoader
     with gc_paused():
-        return _load_text(text, file)
+        return _load_text(text, file, loader)
 
 
-def _load_text(text: str, file: str) -> list[Document]:
+def _load_text(text: str, file: str, loader: type[StrictLoader]) -> list[Document]:
     if "\x00" in text:
         raise InputError(Problem.whole_file(file, "this is a binary file, not YAML"))
     pieces = list(yaml_fast.split_documents(text))
     check_depth(text, file, pieces)
-    documents = _load_fast(text, pieces, file)
+    documents = _load_fast(text, pieces, file, loader)
     if documents is None:
-        documents = _load_pyyaml(text, file)
+        documents = _load_pyyaml(text, file, loader)
     return documents
 
 
-def _load_fast(text: str, pieces: list[tuple[int, str]], file: str) -> list[Document] | None:
+def _load_fast(
+    text: str, pieces: list[tuple[int, str]], file: str, loader: type[StrictLoader]
+) -> list[Document] | None:
     """Each document through yaml-rs where `yaml_fast` finds it safe, else through PyYAML;
     None when anything goes wrong, so that PyYAML reads the whole stream and reports the
     problem at its place in the file."""
@@ -224,7 +229,7 @@ def _load_fast(text: str, pieces: list[tuple[int, str]], file: str) -> list[Docu
             continue
         if needs_pyyaml:
             try:
-                ((node, data),) = _pyyaml_documents(piece)
+                ((node, data),) = _pyyaml_documents(piece, loader)
             except (yaml.YAMLError, RecursiveAlias, RecursionError, _AliasBomb, ValueError):
                 return None
             document = Document(file, index, data, node, first_line=first_line)
@@ -248,9 +253,11 @@ class _AliasBomb(Exception):
         self.line = line
 
 
-def _pyyaml_documents(text: str) -> list[tuple[yaml.Node, Any]]:
+def _pyyaml_documents(
+    text: str, loader_class: type[StrictLoader] = StrictLoader
+) -> list[tuple[yaml.Node, Any]]:
     """(node tree, data) of every document, strictly; raises what the loader raises."""
-    loader = StrictLoader(text)
+    loader = loader_class(text)
     documents: list[tuple[yaml.Node, Any]] = []
     try:
         while loader.check_node():
@@ -265,9 +272,9 @@ def _pyyaml_documents(text: str) -> list[tuple[yaml.Node, Any]]:
     return documents
 
 
-def _load_pyyaml(text: str, file: str) -> list[Document]:
+def _load_pyyaml(text: str, file: str, loader: type[StrictLoader]) -> list[Document]:
     try:
-        documents = _pyyaml_documents(text)
+        documents = _pyyaml_documents(text, loader)
     except _AliasBomb as bomb:
         raise InputError(
             Problem(
@@ -292,8 +299,11 @@ def _load_pyyaml(text: str, file: str) -> list[Document]:
     ]
 
 
-def load_file(path: Path, display: str | None = None) -> list[Document]:
-    """Read and parse a YAML file; errors name `display` (default: the path)."""
+def load_file(
+    path: Path, display: str | None = None, *, as_kubernetes: bool = False
+) -> list[Document]:
+    """Read and parse a YAML file; errors name `display` (default: the path); `as_kubernetes`
+    as in `load_text`."""
     name = display or str(path)
     raw = read_bounded(path, name)
     try:
@@ -303,4 +313,4 @@ def load_file(path: Path, display: str | None = None) -> list[Document]:
         raise InputError(
             Problem(name, line, None, "not UTF-8 text (is this a binary file?); save it as UTF-8")
         ) from None
-    return load_text(text, name)
+    return load_text(text, name, as_kubernetes=as_kubernetes)

@@ -165,7 +165,7 @@ def _documents(root: Path, manifests: Path, path: Path, problems: list[Problem])
         problems.append(Problem.whole_file(display, message))
         return []
     try:
-        docs = load_file(path, display)
+        docs = load_file(path, display, as_kubernetes=True)
     except InputError as err:
         problems += err.problems
         return []

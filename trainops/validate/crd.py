@@ -334,7 +334,7 @@ def load_crd_dir(directory: Path, confine: Path | None = None) -> dict[GVK, dict
             )
             continue
         try:
-            documents = yamlio.load_file(path)
+            documents = yamlio.load_file(path, as_kubernetes=True)
         except InputError as err:
             problems += err.problems
             continue

@@ -118,7 +118,7 @@ def load_manifests(paths: Sequence[Path], cluster: str | None = None) -> list[Ma
     problems: list[Problem] = []
     for path in manifest_files(paths):
         try:
-            documents = yamlio.load_file(path)
+            documents = yamlio.load_file(path, as_kubernetes=True)
         except InputError as err:
             problems += err.problems
             continue

@@ -135,9 +135,25 @@ def _schema_findings(
             missing = getattr(error.kind, "property", None)
             message = f"{path_text(path)}: required field `{missing}` is missing"
         else:
-            message = f"{path_text(path)}: {error.message}"
+            message = _unquoted(manifest, path, error) or f"{path_text(path)}: {error.message}"
         findings.append(Finding(RULE_SCHEMA, Severity.ERROR, message, **_where(manifest, path)))
     return findings
+
+
+def _unquoted(manifest: Manifest, path: Sequence[str | int], error: Any) -> str | None:
+    """A string field holding an unquoted `1e-4`, `8` or `y`: kubectl reads a number or a bool
+    there (go-yaml, trainops/core/yaml_go.py), which the API server refuses; say what to write."""
+    types = getattr(error.kind, "types", None)
+    if type(error.kind).__name__ != "Type" or "string" not in (types or ()):
+        return None
+    written = manifest.document.scalar_text(path) if manifest.document is not None else None
+    if written is None or isinstance(error.instance, str):
+        return None
+    what = "a bool" if isinstance(error.instance, bool) else "a number"
+    return (
+        f"{path_text(path)}: the unquoted `{written}` is {what} to kubectl and the API server,"
+        f' which take only text here: quote it ("{written}")'
+    )
 
 
 def check_schema(

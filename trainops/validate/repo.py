@@ -73,7 +73,7 @@ def _source_index(files: dict[str, str]) -> _Sources:
     for rel, text in files.items():
         if not rel.endswith((".yaml", ".yml")):
             continue
-        documents = yamlio.load_text(text, rel)
+        documents = yamlio.load_text(text, rel, as_kubernetes=True)
         if rel.endswith("kustomization.yaml"):
             for doc in documents:
                 _index_generators(doc, sources.generated)
@@ -259,7 +259,7 @@ def _validate(
                 continue
             overlay = f"overlays/{name}"
             try:
-                docs = yamlio.load_text(built, f"kustomize build {overlay}")
+                docs = yamlio.load_text(built, f"kustomize build {overlay}", as_kubernetes=True)
                 manifests, problems = documents_to_manifests(docs, name)
                 if problems:
                     raise InputError(problems)
@@ -290,7 +290,9 @@ def _validate(
         manifests = []
         for rel, text in gitops.items():
             if rel.endswith((".yaml", ".yml")):
-                found, problems = documents_to_manifests(yamlio.load_text(text, rel))
+                found, problems = documents_to_manifests(
+                    yamlio.load_text(text, rel, as_kubernetes=True)
+                )
                 if problems:
                     raise InputError(problems)
                 manifests += found
@@ -320,7 +322,7 @@ def build_overlay(
     with build.scratch_tree(files, "trainops-build-") as tmp:
         built = run(tmp / overlay)
     manifests, problems = documents_to_manifests(
-        yamlio.load_text(built, f"kustomize build {overlay}"), cluster_name
+        yamlio.load_text(built, f"kustomize build {overlay}", as_kubernetes=True), cluster_name
     )
     if problems:
         raise InputError(problems)
