@@ -72,6 +72,7 @@ def test_a_leaked_process_fails_the_suite_and_is_killed(
     assert processes.marked("GUARD_MARK", mark) == []
 
 
+@pytest.mark.slow  # a whole two-worker pytest session: 1 s alone, 14 s beside a busy suite
 def test_a_suite_that_reaps_what_it_starts_passes(tmp_path: Path) -> None:
     result, _ = _suite(tmp_path, CLEAN, "-n", "2")
     assert result.returncode == 0, result.stdout + result.stderr

@@ -24,7 +24,7 @@ from tests.runlocal.conftest import variant_repo
 from tests.tools import REPO
 from trainops.runlocal.supervise import POD_MARKER
 
-pytestmark = pytest.mark.usefixtures("needs_kustomize")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("needs_kustomize")]
 
 UP = "replica up"
 DEADLINE = 90.0
