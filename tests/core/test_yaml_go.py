@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.tools import REPO, copy_inputs, line_of, trainops
-from trainops.core import yamlio
+from trainops.core import yaml_go, yamlio
 from trainops.core.yaml_dump import dump
 
 INF = math.inf
@@ -77,6 +77,7 @@ FROM_RESOLVE_GO = [
     ("a: .5e3", 500.0),
     ("a: yES", "yES"),  # not in the table
     ("a: '1e-4'", "1e-4"),  # quoted: always text
+    ("a: .\u0663", ".\u0663"),  # ParseFloat takes ASCII digits only (Python's float any)
 ]
 
 
@@ -85,6 +86,13 @@ def test_go_yaml_reads_it_so(text: str, expected: Any) -> None:
     (doc,) = yamlio.load_text(text + "\n", "m.yaml", as_kubernetes=True)
     (value,) = doc.data.values()
     assert value == expected and type(value) is type(expected), (value, expected)
+
+
+def test_only_ascii_digits_make_numbers() -> None:
+    """Go's ParseFloat and ParseInt take ASCII digits; Python's float and int take any
+    script's (the loader's fast path may never ask: asked directly)."""
+    for text in (".\u0663", "\u0661e3", "-.\u0665"):
+        assert yaml_go.tag(text) == yaml_go.STR, text
 
 
 @pytest.mark.parametrize("text", ["v: !!int 1.5", "v: !!bool maybe", "v: !!float x"])

@@ -57,7 +57,10 @@ _UINT64 = range(2**64)
 
 
 def _finite_float(text: str) -> float | None:
-    """Go's ParseFloat: None where it refuses the text or the value overflows."""
+    """Go's ParseFloat: None where it refuses the text or the value overflows (Python's float
+    also takes other scripts' digits, which Go does not)."""
+    if not text.isascii():
+        return None
     try:
         value = float(text)
     except ValueError:
