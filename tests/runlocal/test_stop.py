@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -22,9 +23,8 @@ import pytest
 from tests.processes import marked, reap
 from tests.runlocal.conftest import variant_repo
 from tests.tools import REPO
+from trainops.cli.run_local import _stopped_by_signals
 from trainops.runlocal.supervise import POD_MARKER
-
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("needs_kustomize")]
 
 UP = "replica up"
 DEADLINE = 90.0
@@ -54,6 +54,8 @@ run in the background inherits SIGINT ignored (`cmd &` without job control), whi
 rightly keeps (docs/run-local.md)."""
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("needs_kustomize")
 @pytest.mark.parametrize(
     "signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: signal.Signals(s).name
 )
@@ -89,3 +91,22 @@ def test_a_signal_stops_the_replicas_first_and_removes_the_temporary_directory(
     assert list(temp.iterdir()) == [], "run-local's temporary directory is removed"
     stopping = output.index("[run-local] stopping master-0, worker-0: run-local is exiting")
     assert stopping < output.index(f"run-local: stopped by {name}; its replicas were stopped first")
+
+
+def test_off_the_main_thread_the_handlers_stay_as_they_are() -> None:
+    """`trainops.cli.main` called from a thread (an embedding program): Python sets signal
+    handlers from the main thread only; run-local then leaves them alone instead of failing."""
+    seen: list[object] = []
+
+    def body() -> None:
+        with _stopped_by_signals():
+            seen.append(signal.getsignal(signal.SIGTERM))
+
+    before = signal.getsignal(signal.SIGTERM)
+    thread = threading.Thread(target=body)
+    thread.start()
+    thread.join()
+    assert seen == [before]
+    with _stopped_by_signals():  # the main thread: run-local's own handler
+        assert signal.getsignal(signal.SIGTERM) is not before
+    assert signal.getsignal(signal.SIGTERM) is before

@@ -18,6 +18,7 @@ import shlex
 import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
@@ -247,6 +248,9 @@ def _stopped_by_signals() -> Iterator[None]:
             signal.signal(each, signal.SIG_IGN)
         raise Stopped(signum)
 
+    if threading.current_thread() is not threading.main_thread():
+        yield  # Python delivers signals to the main thread only, and sets handlers there only
+        return
     previous = {
         each: signal.signal(each, stop)
         for each in STOP_SIGNALS
