@@ -24,6 +24,11 @@ READ = [
     (["torchrun", "--no_python", "python", "-u", "-m", "pkg"], ["python", "-m", "pkg"], []),
     (["torchrun", "--nnodes=2", "-m", "pkg", "--x"], ["python", "-m", "pkg"], ["--x"]),
     (["python", "train.py", "-O"], ["python", "train.py"], ["-O"]),
+    (
+        ["python3", "-u", "-m", "torch.distributed.run", "--nnodes=2", "train.py", "--lr=1"],
+        ["python", "train.py"],
+        ["--lr=1"],
+    ),
 ]
 NOT_A_PROGRAM = [
     ["python", "-O", "train.py"],

@@ -50,8 +50,16 @@ class Program:
 def _launcher(argv: list[str]) -> tuple[str, list[str]] | None:
     if argv and argv[0].rsplit("/", 1)[-1] == "torchrun":
         return "torchrun", argv[1:]
-    if len(argv) > 2 and argv[0] in PYTHONS and argv[1] == "-m" and argv[2] in LAUNCHER_MODULES:
-        return f"{argv[0]} -m {argv[2]}", argv[3:]
+    at = 1
+    while at < len(argv) and argv[at] == "-u":  # `python -u -m torch.distributed.run`
+        at += 1
+    if (
+        len(argv) > at + 1
+        and argv[0].rsplit("/", 1)[-1] in PYTHONS
+        and argv[at] == "-m"
+        and argv[at + 1] in LAUNCHER_MODULES
+    ):
+        return f"{argv[0]} -m {argv[at + 1]}", argv[at + 2 :]
     return None
 
 
