@@ -74,7 +74,7 @@ _TOKEN = (
     r"|[?:]"
     # `|` and `>` but as a block scalar's header (a plain scalar in 1.2's flow context).
     r"|[|>](?![-+0-9]*[ \t]*(?:#[^\n]*)?$)"
-    rf"|(?:yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF|=|<<|[yYnN]){_END}"  # y, n: go-yaml's"
+    rf"|(?:yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF|=|<<|[yYnN]){_END}"  # y, n: go-yaml's bools
     rf"|(?:[Tt]rue|TRUE|[Ff]alse|FALSE|[Nn]ull|NULL|~){_KEY_END}"  # keys 1.2 types
     # Number characters; a `-` or `+` inside only after an exponent's `e` (a UID or a date
     # is text to both).

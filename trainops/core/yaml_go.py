@@ -45,7 +45,6 @@ _SPECIAL_FLOATS = {
     **{f"{s}.{i}": v for s, v in (("", math.inf), ("+", math.inf), ("-", -math.inf))
        for i in ("inf", "Inf", "INF")},
 }  # fmt: skip
-_MAP_HINT = frozenset("yYnNtTfFoO~")
 _NUMBER_HINT = frozenset("+-0123456789")
 # strconv.ParseInt(s, 0, 64)'s syntax: a sign, then a base prefix or a leading 0 (octal).
 _GO_INT = re.compile(r"([-+]?)(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)")

@@ -47,6 +47,11 @@ class Program:
     """Python's options dropped (`-u`: torchrun runs `python -u` itself)."""
 
 
+def is_python(word: str) -> bool:
+    """Whether a command's first word starts the python interpreter (`/usr/bin/python3`)."""
+    return word.rsplit("/", 1)[-1] in PYTHONS
+
+
 def _launcher(argv: list[str]) -> tuple[str, list[str]] | None:
     if argv and argv[0].rsplit("/", 1)[-1] == "torchrun":
         return "torchrun", argv[1:]
@@ -55,7 +60,7 @@ def _launcher(argv: list[str]) -> tuple[str, list[str]] | None:
         at += 1
     if (
         len(argv) > at + 1
-        and argv[0].rsplit("/", 1)[-1] in PYTHONS
+        and is_python(argv[0])
         and argv[at] == "-m"
         and argv[at + 1] in LAUNCHER_MODULES
     ):
@@ -67,7 +72,7 @@ def python_program(argv: list[str]) -> Program | None:
     """`python [-u] prog args` or `python [-u] -m module args` as a program; None for another
     program, or for interpreter options torchrun cannot pass (trainops/facts/interpreter.py).
     `-u` is dropped: torchrun runs every program with `python -u`."""
-    if not argv or argv[0].rsplit("/", 1)[-1] not in PYTHONS:
+    if not argv or not is_python(argv[0]):
         return None
     options = interpreter_options(argv)
     if any(option != "-u" for option in options):

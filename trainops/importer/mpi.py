@@ -21,7 +21,7 @@ from trainops.facts.kubeflow import (
 )
 from trainops.facts.mpi_ssh import image_contract
 from trainops.importer import common
-from trainops.importer.launch import PYTHONS
+from trainops.importer.launch import is_python
 from trainops.importer.mpirun import (
     ALLOW_ROOT,
     HOROVOD_OPTIONS,
@@ -141,7 +141,7 @@ def import_mpijob(  # noqa: C901, PLR0912, PLR0915
     if not program:
         notes.add(at_argv, _no_program(argv, job["replicas"] * slots))
         return None
-    if program[0].rsplit("/", 1)[-1] in PYTHONS and len(program) >= 2:
+    if is_python(program[0]) and len(program) >= 2:
         job["command"], job["args"] = _split(program)
     else:
         mpi["rankProgram"] = "executable"
@@ -323,7 +323,7 @@ def _read_launcher(
 
 def _python_program(argv: list[str]) -> list[str]:
     """The python program inside another launcher's argv (`horovodrun ... python x.py`)."""
-    starts = [i for i, word in enumerate(argv) if word.rsplit("/", 1)[-1] in PYTHONS]
+    starts = [i for i, word in enumerate(argv) if is_python(word)]
     return argv[starts[0] :] if starts else []
 
 

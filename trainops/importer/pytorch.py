@@ -10,7 +10,7 @@ from trainops.core.yamlio import Document
 from trainops.facts.interpreter import interpreter_options
 from trainops.facts.kubeflow import PYTORCH_CONTAINER, REPLICA_TYPES
 from trainops.importer import common
-from trainops.importer.launch import PYTHONS, read_program
+from trainops.importer.launch import is_python, read_program
 from trainops.importer.notes import Notes
 from trainops.importer.pod import normalised_template, training_container
 from trainops.jobspec.model import ClusterProfile
@@ -144,7 +144,7 @@ def import_pytorchjob(  # noqa: C901, PLR0912, PLR0915
 def _not_a_program(argv: list[str]) -> str:
     """Why a container's argv is not read as a program trainops can run under torchrun."""
     options = [o for o in interpreter_options(argv) if o != "-u"]
-    if argv[0].rsplit("/", 1)[-1] in PYTHONS and options:
+    if is_python(argv[0]) and options:
         return (
             f"python's {' '.join(options)} cannot pass through torchrun (its environment"
             " variable can: docs/jobs.md)"
